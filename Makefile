@@ -1,0 +1,49 @@
+# make demo: create .venv, install, run the demo.  make test: install with test extras,
+# generate test data, run the suite.  Both check prerequisites first.
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+DATA := data
+
+.PHONY: demo test lint format bench prereqs clean
+
+prereqs:
+	@scripts/check_prereqs.sh $(PYTHON)
+
+$(BIN)/python: | prereqs
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+
+$(VENV)/.installed: pyproject.toml $(BIN)/python
+	$(BIN)/python -m pip install --quiet -e .
+	touch $@
+
+$(VENV)/.installed-test: pyproject.toml $(BIN)/python
+	$(BIN)/python -m pip install --quiet -e '.[test]'
+	touch $@ $(VENV)/.installed
+
+demo: prereqs $(VENV)/.installed
+	$(BIN)/sparkprov demo
+
+$(DATA)/tpch/sf0.01/.done: $(VENV)/.installed-test
+	$(BIN)/python -c "from sparkprov.bench.tpch import generate; generate(0.01, '$(DATA)/tpch')"
+	touch $@
+
+test: prereqs $(VENV)/.installed-test $(DATA)/tpch/sf0.01/.done
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+	SPARKPROV_TPCH=$(DATA)/tpch $(BIN)/python -m pytest -q
+
+lint: $(VENV)/.installed-test
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+
+format: $(VENV)/.installed-test
+	$(BIN)/ruff format .
+	$(BIN)/ruff check --fix .
+
+bench: $(VENV)/.installed-test
+	$(BIN)/sparkprov bench capture --suite tpch --sf 1 --queries 1,3,6 --repeat 5 --json bench-tpch.json
+
+clean:
+	rm -rf $(VENV) $(DATA) .sparkprov

@@ -1,0 +1,23 @@
+"""sparkprov: record-level lineage for PySpark DataFrames and Spark SQL.
+
+>>> import sparkprov as sp
+>>> sorted(n for n in sp.__all__ if n[0].isupper())[:3]
+['Capture', 'CaptureNotFound', 'LineageSession']
+"""
+
+from .api import Capture, LineageSession, Source
+from .errors import CaptureNotFound, SourceChanged, SparkprovError, StoreCorrupt, UnsupportedOperation
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "Capture",
+    "CaptureNotFound",
+    "LineageSession",
+    "Source",
+    "SourceChanged",
+    "SparkprovError",
+    "StoreCorrupt",
+    "UnsupportedOperation",
+    "__version__",
+]

@@ -1,0 +1,151 @@
+"""Sources: naming the relations a query reads and giving their rows stable ids.
+
+Two schemes, both yielding a 64-bit rid ``file_id << 40 | row_index``:
+
+* Parquet files are read in place. ``file_id`` is the file's position in the sorted
+  list of the source's files at capture time and ``row_index`` is Parquet's own
+  ``_metadata.row_index``, so a row keeps its rid however the scan is split.
+* Every other leaf (CSV, JSON, ORC, text, in-memory DataFrames, ``range``) has no
+  stable row position, so capture first writes a Parquet snapshot of it into the
+  capture and the query reads the snapshot, with rids from the snapshot's files.
+
+A source read from files keeps a fingerprint (path, size, modification time of every
+file); traces compare it with the files on disk and raise ``SourceChanged``.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+from pyspark.sql import Column, DataFrame, SparkSession
+from pyspark.sql import functions as F
+
+from ..errors import SourceChanged
+from ..plan.catalyst import Bridge, JPlan
+
+ROW_BITS = 40
+RID = "_sp_rid"
+
+
+@dataclass
+class SourceInfo:
+    """What the store keeps about one source (serialised into the catalog)."""
+
+    name: str
+    kind: str  # "parquet" (read in place) or "snapshot" (copied into the capture)
+    format: str  # file format of the original, or "memory" / "range"
+    files: list[tuple[str, int, int]] = field(default_factory=list)  # rid-numbered files
+    roots: list[str] = field(default_factory=list)  # original locations, for change checks
+    original: list[tuple[str, int, int]] = field(default_factory=list)  # fingerprint
+    schema: str = ""  # JSON of the source's full schema
+    table: str | None = None
+
+    def to_json(self) -> dict:
+        return {
+            "name": self.name,
+            "kind": self.kind,
+            "format": self.format,
+            "files": [list(f) for f in self.files],
+            "roots": self.roots,
+            "original": [list(f) for f in self.original],
+            "schema": self.schema,
+            "table": self.table,
+        }
+
+    @classmethod
+    def from_json(cls, d: dict) -> SourceInfo:
+        return cls(
+            name=d["name"],
+            kind=d["kind"],
+            format=d["format"],
+            files=[tuple(f) for f in d["files"]],
+            roots=list(d["roots"]),
+            original=[tuple(f) for f in d["original"]],
+            schema=d["schema"],
+            table=d.get("table"),
+        )
+
+
+def rid_column(files: list[tuple[str, int, int]]) -> Column:
+    """The rid of a row read from ``files`` (needs ``_metadata`` of a Parquet scan)."""
+    # create_map, not map_from_arrays: the latter missed keys in element_at (Spark 4.3)
+    pairs = [x for i, (p, _, _) in enumerate(files) for x in (F.lit(p), F.lit(i).cast("long"))]
+    file_id = F.element_at(F.create_map(*pairs), F.col("_metadata.file_path"))
+    file_id = F.coalesce(
+        file_id,
+        F.raise_error(F.concat(F.lit("sparkprov: file not known to the capture: "), F.col("_metadata.file_path"))).cast(
+            "long"
+        ),
+    )
+    return F.shiftleft(file_id, ROW_BITS).bitwiseOR(F.col("_metadata.row_index"))
+
+
+def check_unchanged(bridge: Bridge, info: SourceInfo) -> None:
+    """Raise ``SourceChanged`` when the files behind ``info`` differ from capture time."""
+    if not info.roots:
+        return
+    now = sorted(bridge.list_files(info.roots))
+    then = sorted(tuple(f) for f in info.original)
+    if now != then:
+        added = {f[0] for f in now} - {f[0] for f in then}
+        gone = {f[0] for f in then} - {f[0] for f in now}
+        changed = {f[0] for f in now} & {f[0] for f in then} - {f[0] for f in set(now) & set(then)}
+        detail = []
+        for label, group in (("removed", gone), ("added", added), ("modified", changed)):
+            if group:
+                detail.append(f"{label}: {', '.join(sorted(group)[:3])}{' ...' if len(group) > 3 else ''}")
+        raise SourceChanged(f"source {info.name!r} changed after capture ({'; '.join(detail)})")
+
+
+def read_source(bridge: Bridge, info: SourceInfo) -> DataFrame:
+    """The source's rows with their ``_sp_rid``, as captured (checks for changes first)."""
+    check_unchanged(bridge, info)
+    spark: SparkSession = bridge.spark
+    from pyspark.sql.types import StructType
+
+    schema = StructType.fromJson(__import__("json").loads(info.schema))
+    paths = [p for p, _, _ in info.files]
+    if not paths:
+        return spark.createDataFrame([], schema).withColumn(RID, F.lit(None).cast("long"))
+    df = spark.read.schema(schema).parquet(*paths)
+    return df.select(*[F.col(f"`{c}`") for c in df.columns], rid_column(info.files).alias(RID))
+
+
+_SAFE = re.compile(r"[^A-Za-z0-9_.-]+")
+
+
+def display_path(roots: list[str]) -> str:
+    """A readable source name from file locations."""
+    if len(roots) == 1:
+        p = roots[0]
+        return p[len("file:") :] if p.startswith("file:") else p
+    return ",".join(display_path([r]) for r in roots)
+
+
+def safe_id(name: str) -> str:
+    return _SAFE.sub("_", name).strip("_")[:80] or "source"
+
+
+def leaf_format(bridge: Bridge, leaf: JPlan) -> str:
+    fs = bridge.file_relation(leaf)
+    if fs is not None:
+        return bridge.file_format(fs)
+    name = bridge.node_name(leaf)
+    return {"Range": "range", "LocalRelation": "memory", "LogicalRDD": "memory"}.get(name, name)
+
+
+def file_fingerprint(bridge: Bridge, leaf: JPlan) -> tuple[list[str], list[tuple[str, int, int]]]:
+    fs = bridge.file_relation(leaf)
+    if fs is None:
+        return [], []
+    return bridge.root_paths(fs), sorted(bridge.files(fs))
+
+
+def leaf_key(bridge: Bridge, leaf: JPlan) -> Any:
+    """Identity of the relation behind a leaf: equal keys mean the same source."""
+    fs = bridge.file_relation(leaf)
+    if fs is not None:
+        return ("files", bridge.file_format(fs), tuple(sorted(bridge.root_paths(fs))))
+    return None  # in-memory leaves are matched with sameResult

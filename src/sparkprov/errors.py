@@ -1,0 +1,48 @@
+"""Exceptions raised by sparkprov.
+
+Every error derives from :class:`SparkprovError`; the argument errors also derive
+from ``ValueError`` so callers may catch either.
+
+>>> import sparkprov as sp
+>>> issubclass(sp.CaptureNotFound, sp.SparkprovError)
+True
+"""
+
+from __future__ import annotations
+
+
+class SparkprovError(Exception):
+    """Root of every sparkprov error."""
+
+
+class UnsupportedOperation(SparkprovError):
+    """A query uses an operator or expression that capture does not handle exactly.
+
+    ``operator`` names the Catalyst operator; ``where`` shows the plan around it.
+    """
+
+    def __init__(self, operator: str, where: str = "", reason: str = "") -> None:
+        self.operator = operator
+        self.where = where
+        self.reason = reason
+        msg = f"sparkprov cannot capture lineage through {operator}"
+        if reason:
+            msg += f": {reason}"
+        if where:
+            msg += f"\nin the plan:\n{where}"
+        super().__init__(msg)
+
+
+class SourceChanged(SparkprovError):
+    """A source was modified, replaced or removed after the capture that read it."""
+
+
+class CaptureNotFound(SparkprovError, KeyError):
+    """No capture of that name exists in the store."""
+
+    def __str__(self) -> str:  # KeyError would quote the message
+        return str(self.args[0]) if self.args else ""
+
+
+class StoreCorrupt(SparkprovError):
+    """The store holds an entry this version of sparkprov cannot read."""

@@ -1,0 +1,118 @@
+"""The store on disk: a versioned catalog of captures over Parquet data.
+
+Layout of a store directory::
+
+    FORMAT                          {"format_version": 1}
+    catalog/<name>/v000001.json     one entry per committed capture version
+    data/<capture id>/output/       output rows (Parquet) with _sp_rid
+    data/<capture id>/lineage/<i>/  (out_rid, in_rid) pairs for source i (Parquet)
+    data/<capture id>/snapshots/    copies of sources without stable row positions
+
+A capture writes everything under a fresh ``data/<capture id>/`` first and becomes
+visible only when its catalog entry is linked into place, which is atomic and never
+overwrites: a killed capture leaves an unreferenced data directory and nothing else,
+and two writers of the same name get consecutive versions.
+
+>>> import tempfile
+>>> store = Store(tempfile.mkdtemp())
+>>> store.names()
+[]
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import uuid
+from pathlib import Path
+
+from ..errors import CaptureNotFound, StoreCorrupt
+
+FORMAT_VERSION = 1
+_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$")
+_ENTRY = re.compile(r"^v(\d{6,})\.json$")
+
+
+def check_name(name: str) -> str:
+    if not isinstance(name, str) or not _NAME.match(name) or ".." in name:
+        raise ValueError(
+            f"invalid capture name {name!r}: use letters, digits, '_', '-' and '.', starting with a letter or digit"
+        )
+    return name
+
+
+class Store:
+    """A local directory holding captures."""
+
+    def __init__(self, root: str | os.PathLike) -> None:
+        self.root = Path(root).expanduser().resolve()
+        self.root.mkdir(parents=True, exist_ok=True)
+        fmt = self.root / "FORMAT"
+        if fmt.exists():
+            version = json.loads(fmt.read_text()).get("format_version")
+            if version != FORMAT_VERSION:
+                raise StoreCorrupt(
+                    f"store {self.root} has format version {version}; this sparkprov reads {FORMAT_VERSION}"
+                )
+        else:
+            self._write_atomic(fmt, json.dumps({"format_version": FORMAT_VERSION}))
+        (self.root / "catalog").mkdir(exist_ok=True)
+        (self.root / "data").mkdir(exist_ok=True)
+
+    def new_data_dir(self) -> tuple[str, Path]:
+        capture_id = uuid.uuid4().hex
+        path = self.root / "data" / capture_id
+        path.mkdir()
+        return capture_id, path
+
+    def commit(self, name: str, entry: dict) -> dict:
+        """Publish ``entry`` as the next version of ``name``; returns the entry as stored."""
+        check_name(name)
+        folder = self.root / "catalog" / name
+        folder.mkdir(parents=True, exist_ok=True)
+        tmp = folder / f".tmp-{uuid.uuid4().hex}"
+        version = self.latest_version(name) + 1
+        try:
+            while True:
+                entry = {**entry, "format_version": FORMAT_VERSION, "name": name, "version": version}
+                tmp.write_text(json.dumps(entry, indent=1))
+                try:
+                    os.link(tmp, folder / f"v{version:06d}.json")  # fails if another writer won
+                    return entry
+                except FileExistsError:
+                    version += 1
+        finally:
+            tmp.unlink(missing_ok=True)
+
+    def latest_version(self, name: str) -> int:
+        folder = self.root / "catalog" / name
+        if not folder.is_dir():
+            return 0
+        versions = [int(m.group(1)) for p in folder.iterdir() if (m := _ENTRY.match(p.name))]
+        return max(versions, default=0)
+
+    def load(self, name: str, version: int | None = None) -> dict:
+        check_name(name)
+        version = version or self.latest_version(name)
+        path = self.root / "catalog" / name / f"v{version:06d}.json"
+        if not version or not path.exists():
+            known = ", ".join(self.names()) or "none"
+            raise CaptureNotFound(f"no capture named {name!r} in store {self.root} (captures: {known})")
+        entry = json.loads(path.read_text())
+        if entry.get("format_version") != FORMAT_VERSION:
+            raise StoreCorrupt(f"{path} has format version {entry.get('format_version')}")
+        return entry
+
+    def names(self) -> list[str]:
+        folder = self.root / "catalog"
+        return sorted(p.name for p in folder.iterdir() if p.is_dir() and self.latest_version(p.name))
+
+    def data_path(self, capture_id: str, *parts: str) -> str:
+        return str(self.root.joinpath("data", capture_id, *parts))
+
+    @staticmethod
+    def _write_atomic(path: Path, text: str) -> None:
+        tmp = path.with_name(f".{path.name}.{uuid.uuid4().hex}")
+        tmp.write_text(text)
+        os.replace(tmp, path)
