@@ -96,14 +96,18 @@ class Rewriter:
     instances: list[Instance] = field(default_factory=list)
     sides: list[SideRelation] = field(default_factory=list)
     checkpoints: list = field(default_factory=list)  # DataFrames to release after the capture
+    analyzed: JPlan = None  # the plan as captured (CTEs inlined)
+    root: Rewritten | None = None
     _ids: itertools.count = field(default_factory=itertools.count)
 
     # ---- driver --------------------------------------------------------------------
     def rewrite_root(self, plan: JPlan) -> Rewritten:
+        self.analyzed = plan
         rw = self.rewrite(plan, context=None)
         # user columns first, then the slots, whatever order joins left them in
         b = self.bridge
-        return Rewritten(b.project(self.user_output(rw) + [s.attr for s in rw.slots], rw.plan), rw.slots)
+        self.root = Rewritten(b.project(self.user_output(rw) + [s.attr for s in rw.slots], rw.plan), rw.slots)
+        return self.root
 
     def user_output(self, rw: Rewritten) -> list[JExpr]:
         """The rewritten plan's output without its slot columns, in the user's order."""

@@ -47,21 +47,25 @@ def run_capture(bridge: Bridge, store: Store, df: DataFrame, name: str, named: l
     return entry
 
 
+def rewritten(bridge: Bridge, df: DataFrame, snapshot_dir: str, named=()) -> tuple[DataFrame, Rewriter]:
+    """``df`` with capture: the user's columns followed by the slot columns."""
+    rewriter = Rewriter(bridge, snapshot_dir=snapshot_dir, named=list(named))
+    result = rewriter.rewrite_root(bridge.inline_ctes(bridge.analyzed(df)))
+    return bridge.to_dataframe(result.plan), rewriter
+
+
 def _capture_into(bridge, df, name, named, capture_id, data: Path) -> dict:
-    analyzed = bridge.inline_ctes(bridge.analyzed(df))
-    rewriter = Rewriter(bridge, snapshot_dir=str(data / "snapshots"), named=named)
+    out, rewriter = rewritten(bridge, df, str(data / "snapshots"), named)
     try:
-        return _run_rewritten(bridge, df, name, capture_id, data, analyzed, rewriter)
+        return _run_rewritten(bridge, name, capture_id, data, out, rewriter)
     finally:
         for kept in rewriter.checkpoints:
             kept.unpersist()
 
 
-def _run_rewritten(bridge, df, name, capture_id, data, analyzed, rewriter) -> dict:
-    result = rewriter.rewrite_root(analyzed)
-    slot_names = [s.name for s in result.slots]
-
-    out = bridge.to_dataframe(result.plan)
+def _run_rewritten(bridge, name, capture_id, data, out, rewriter) -> dict:
+    slots = rewriter.root.slots
+    slot_names = [s.name for s in slots]
     display = out.columns[: len(out.columns) - len(slot_names)]
     stored = storage_names(display)
     output_path = str(data / "output")
@@ -81,7 +85,7 @@ def _run_rewritten(bridge, df, name, capture_id, data, analyzed, rewriter) -> di
     rows = spark.read.parquet(output_path).select(F.col(RID).alias(OUT), *slot_names)
     pairs = source_pairs(
         rows,
-        result.slots,
+        slots,
         side=lambda k: (spark.read.parquet(side_paths[k]), rewriter.sides[k].slots),
         source_of=lambda i: rewriter.instances[i].source,
     )
@@ -100,11 +104,11 @@ def _run_rewritten(bridge, df, name, capture_id, data, analyzed, rewriter) -> di
         "id": capture_id,
         "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
         "spark_version": spark.version,
-        "plan": bridge.tree_string(analyzed),
+        "plan": bridge.tree_string(rewriter.analyzed),
         "output": {"path": output_path, "columns": display, "stored": stored},
         "sources": {use.info.name: use.info.to_json() for use in rewriter.sources},
         "lineage": lineage,
-        "operators": sorted({bridge.node_name(n) for n in _nodes(bridge, analyzed)}),
+        "operators": sorted({bridge.node_name(n) for n in _nodes(bridge, rewriter.analyzed)}),
     }
 
 

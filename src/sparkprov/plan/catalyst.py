@@ -235,7 +235,7 @@ class Bridge:
         return self._expr.Literal.create(None, data_type)
 
     def int_literal(self, value: int) -> JExpr:
-        return self._expr.Literal.apply(int(value))
+        return self._expr.Literal.create(int(value), self.jvm.org.apache.spark.sql.types.DataTypes.IntegerType)
 
     def struct(self, exprs: list[JExpr]) -> JExpr:
         return self._expr.CreateStruct.apply(self.seq(exprs))

@@ -79,10 +79,10 @@ def _restrict(pairs: DataFrame, column: str, rids: RidSet) -> DataFrame:
 def backward(pairs: DataFrame, out_rids: RidSet, source_rows: DataFrame) -> DataFrame:
     """Source rows (all columns and ``_sp_rid``) behind the output rows ``out_rids``."""
     ins = _restrict(pairs, OUT, out_rids).select(F.col(IN).alias(RID)).distinct()
-    return source_rows.join(ins, RID, "left_semi")
+    return source_rows.join(ins, RID, "left_semi").select(*source_rows.columns)
 
 
 def forward(pairs: DataFrame, in_rids: RidSet, output: DataFrame) -> DataFrame:
     """Output rows (with ``_sp_rid``) that the source rows ``in_rids`` contributed to."""
     outs = _restrict(pairs, IN, in_rids).select(F.col(OUT).alias(RID)).distinct()
-    return output.join(outs, RID, "left_semi")
+    return output.join(outs, RID, "left_semi").select(*output.columns)

@@ -1,0 +1,40 @@
+"""A separate process that captures into a store (used by the store tests).
+
+usage: python -m tests.store.worker STORE NAME VALUE [kill-before-commit|kill-at-link]
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import sys
+
+from pyspark.sql import SparkSession
+
+import sparkprov as sp
+from sparkprov.store import catalog
+
+
+def main() -> None:
+    store, name, value = sys.argv[1], sys.argv[2], int(sys.argv[3])
+    mode = sys.argv[4] if len(sys.argv) > 4 else ""
+    spark = (
+        SparkSession.builder.master("local[1]")
+        .config("spark.ui.enabled", "false")
+        .config("spark.sql.shuffle.partitions", "1")
+        .getOrCreate()
+    )
+    spark.sparkContext.setLogLevel("ERROR")
+    session = sp.LineageSession(spark, store=store)
+    if mode == "kill-before-commit":
+        catalog.Store.commit = lambda *a, **k: os.kill(os.getpid(), signal.SIGKILL)
+    elif mode == "kill-at-link":
+        catalog.os.link = lambda *a, **k: os.kill(os.getpid(), signal.SIGKILL)
+    df = spark.createDataFrame([(i % 3, value) for i in range(9)], "g int, v int")
+    session.source(df, "numbers")
+    session.capture(df.groupBy("g").sum("v"), name=name)
+    print("committed", flush=True)
+
+
+if __name__ == "__main__":
+    main()
