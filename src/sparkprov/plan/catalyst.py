@@ -30,6 +30,11 @@ MIN_SPARK = (4, 0)
 _EMPTY_AUTHORITY = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*):///")
 
 
+def _uri(hadoop_path: Any) -> str:
+    # Scans report "file:/x" where listings may say "file:///x": one spelling for both.
+    return _EMPTY_AUTHORITY.sub(r"\1:/", hadoop_path.toUri().toString())
+
+
 def spark_version(spark: SparkSession) -> tuple[int, int]:
     major, minor = spark.version.split(".")[:2]
     return int(major), int(minor)
@@ -172,12 +177,10 @@ class Bridge:
 
     @staticmethod
     def _file_entry(status: Any) -> tuple[str, int, int]:
-        # Scans report "file:/x" where listings may say "file:///x": one spelling for both.
-        path = _EMPTY_AUTHORITY.sub(r"\1:/", status.getPath().toUri().toString())
-        return path, int(status.getLen()), int(status.getModificationTime())
+        return _uri(status.getPath()), int(status.getLen()), int(status.getModificationTime())
 
     def root_paths(self, fs_relation: Any) -> list[str]:
-        return [p.toUri().toString() for p in self.to_list(fs_relation.location().rootPaths())]
+        return [_uri(p) for p in self.to_list(fs_relation.location().rootPaths())]
 
     def list_files(self, paths: list[str]) -> list[tuple[str, int, int]]:
         """Files under ``paths`` now, as :meth:`files` reports them (for change checks)."""

@@ -1,0 +1,166 @@
+"""The public API: sources of every kind, rows arguments, errors, change detection."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import time
+
+import pytest
+from pyspark.sql import Window
+from pyspark.sql import functions as F
+
+import sparkprov as sp
+
+
+@pytest.fixture
+def people(spark, tmp_path):
+    rows = [(1, "ann", "NL", 30), (2, "bob", "NL", 20), (3, "cid", "BE", 50), (4, "dan", "FR", 10), (5, "eve", "BE", 5)]
+    df = spark.createDataFrame(rows, "id int, name string, country string, amount int")
+    paths = {}
+    for fmt in ("parquet", "csv", "json", "orc"):
+        path = str(tmp_path / f"people.{fmt}")
+        df.coalesce(1).write.format(fmt).option("header", True).save(path)
+        paths[fmt] = path
+    return df, paths
+
+
+def read(spark, fmt, path):
+    if fmt == "csv":
+        return spark.read.option("header", True).schema("id int, name string, country string, amount int").csv(path)
+    return spark.read.format(fmt).load(path)
+
+
+@pytest.mark.parametrize("fmt", ["parquet", "csv", "json", "orc"])
+def test_file_sources_trace_both_ways(spark, session, people, fmt):
+    _, paths = people
+    df = read(spark, fmt, paths[fmt])
+    cap = session.capture(df.where("amount >= 10").groupBy("country").agg(F.sum("amount").alias("total")), name="t")
+    (name,) = cap.sources
+    assert name == paths[fmt]  # named by its path
+    assert cap.sources[name].kind == ("parquet" if fmt == "parquet" else "snapshot")
+    nl = cap.backward("country = 'NL'", source=name)
+    assert sorted(r["name"] for r in nl.collect()) == ["ann", "bob"]
+    assert set(nl.columns) == {"id", "name", "country", "amount", "_sp_rid"}
+    be = cap.backward("total = 50 AND country = 'BE'")[name]
+    assert [r["name"] for r in be.collect()] == ["cid"]  # eve (5) was filtered out
+    eve = cap.forward(name, "name = 'eve'")
+    assert eve.count() == 0  # filtered-out rows have no forward lineage
+    fwd = cap.forward(name, "name IN ('ann', 'dan')")
+    assert sorted((r["country"], r["total"]) for r in fwd.collect()) == [("FR", 10), ("NL", 50)]
+
+
+def test_sources_named_by_view_table_and_session(spark, session, people, tmp_path):
+    df, paths = people
+    spark.read.parquet(paths["parquet"]).createOrReplaceTempView("people_view")
+    spark.sql(f"CREATE TABLE people_tbl USING parquet LOCATION '{tmp_path / 'tbl'}' AS SELECT * FROM people_view")
+    codes = session.source(
+        spark.createDataFrame([("NL", "Netherlands"), ("BE", "Belgium")], "code string, label string"), "countries"
+    )
+    joined = (
+        spark.table("people_view")
+        .join(
+            spark.table("people_tbl").select(F.col("id").alias("tid"), F.col("amount").alias("a2")),
+            F.col("id") == F.col("tid"),
+        )
+        .join(codes, F.col("country") == F.col("code"))
+        .select("name", "label", "a2")
+    )
+    cap = session.capture(joined, name="named")
+    assert set(cap.sources) == {"people_view", "people_tbl", "countries"}
+    back = cap.backward("name = 'cid'")
+    assert [r["label"] for r in back["countries"].collect()] == ["Belgium"]
+    assert [r["id"] for r in back["people_tbl"].collect()] == [3]
+    spark.sql("DROP TABLE people_tbl")
+
+
+def test_rows_arguments(spark, session, people):
+    df, _ = people
+    cap = session.capture(df.select("id", (F.col("amount") * 2).alias("double")), name="rows")
+    out = cap.output
+    assert out.columns == ["id", "double", "_sp_rid"]
+    first = out.orderBy("id").first()
+    by_rid = cap.backward([first["_sp_rid"]], source="dataframe_0").collect()
+    by_row = cap.backward([first], source="dataframe_0").collect()
+    by_df = cap.backward(out.where("id = 1"), source="dataframe_0").collect()
+    by_pred = cap.backward("id = 1", source="dataframe_0").collect()
+    assert by_rid == by_row == by_df == by_pred and [r["name"] for r in by_rid] == ["ann"]
+    assert cap.backward([], source="dataframe_0").count() == 0
+    with pytest.raises(ValueError, match="_sp_rid"):
+        cap.backward(df)
+    with pytest.raises(ValueError, match="predicate"):
+        cap.backward("no_such_column > 1")
+    with pytest.raises(ValueError):
+        cap.backward(3.5)
+    with pytest.raises(ValueError, match="integers"):
+        cap.backward(["x"])
+    with pytest.raises(ValueError, match="no source"):
+        cap.backward([0], source="nope")
+    with pytest.raises(ValueError, match="no source"):
+        cap.forward("nope", [0])
+
+
+def test_errors_are_clear(spark, session, people, tmp_path):
+    df, _ = people
+    with pytest.raises(sp.CaptureNotFound):
+        session.load("never")
+    with pytest.raises(ValueError):
+        session.capture(df, name="bad/name")
+    with pytest.raises(ValueError):
+        session.capture("SELECT 1", name="x")
+    with pytest.raises(ValueError):
+        sp.LineageSession("not a session")
+    w = Window.partitionBy("country").orderBy("amount")
+    other = spark.createDataFrame([(1, "x")], "id int, tag string")
+    cases = {
+        "Window": df.withColumn("r", F.row_number().over(w)),
+        "Join (LeftOuter)": df.join(other, "id", "left"),
+        "subquery": df.where(F.col("id").isin([1])).where("id IN (SELECT id FROM VALUES (1) AS v(id))"),
+        "Python UDF": df.select(F.udf(lambda x: x, "int")("id")),
+        "Expand": df.rollup("country").count(),
+    }
+    for operator, query in cases.items():
+        with pytest.raises(sp.UnsupportedOperation) as err:
+            session.capture(query, name="unsupported")
+        assert operator in str(err.value)
+    assert session.captures() == []
+    assert os.listdir(tmp_path / "store" / "data") == []
+
+
+@pytest.mark.parametrize("fmt", ["parquet", "csv"])
+@pytest.mark.parametrize("change", ["modify", "delete", "add"])
+def test_changed_source_is_reported(spark, session, people, tmp_path, fmt, change):
+    df, _ = people
+    path = str(tmp_path / f"src.{fmt}")
+    df.coalesce(1).write.format(fmt).option("header", True).save(path)
+    cap = session.capture(read(spark, fmt, path).where("amount > 10"), name="c")
+    (name,) = cap.sources
+    assert cap.backward([0], source=name).count() == 1
+    time.sleep(0.01)
+    if change == "modify":
+        df.limit(2).coalesce(1).write.mode("overwrite").format(fmt).option("header", True).save(path)
+    elif change == "delete":
+        shutil.rmtree(path)
+    else:
+        df.limit(1).coalesce(1).write.mode("append").format(fmt).option("header", True).save(path)
+    with pytest.raises(sp.SourceChanged, match=name):
+        cap.backward([0])
+    with pytest.raises(sp.SourceChanged):
+        cap.forward(name, [0])
+    with pytest.raises(sp.SourceChanged):
+        session.load("c").sources[name].rows()
+
+
+def test_range_limit_union_and_reload(spark, session):
+    base = spark.range(0, 20, 3)
+    q = base.orderBy(F.desc("id")).limit(2).unionAll(spark.range(5).where("id = 1")).distinct()
+    cap = session.capture(q, name="mix")
+    assert sorted(r["id"] for r in cap.output.collect()) == [1, 15, 18]
+    again = session.load("mix")
+    assert again.version == 1 and sorted(again.sources) == sorted(cap.sources)
+    lineage = {}
+    for r in again.output.collect():
+        back = again.backward([r["_sp_rid"]])
+        lineage[r["id"]] = sorted(x["id"] for df in back.values() for x in df.collect())
+    assert lineage == {1: [1], 15: [15], 18: [18]}
+    assert "operators:" in again.explain()
