@@ -21,7 +21,7 @@ from typing import Any
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from .capture.lineage import IN, OUT
+from .capture.lineage import IN, OUT, PAIRS_SCHEMA, SRC
 from .capture.run import run_capture
 from .capture.sources import RID, SourceInfo, read_source
 from .plan.catalyst import Bridge
@@ -90,7 +90,9 @@ class Capture:
     def lineage(self, source: str) -> DataFrame:
         """The stored ``(out_rid, in_rid)`` pairs for one source."""
         self._check_source(source)
-        return self._session.spark.read.parquet(self._entry["lineage"][source]).select(OUT, IN)
+        stored = self._entry["lineage"]
+        pairs = self._session.spark.read.schema(PAIRS_SCHEMA).parquet(stored["path"])
+        return pairs.where(F.col(SRC) == stored["sources"][source]).select(OUT, IN)
 
     def backward(self, rows: RowsArg, source: str | None = None) -> dict[str, DataFrame] | DataFrame:
         """Input rows behind ``rows`` of the output.

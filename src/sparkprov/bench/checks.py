@@ -63,7 +63,7 @@ def reexecution_holds(cap: Capture, rid: int, rerun: Callable[[dict[str, DataFra
     return want in {_key(tuple(r)) for r in again}
 
 
-def consistent(cap: Capture, rid: int, per_source: int = 3) -> bool:
+def consistent(cap: Capture, rid: int, per_source: int = 1) -> bool:
     """For up to ``per_source`` rids ``r`` in ``B_s(o)`` per source, ``o`` is in ``F(s, r)``."""
     for name, rows in cap.backward([rid]).items():
         sample = [r[RID] for r in rows.select(RID).orderBy(RID).limit(per_source).collect()]

@@ -23,6 +23,8 @@ from .rewrite import Slot
 OUT = "out_rid"
 IN = "in_rid"
 PAIR_COLUMNS = (OUT, IN)
+SRC = "src"  # source number: the partition column of the stored pair table
+PAIRS_SCHEMA = f"{OUT} long, {IN} long, {SRC} int"
 HANDLE = "__sp_h"
 _PROBE = "__sp_probe"
 

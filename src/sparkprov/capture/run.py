@@ -17,7 +17,7 @@ from pyspark.sql import functions as F
 
 from ..plan.catalyst import Bridge, JPlan
 from ..store.catalog import Store
-from .lineage import IN, OUT, source_pairs, union_pairs
+from .lineage import OUT, PAIRS_SCHEMA, SRC, source_pairs, union_pairs
 from .rewrite import Rewriter
 from .sources import RID
 
@@ -89,15 +89,13 @@ def _run_rewritten(bridge, name, capture_id, data, out, rewriter) -> dict:
         side=lambda k: (spark.read.parquet(side_paths[k]), rewriter.sides[k].slots),
         source_of=lambda i: rewriter.instances[i].source,
     )
-    lineage = {}
-    for index, use in enumerate(rewriter.sources):
-        path = str(data / "lineage" / str(index))
-        parts = pairs.get(index)
-        if parts:
-            union_pairs(parts).write.parquet(path)
-        else:  # e.g. a global aggregate over an empty input: no pairs at all
-            spark.createDataFrame([], f"{OUT} long, {IN} long").write.parquet(path)
-        lineage[use.info.name] = path
+    # One job writes the pairs of every source, partitioned by source number.
+    parts = [part.withColumn(SRC, F.lit(index)) for index, found in pairs.items() for part in found]
+    lineage_path = str(data / "lineage")
+    if parts:
+        union_pairs(parts).write.partitionBy(SRC).parquet(lineage_path)
+    else:  # e.g. a global aggregate over an empty input: no pairs at all
+        spark.createDataFrame([], PAIRS_SCHEMA).write.parquet(lineage_path)
     shutil.rmtree(work, ignore_errors=True)
 
     return {
@@ -107,7 +105,7 @@ def _run_rewritten(bridge, name, capture_id, data, out, rewriter) -> dict:
         "plan": bridge.tree_string(rewriter.analyzed),
         "output": {"path": output_path, "columns": display, "stored": stored},
         "sources": {use.info.name: use.info.to_json() for use in rewriter.sources},
-        "lineage": lineage,
+        "lineage": {"path": lineage_path, "sources": {u.info.name: i for i, u in enumerate(rewriter.sources)}},
         "operators": sorted({bridge.node_name(n) for n in _nodes(bridge, rewriter.analyzed)}),
     }
 

@@ -5,7 +5,7 @@ Layout of a store directory::
     FORMAT                          {"format_version": 1}
     catalog/<name>/v000001.json     one entry per committed capture version
     data/<capture id>/output/       output rows (Parquet) with _sp_rid
-    data/<capture id>/lineage/<i>/  (out_rid, in_rid) pairs for source i (Parquet)
+    data/<capture id>/lineage/src=<i>/  (out_rid, in_rid) pairs for source i (Parquet)
     data/<capture id>/snapshots/    copies of sources without stable row positions
 
 A capture writes everything under a fresh ``data/<capture id>/`` first and becomes
