@@ -67,6 +67,8 @@ def _run_rewritten(bridge, name, capture_id, data, out, rewriter) -> dict:
     slots = rewriter.root.slots
     slot_names = [s.name for s in slots]
     display = out.columns[: len(out.columns) - len(slot_names)]
+    if RID in display:
+        raise ValueError(f"the query's output has a column named {RID}, which sparkprov reserves; rename it")
     stored = storage_names(display)
     output_path = str(data / "output")
     log.info("sparkprov: running %r with capture", name)
