@@ -55,9 +55,9 @@ def source_pairs(
     return found
 
 
-def union_pairs(parts: list[DataFrame]) -> DataFrame:
-    """One distinct pair table from several parts (lineage is a set)."""
+def union_pairs(parts: list[DataFrame], distinct: bool = True) -> DataFrame:
+    """One pair table from several parts; ``distinct`` unless the caller knows pairs are unique."""
     df = parts[0]
     for p in parts[1:]:
         df = df.unionByName(p)
-    return df.distinct()
+    return df.distinct() if distinct else df

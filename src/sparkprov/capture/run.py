@@ -75,27 +75,34 @@ def _run_rewritten(bridge, name, capture_id, data, out, rewriter) -> dict:
     staged = out.toDF(*stored, *slot_names).withColumn(RID, F.monotonically_increasing_id())
     staged.write.parquet(output_path)
 
-    # Side relations are written once: each may be read for several sources.
-    work = data / "work"
-    side_paths = []
-    for side in rewriter.sides:
-        path = str(work / f"side{side.index}")
-        bridge.to_dataframe(side.plan).write.parquet(path)
-        side_paths.append(path)
-
+    # Each side relation is joined once, then read once per slot it carries: one with
+    # several slots is written once rather than recomputed for each of them.
     spark = bridge.spark
+    work = data / "work"
+    sides = []
+    for side in rewriter.sides:
+        side_df = bridge.to_dataframe(side.plan)
+        if len(side.slots) > 1:
+            path = str(work / f"side{side.index}")
+            side_df.write.parquet(path)
+            side_df = spark.read.parquet(path)
+        sides.append(side_df)
+
     rows = spark.read.parquet(output_path).select(F.col(RID).alias(OUT), *slot_names)
     pairs = source_pairs(
         rows,
         slots,
-        side=lambda k: (spark.read.parquet(side_paths[k]), rewriter.sides[k].slots),
+        side=lambda k: (sides[k], rewriter.sides[k].slots),
         source_of=lambda i: rewriter.instances[i].source,
     )
     # One job writes the pairs of every source, partitioned by source number.
     parts = [part.withColumn(SRC, F.lit(index)) for index, found in pairs.items() for part in found]
     lineage_path = str(data / "lineage")
+    operators = sorted({bridge.node_name(n) for n in _nodes(bridge, rewriter.analyzed)})
+    # With one scan and no join, every (output, input) path is unique: no duplicates to remove.
+    unique = len(rewriter.instances) == 1 and "Join" not in operators
     if parts:
-        union_pairs(parts).write.partitionBy(SRC).parquet(lineage_path)
+        union_pairs(parts, distinct=not unique).write.partitionBy(SRC).parquet(lineage_path)
     else:  # e.g. a global aggregate over an empty input: no pairs at all
         spark.createDataFrame([], PAIRS_SCHEMA).write.parquet(lineage_path)
     shutil.rmtree(work, ignore_errors=True)
@@ -108,7 +115,7 @@ def _run_rewritten(bridge, name, capture_id, data, out, rewriter) -> dict:
         "output": {"path": output_path, "columns": display, "stored": stored},
         "sources": {use.info.name: use.info.to_json() for use in rewriter.sources},
         "lineage": {"path": lineage_path, "sources": {u.info.name: i for i, u in enumerate(rewriter.sources)}},
-        "operators": sorted({bridge.node_name(n) for n in _nodes(bridge, rewriter.analyzed)}),
+        "operators": operators,
     }
 
 
