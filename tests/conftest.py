@@ -9,6 +9,7 @@ import pytest
 from pyspark.sql import SparkSession
 
 import sparkprov as sp
+from sparkprov.local import local_session
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -16,18 +17,9 @@ ROOT = Path(__file__).resolve().parents[1]
 @pytest.fixture(scope="session")
 def spark(tmp_path_factory) -> SparkSession:
     warehouse = tmp_path_factory.mktemp("warehouse")
-    session = (
-        SparkSession.builder.master("local[2]")
-        .appName("sparkprov-tests")
-        .config("spark.sql.shuffle.partitions", "2")
-        .config("spark.default.parallelism", "2")
-        .config("spark.ui.enabled", "false")
-        .config("spark.sql.warehouse.dir", str(warehouse))
-        .config("spark.driver.memory", "2g")
-        .config("spark.sql.adaptive.enabled", "true")
-        .getOrCreate()
+    session = local_session(
+        "sparkprov-tests", **{"spark.default.parallelism": "2", "spark.sql.warehouse.dir": str(warehouse)}
     )
-    session.sparkContext.setLogLevel("ERROR")
     yield session
     session.stop()
 

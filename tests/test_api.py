@@ -164,3 +164,21 @@ def test_range_limit_union_and_reload(spark, session):
         lineage[r["id"]] = sorted(x["id"] for df in back.values() for x in df.collect())
     assert lineage == {1: [1], 15: [15], 18: [18]}
     assert "operators:" in again.explain()
+
+
+def test_partitioned_parquet_and_awkward_names(spark, session, tmp_path):
+    df = spark.createDataFrame([(1, "NL", 5), (2, "BE", 7), (3, "NL", 9)], "id int, country string, amount int")
+    df.write.partitionBy("country").parquet(str(tmp_path / "part"))
+    part = spark.read.parquet(str(tmp_path / "part"))
+    cap = session.capture(part.where("country = 'NL'").groupBy("country").sum("amount"), name="part")
+    (name,) = cap.sources
+    back = cap.backward([0], source=name)
+    assert sorted((r["id"], r["country"]) for r in back.collect()) == [(1, "NL"), (3, "NL")]
+
+    odd = spark.createDataFrame([(1, 2), (3, 4)], "x int, x int").toDF("a b", "a b")
+    cap2 = session.capture(odd.limit(5), name="odd")
+    assert cap2.output.columns == ["a b", "a b", "_sp_rid"]
+    assert sorted(tuple(r)[:2] for r in cap2.output.collect()) == [(1, 2), (3, 4)]
+    rows = cap2.backward([r["_sp_rid"] for r in cap2.output.collect()])
+    (src,) = rows.values()
+    assert src.columns == ["a b", "a b", "_sp_rid"] and src.count() == 2

@@ -17,6 +17,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 import sparkprov as sp
+from sparkprov.local import local_session
 
 DESCRIPTIONS = [
     (1, "Disk full"),
@@ -61,14 +62,7 @@ def _show(title: str, df: DataFrame, n: int = 10) -> None:
 
 
 def main(store: str | None = None) -> int:
-    spark = (
-        SparkSession.builder.master("local[2]")
-        .appName("sparkprov-demo")
-        .config("spark.sql.shuffle.partitions", "2")
-        .config("spark.ui.enabled", "false")
-        .getOrCreate()
-    )
-    spark.sparkContext.setLogLevel("ERROR")
+    spark = local_session("sparkprov-demo")
     with tempfile.TemporaryDirectory(prefix="sparkprov-demo-") as tmp:
         log_path = write_log(Path(tmp) / "app.log")
         print(f"sparkprov demo: Titian's running example on a generated log ({log_path})")

@@ -9,22 +9,15 @@ import os
 import signal
 import sys
 
-from pyspark.sql import SparkSession
-
 import sparkprov as sp
+from sparkprov.local import local_session
 from sparkprov.store import catalog
 
 
 def main() -> None:
     store, name, value = sys.argv[1], sys.argv[2], int(sys.argv[3])
     mode = sys.argv[4] if len(sys.argv) > 4 else ""
-    spark = (
-        SparkSession.builder.master("local[1]")
-        .config("spark.ui.enabled", "false")
-        .config("spark.sql.shuffle.partitions", "1")
-        .getOrCreate()
-    )
-    spark.sparkContext.setLogLevel("ERROR")
+    spark = local_session("sparkprov-store-worker", shuffle_partitions=1, driver_memory="1g")
     session = sp.LineageSession(spark, store=store)
     if mode == "kill-before-commit":
         catalog.Store.commit = lambda *a, **k: os.kill(os.getpid(), signal.SIGKILL)

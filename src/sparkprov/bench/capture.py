@@ -20,8 +20,12 @@ import statistics
 import tempfile
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from . import tpch
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
 
 
 def _dir_bytes(path: str) -> int:
@@ -39,21 +43,11 @@ def summarize(results: list[dict]) -> dict:
     }
 
 
-def run(sf: float, queries: list[int], repeat: int, data_dir: str) -> dict:
-    from pyspark.sql import SparkSession
-
+def run(spark: SparkSession, sf: float, queries: list[int], repeat: int, data_dir: str) -> dict:
+    """Benchmark ``queries`` at scale factor ``sf`` on ``spark``; returns the report."""
     import sparkprov as sp
 
     path = tpch.generate(sf, data_dir)
-    spark = (
-        SparkSession.builder.master("local[2]")
-        .appName("sparkprov-bench")
-        .config("spark.sql.shuffle.partitions", "8")
-        .config("spark.ui.enabled", "false")
-        .config("spark.driver.memory", "6g")
-        .getOrCreate()
-    )
-    spark.sparkContext.setLogLevel("ERROR")
     tpch.register(spark, path)
     work = Path(tempfile.mkdtemp(prefix="sparkprov-bench-"))
     results = []
@@ -87,7 +81,7 @@ def run(sf: float, queries: list[int], repeat: int, data_dir: str) -> dict:
                 print(f"Q{n} pair {i + 1}/{repeat}: plain {plain_t[-1]:.2f}s, capture {cap_t[-1]:.2f}s", flush=True)
             ratios = [c / p for c, p in zip(cap_t, plain_t)]
             entry = cap._entry
-            lineage_bytes = sum(_dir_bytes(p) for p in entry["lineage"].values())
+            lineage_bytes = _dir_bytes(entry["lineage"]["path"])
             input_bytes = sum(sum(f[1] for f in s["original"]) for s in entry["sources"].values())
             results.append(
                 {
@@ -102,7 +96,6 @@ def run(sf: float, queries: list[int], repeat: int, data_dir: str) -> dict:
                 }
             )
     finally:
-        spark.stop()
         shutil.rmtree(work, ignore_errors=True)
     return {"suite": "tpch", "sf": sf, "repeat": repeat, "queries": results, **summarize(results)}
 
@@ -111,7 +104,13 @@ def main(args: argparse.Namespace) -> int:
     queries = [int(q) for q in args.queries.split(",") if q.strip()]
     if args.repeat < 1:
         raise ValueError("--repeat must be at least 1")
-    report = run(args.sf, queries, args.repeat, os.path.expanduser(args.data))
+    from ..local import local_session
+
+    spark = local_session("sparkprov-bench", shuffle_partitions=8, driver_memory="6g")
+    try:
+        report = run(spark, args.sf, queries, args.repeat, os.path.expanduser(args.data))
+    finally:
+        spark.stop()
     print(f"\nTPC-H SF {args.sf}, {args.repeat} interleaved pairs per query (capture time / plain time)")
     for r in report["queries"]:
         print(

@@ -223,7 +223,9 @@ class Rewriter:
     def _snapshot(self, leaf, name, fmt, roots, original, schema, table):
         b = self.bridge
         path = f"{self.snapshot_dir}/{len(self.sources)}-{S.safe_id(name)}"
-        b.to_dataframe(leaf).write.parquet(path)
+        data = b.to_dataframe(leaf)
+        # positional names: the leaf's may repeat or be names Parquet refuses
+        data.toDF(*[f"c{i}" for i in range(len(data.columns))]).write.parquet(path)
         snap = b.spark.read.parquet(path)
         files = sorted(b.files(b.file_relation(b.analyzed(snap))))
         info = S.SourceInfo(name, "snapshot", fmt, files, roots, original, schema, table)
@@ -256,8 +258,13 @@ class Rewriter:
     def rule_aggregate(self, node: JPlan, context: str | None) -> Rewritten:
         b = self.bridge
         (child,) = b.children(node)
-        inner = self._rewrite_stable(child, node)
         grouping = b.grouping_expressions(node)
+        for g in grouping:
+            if not b.is_deterministic(g):
+                raise UnsupportedOperation(
+                    "Aggregate", self._where(node), f"non-deterministic grouping expression {b.expr_sql(g)[:80]}"
+                )
+        inner = self._rewrite_stable(child, node)
         handle = b.struct(grouping) if grouping else b.int_literal(0)
         slot = self._group_slot("Aggregate", handle, inner)
         out_alias = b.alias(handle, slot.name)

@@ -15,12 +15,14 @@ file); traces compare it with the files on disk and raise ``SourceChanged``.
 
 from __future__ import annotations
 
+import json
 import re
 from dataclasses import dataclass, field
 from typing import Any
 
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
+from pyspark.sql.types import StructType
 
 from ..errors import SourceChanged
 from ..plan.catalyst import Bridge, JPlan
@@ -86,12 +88,12 @@ def check_unchanged(bridge: Bridge, info: SourceInfo) -> None:
     """Raise ``SourceChanged`` when the files behind ``info`` differ from capture time."""
     if not info.roots:
         return
-    now = sorted(bridge.list_files(info.roots))
-    then = sorted(tuple(f) for f in info.original)
+    now = {path: (size, mtime) for path, size, mtime in bridge.list_files(info.roots)}
+    then = {path: (size, mtime) for path, size, mtime in info.original}
     if now != then:
-        added = {f[0] for f in now} - {f[0] for f in then}
-        gone = {f[0] for f in then} - {f[0] for f in now}
-        changed = {f[0] for f in now} & {f[0] for f in then} - {f[0] for f in set(now) & set(then)}
+        added = now.keys() - then.keys()
+        gone = then.keys() - now.keys()
+        changed = {p for p in now.keys() & then.keys() if now[p] != then[p]}
         detail = []
         for label, group in (("removed", gone), ("added", added), ("modified", changed)):
             if group:
@@ -103,14 +105,20 @@ def read_source(bridge: Bridge, info: SourceInfo) -> DataFrame:
     """The source's rows with their ``_sp_rid``, as captured (checks for changes first)."""
     check_unchanged(bridge, info)
     spark: SparkSession = bridge.spark
-    from pyspark.sql.types import StructType
-
-    schema = StructType.fromJson(__import__("json").loads(info.schema))
+    schema = StructType.fromJson(json.loads(info.schema))
     paths = [p for p, _, _ in info.files]
     if not paths:
         return spark.createDataFrame([], schema).withColumn(RID, F.lit(None).cast("long"))
-    df = spark.read.schema(schema).parquet(*paths)
-    return df.select(*[F.col(f"`{c}`") for c in df.columns], rid_column(info.files).alias(RID))
+    if info.kind == "snapshot":  # stored with positional names; any name survives that
+        df = spark.read.parquet(*paths)
+        cols = [F.col(f"`{c}`").alias(f.name) for c, f in zip(df.columns, schema.fields)]
+    else:
+        reader = spark.read.schema(schema)
+        if len(info.roots) == 1 and all(p != info.roots[0] for p in paths):
+            reader = reader.option("basePath", info.roots[0])  # keeps partition columns
+        df = reader.parquet(*paths)
+        cols = [F.col(f"`{c}`") for c in df.columns]
+    return df.select(*cols, rid_column(info.files).alias(RID))
 
 
 _SAFE = re.compile(r"[^A-Za-z0-9_.-]+")

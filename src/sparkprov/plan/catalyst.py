@@ -5,7 +5,7 @@ here, so that a new Spark line needs changes in this module only. Plans and
 expressions cross the boundary as opaque py4j handles (``JPlan``/``JExpr``); the
 helpers below read and build them.
 
-Supported: PySpark 4.0 to 4.3 in classic mode (not Spark Connect).
+Supported: PySpark 4.3 in classic mode (not Spark Connect).
 
 >>> from pyspark.sql import SparkSession
 >>> spark = SparkSession.builder.getOrCreate()
@@ -26,7 +26,7 @@ JExpr = Any
 
 _CAT = "org.apache.spark.sql.catalyst"
 
-MIN_SPARK = (4, 0)
+SUPPORTED_SPARK = (4, 3)  # the verified line: Catalyst constructors differ between lines
 _EMPTY_AUTHORITY = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*):///")
 
 
@@ -48,8 +48,8 @@ class Bridge:
             raise TypeError(
                 "sparkprov needs a classic SparkSession with a JVM; Spark Connect sessions do not expose Catalyst plans"
             )
-        if spark_version(spark) < MIN_SPARK:
-            raise RuntimeError(f"sparkprov needs Spark >= 4.0, found {spark.version}")
+        if spark_version(spark) != SUPPORTED_SPARK:
+            raise RuntimeError(f"sparkprov supports Spark 4.3 (verified), found {spark.version}")
         self.spark = spark
         self.jvm = spark._jvm
         self.jsession = spark._jsparkSession
@@ -251,9 +251,7 @@ class Bridge:
 
     def deduplicate(self, keys: list[JExpr], child: JPlan) -> JPlan:
         # Spark 4.3 added a third constructor argument (Option[DeduplicateSpec]).
-        if spark_version(self.spark) >= (4, 3):
-            return self._logical.Deduplicate(self.seq(keys), child, self.none())
-        return self._logical.Deduplicate(self.seq(keys), child)
+        return self._logical.Deduplicate(self.seq(keys), child, self.none())
 
     def with_new_children(self, node: JPlan, children: list[JPlan]) -> JPlan:
         return node.withNewChildren(self.seq(children))
