@@ -39,7 +39,7 @@ def summarize(results: list[dict]) -> dict:
     return {
         "median_ratio": round(statistics.median(ratios), 3),
         "max_ratio": round(max(ratios), 3),
-        "storage_ratio": round(lineage / inputs, 4) if inputs else None,
+        "storage_ratio": float(f"{lineage / inputs:.3g}") if inputs else None,
     }
 
 
@@ -91,7 +91,7 @@ def run(spark: SparkSession, sf: float, queries: list[int], repeat: int, data_di
                     "median_ratio": round(statistics.median(ratios), 3),
                     "lineage_bytes": lineage_bytes,
                     "input_bytes": input_bytes,
-                    "storage_ratio": round(lineage_bytes / input_bytes, 4) if input_bytes else None,
+                    "storage_ratio": float(f"{lineage_bytes / input_bytes:.3g}") if input_bytes else None,
                     "strategy": "logical rewrite, end-to-end pair tables",
                 }
             )

@@ -169,7 +169,7 @@ class Rewriter:
             snap_plan = b.analyzed(snap)
             snap_out = b.output(snap_plan)
             # keep the leaf's attribute ids so the operators above still resolve
-            exprs = [b.alias(new, b.attr_name(old), old.exprId()) for new, old in zip(snap_out, b.output(leaf))]
+            exprs = [b.alias(new, b.attr_name(old), b.jexpr_id(old)) for new, old in zip(snap_out, b.output(leaf))]
             exprs.append(snap_out[-1])
             plan = b.project(exprs, snap_plan)
         slot.attr = b.output(plan)[-1]
@@ -326,7 +326,7 @@ class Rewriter:
     # ---- union ---------------------------------------------------------------------
     def rule_union(self, node: JPlan, context: str | None) -> Rewritten:
         b = self.bridge
-        if not b.is_union_distinct_free(node):
+        if not b.is_positional_union(node):
             raise UnsupportedOperation("Union (by name)", self._where(node))
         branches = [self.rewrite(c, None) for c in b.children(node)]
         all_slots = [s for br in branches for s in br.slots]
@@ -338,7 +338,7 @@ class Rewriter:
                 if s.name in own:
                     extra.append(s.attr)
                 else:
-                    extra.append(b.alias(b.null_literal(s.attr.dataType()), s.name))
+                    extra.append(b.alias(b.null_literal(b.data_type(s.attr)), s.name))
             padded.append(b.project(self.user_output(br) + extra, br.plan))
         plan = b.with_new_children(node, padded)
         out = b.output(plan)

@@ -80,10 +80,6 @@ class Bridge:
         return df._jdf.queryExecution().analyzed()
 
     @staticmethod
-    def optimized(df: DataFrame) -> JPlan:
-        return df._jdf.queryExecution().optimizedPlan()
-
-    @staticmethod
     def node_name(node: JPlan) -> str:
         return node.getClass().getSimpleName()
 
@@ -124,10 +120,6 @@ class Bridge:
     def join_type(self, join: JPlan) -> str:
         return join.joinType().toString()
 
-    def join_condition(self, join: JPlan) -> JExpr | None:
-        cond = join.condition()
-        return cond.get() if cond.isDefined() else None
-
     def grouping_expressions(self, agg: JPlan) -> list[JExpr]:
         return self.to_list(agg.groupingExpressions())
 
@@ -140,7 +132,7 @@ class Bridge:
     def dedup_keys(self, dedup: JPlan) -> list[JExpr]:
         return self.to_list(dedup.keys())
 
-    def is_union_distinct_free(self, union: JPlan) -> bool:
+    def is_positional_union(self, union: JPlan) -> bool:
         return not union.byName() and not union.allowMissingCol()
 
     @staticmethod
@@ -152,8 +144,13 @@ class Bridge:
         return int(attr.exprId().id())
 
     @staticmethod
-    def data_type_json(expr: JExpr) -> str:
-        return expr.dataType().json()
+    def jexpr_id(attr: JExpr) -> Any:
+        """The ExprId object itself, to build an alias that keeps an attribute's identity."""
+        return attr.exprId()
+
+    @staticmethod
+    def data_type(expr: JExpr) -> Any:
+        return expr.dataType()
 
     # ---- leaves ------------------------------------------------------------------
     def file_relation(self, node: JPlan) -> Any | None:
@@ -209,19 +206,6 @@ class Bridge:
     def view_name(view: JPlan) -> str:
         return view.desc().identifier().unquotedString()
 
-    @staticmethod
-    def relation_options(fs_relation: Any) -> dict[str, str]:
-        opts = fs_relation.options()
-        it = opts.iterator()
-        out = {}
-        while it.hasNext():
-            kv = it.next()
-            out[str(kv._1())] = str(kv._2())
-        return out
-
-    def with_metadata_columns(self, node: JPlan) -> JPlan:
-        return node.withMetadataColumns()
-
     def same_result(self, a: JPlan, b: JPlan) -> bool:
         return bool(a.sameResult(b))
 
@@ -229,10 +213,6 @@ class Bridge:
     def alias(self, expr: JExpr, name: str, expr_id: Any | None = None) -> JExpr:
         eid = expr_id if expr_id is not None else self._expr.NamedExpression.newExprId()
         return self._expr.Alias(expr, name, eid, self.seq([]), self.none(), self.seq([]))
-
-    @staticmethod
-    def to_attribute(named: JExpr) -> JExpr:
-        return named.toAttribute()
 
     def null_literal(self, data_type: Any) -> JExpr:
         return self._expr.Literal.create(None, data_type)
