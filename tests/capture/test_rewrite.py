@@ -71,3 +71,25 @@ def test_non_deterministic_grouping_is_captured_as_it_ran(session, keyed):
         keys = {r["k"] for r in cap.backward([row["_sp_rid"]], source="t").collect()}
         assert len(keys) == row["count"] and not keys & seen
         seen |= keys
+
+
+def test_outer_semi_and_anti_joins(spark, session, keyed):
+    other = session.source(spark.createDataFrame([(10, "a"), (11, "a"), (12, "z")], "k int, g string"), "o")
+    o = other.select(F.col("k").alias("ok"), F.col("g").alias("og"))
+    cond = keyed["g"] == o["og"]
+
+    semi = lineage_by_output(session.capture(keyed.join(o, cond, "left_semi").select("k"), name="semi"))
+    assert semi == {(2,): {("t", 2), ("o", 10), ("o", 11)}, (3,): {("t", 3), ("o", 10), ("o", 11)}}
+
+    anti = lineage_by_output(session.capture(keyed.join(o, cond, "left_anti").select("k"), name="anti"))
+    assert anti == {(0,): {("t", 0)}, (1,): {("t", 1)}, (4,): {("t", 4)}}
+
+    full = session.capture(keyed.join(o, cond, "full").select("k", "ok"), name="full")
+    got = {}
+    for row in full.output.collect():
+        back = full.backward([row["_sp_rid"]])
+        got[(row["k"], row["ok"])] = {(n, r["k"]) for n, df in back.items() for r in df.collect()}
+    assert got[(4, None)] == {("t", 4)}  # NULL-padded: only the preserved side
+    assert got[(None, 12)] == {("o", 12)}
+    assert got[(2, 10)] == {("t", 2), ("o", 10)}
+    assert len(got) == 8

@@ -88,16 +88,17 @@ class Join(Node):
     left: Node = None
     right: Node = None
     on: tuple[str, str] | None = None  # None: cross join
+    how: str = "inner"  # inner, left, right, full, semi, anti
 
     def spark(self, dfs):
         left, right = self.left.spark(dfs), self.right.spark(dfs)
         if self.on is None:
             return left.crossJoin(right)
-        return left.join(right, F.col(self.on[0]) == F.col(self.on[1]))
+        return left.join(right, F.col(self.on[0]) == F.col(self.on[1]), self.how)
 
     def ref(self, tables):
         cond = None if self.on is None else (lambda e: R.cmp("=", e[self.on[0]], e[self.on[1]]))
-        return R.join(self.left.ref(tables), self.right.ref(tables), cond)
+        return R.join(self.left.ref(tables), self.right.ref(tables), cond, self.how)
 
 
 @dataclass
@@ -195,10 +196,13 @@ def pipelines(draw, max_depth: int = 3) -> Node:
         kind = draw(st.sampled_from(["filter", "project", "join", "agg", "distinct", "dedup", "union"]))
         if kind == "join":
             left, right = gen(depth + 1), gen(depth + 1)
-            on = None
             if draw(st.integers(0, 3)) and ints_of(left) and ints_of(right):
                 on = (draw(st.sampled_from(ints_of(left))), draw(st.sampled_from(ints_of(right))))
-            return Join(left.columns + right.columns, left.ints | right.ints, left, right, on)
+                how = draw(st.sampled_from(["inner", "left", "right", "full", "semi", "anti"]))
+                if how in ("semi", "anti"):
+                    return Join(left.columns, left.ints, left, right, on, how)
+                return Join(left.columns + right.columns, left.ints | right.ints, left, right, on, how)
+            return Join(left.columns + right.columns, left.ints | right.ints, left, right, None)
         if kind == "union":
             left, right = gen(depth + 1), gen(depth + 1)
             li, ri = ints_of(left), ints_of(right)

@@ -43,16 +43,35 @@ def project(rel: Relation, exprs: list[tuple[str, Callable[[dict], object]]]) ->
     return Relation([n for n, _ in exprs], out)
 
 
-def join(left: Relation, right: Relation, cond: Callable[[dict], bool | None] | None) -> Relation:
-    """Inner/cross join: the joined pair, one row from each side."""
+def join(left: Relation, right: Relation, cond: Callable[[dict], bool | None] | None, how: str = "inner") -> Relation:
+    """Joins. inner/cross: the joined pair. Outer joins: matched rows as for inner, a
+    NULL-padded row has only its preserved side's row. semi: the left row and every
+    right row it matches. anti: the left row only."""
     cols = left.columns + right.columns
+
+    def matches(lv, rv):
+        return cond is None or cond(dict(zip(cols, lv + rv))) is True
+
     out = []
+    right_matched = set()
     for lv, ll in left.rows:
-        for rv, rl in right.rows:
-            v = lv + rv
-            if cond is None or cond(dict(zip(cols, v))) is True:
-                out.append((v, ll | rl))
-    return Relation(cols, out)
+        hits = [(i, rv, rl) for i, (rv, rl) in enumerate(right.rows) if matches(lv, rv)]
+        right_matched.update(i for i, _, _ in hits)
+        if how == "semi":
+            if hits:
+                out.append((lv, ll.union(*[rl for _, _, rl in hits])))
+        elif how == "anti":
+            if not hits:
+                out.append((lv, ll))
+        else:
+            out.extend((lv + rv, ll | rl) for _, rv, rl in hits)
+            if not hits and how in ("left", "full"):
+                out.append((lv + (None,) * len(right.columns), ll))
+    if how in ("right", "full"):
+        for i, (rv, rl) in enumerate(right.rows):
+            if i not in right_matched:
+                out.append(((None,) * len(left.columns) + rv, rl))
+    return Relation(left.columns if how in ("semi", "anti") else cols, out)
 
 
 def aggregate(rel: Relation, keys: list[str], aggs: list[tuple[str, Callable[[list[dict]], object]]]) -> Relation:

@@ -15,8 +15,10 @@ import math
 from collections import Counter
 from collections.abc import Callable, Sequence
 from decimal import Decimal
+from functools import reduce
 
 from pyspark.sql import DataFrame
+from pyspark.sql import functions as F
 
 from ..api import Capture
 
@@ -48,27 +50,48 @@ def output_rows(cap: Capture) -> list[tuple]:
     return [tuple(r)[:-1] for r in cap.output.collect()]
 
 
-def reexecution_holds(cap: Capture, rid: int, rerun: Callable[[dict[str, DataFrame]], DataFrame]) -> bool:
+Rerun = Callable[[dict[str, DataFrame]], DataFrame]
+
+
+def reexecution_holds(cap: Capture, rid: int, rerun: Rerun, traced: dict[str, DataFrame] | None = None) -> bool:
     """Re-run the query with every source restricted to ``B(o)``; ``o`` must come out again.
 
     ``rerun`` receives ``{source name: restricted rows}`` (the source's columns only) and
-    returns the query's result over them.
+    returns the query's result over them. ``traced`` is ``cap.backward([rid])`` if known.
     """
     row = cap.output.where(f"{RID} = {int(rid)}").collect()
     if len(row) != 1:
         raise ValueError(f"no output row with {RID} = {rid}")
     want = _key(tuple(row[0])[:-1])
-    restricted = {name: df.drop(RID) for name, df in cap.backward([rid]).items()}
-    again = rerun(restricted).collect()
+    traced = traced if traced is not None else cap.backward([rid])
+    again = rerun({name: df.drop(RID) for name, df in traced.items()}).collect()
     return want in {_key(tuple(r)) for r in again}
 
 
-def consistent(cap: Capture, rid: int, per_source: int = 1) -> bool:
-    """For up to ``per_source`` rids ``r`` in ``B_s(o)`` per source, ``o`` is in ``F(s, r)``."""
-    for name, rows in cap.backward([rid]).items():
-        sample = [r[RID] for r in rows.select(RID).orderBy(RID).limit(per_source).collect()]
-        for r in sample:
-            outs = {x[RID] for x in cap.forward(name, [r]).select(RID).collect()}
-            if rid not in outs:
-                return False
+def consistent(cap: Capture, rid: int, traced: dict[str, DataFrame] | None = None) -> bool:
+    """For the smallest rid ``r`` of ``B_s(o)`` in each source ``s``, ``o`` is in ``F(s, r)``."""
+    traced = traced if traced is not None else cap.backward([rid])
+    if not traced:
+        return True
+    firsts = [df.select(F.lit(name).alias("source"), F.min(RID).alias(RID)) for name, df in traced.items()]
+    probes = reduce(DataFrame.unionByName, firsts).where(F.col(RID).isNotNull()).collect()  # one job
+    for probe in probes:
+        outs = {x[RID] for x in cap.forward(probe["source"], [probe[RID]]).select(RID).collect()}
+        if rid not in outs:
+            return False
     return True
+
+
+def check_row(cap: Capture, rid: int, rerun: Rerun) -> list[str]:
+    """Re-execution and consistency for output row ``rid``; returns the problems found."""
+    traced = {name: df.cache() for name, df in cap.backward([rid]).items()}
+    try:
+        problems = []
+        if not reexecution_holds(cap, rid, rerun, traced):
+            problems.append(f"re-execution over B(o) did not produce output row {rid}")
+        if not consistent(cap, rid, traced):
+            problems.append(f"forward from B(o) misses output row {rid}")
+        return problems
+    finally:
+        for df in traced.values():
+            df.unpersist()

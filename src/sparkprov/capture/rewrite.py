@@ -248,11 +248,34 @@ class Rewriter:
     def rule_join(self, node: JPlan, context: str | None) -> Rewritten:
         b = self.bridge
         kind = b.join_type(node)
-        if kind not in ("Inner", "Cross"):
-            raise UnsupportedOperation(f"Join ({kind})", self._where(node), "only inner and cross joins are supported")
         left, right = b.children(node)
-        lw, rw = self.rewrite(left, None), self.rewrite(right, None)
-        return Rewritten(b.with_new_children(node, [lw.plan, rw.plan]), lw.slots + rw.slots)
+        if kind in ("Inner", "Cross", "LeftOuter", "RightOuter", "FullOuter"):
+            # A NULL-padded side has NULL slots: the row keeps only its preserved side's lineage.
+            lw, rw = self.rewrite(left, None), self.rewrite(right, None)
+            return Rewritten(b.with_new_children(node, [lw.plan, rw.plan]), lw.slots + rw.slots)
+        if kind == "LeftAnti":
+            # the left row only: an absence of matches is not a dependency
+            lw, rw = self.rewrite(left, None), self.rewrite(right, None)
+            return Rewritten(b.with_new_children(node, [lw.plan, rw.plan]), lw.slots)
+        if kind == "LeftSemi":
+            return self._semi_join(node, left, right)
+        raise UnsupportedOperation(f"Join ({kind})", self._where(node))
+
+    def _semi_join(self, node: JPlan, left: JPlan, right: JPlan) -> Rewritten:
+        # The left row and every right row it matches. The matches form a group named by
+        # the left row's slots (unique per row in every supported subtree), found by the
+        # inner join of the same inputs.
+        b = self.bridge
+        if self._reads_constants(left):  # constant rows have no slots to tell them apart
+            raise UnsupportedOperation("Join (LeftSemi)", self._where(node), "the left side has rows from no source")
+        lw, rw = self._rewrite_stable(left, node), self._rewrite_stable(right, node)
+        handle = b.struct([s.attr for s in lw.slots])
+        matches = Rewritten(b.inner_join_like(node, lw.plan, rw.plan), rw.slots)
+        slot = self._group_slot("Join (LeftSemi)", handle, matches)
+        semi = b.with_new_children(node, [lw.plan, rw.plan])
+        plan = b.project(b.output(semi) + [b.alias(handle, slot.name)], semi)
+        slot.attr = b.output(plan)[-1]
+        return Rewritten(plan, lw.slots + [slot])
 
     # ---- grouping operators --------------------------------------------------------
     def rule_aggregate(self, node: JPlan, context: str | None) -> Rewritten:
@@ -308,6 +331,10 @@ class Rewriter:
             self.checkpoints.append(df)
             inner = Rewritten(self.bridge.analyzed(df), inner.slots)
         return inner
+
+    def _reads_constants(self, node: JPlan) -> bool:
+        b = self.bridge
+        return b.node_name(node) == "OneRowRelation" or any(self._reads_constants(c) for c in b.children(node))
 
     def _nondeterminism(self, node: JPlan) -> str | None:
         b = self.bridge

@@ -233,6 +233,11 @@ class Bridge:
         # Spark 4.3 added a third constructor argument (Option[DeduplicateSpec]).
         return self._logical.Deduplicate(self.seq(keys), child, self.none())
 
+    def inner_join_like(self, join: JPlan, left: JPlan, right: JPlan) -> JPlan:
+        """An inner join with ``join``'s condition and hint over ``left`` and ``right``."""
+        inner = self.jvm.org.apache.spark.sql.catalyst.plans.JoinType.apply("inner")
+        return self._logical.Join(left, right, inner, join.condition(), join.hint())
+
     def with_new_children(self, node: JPlan, children: list[JPlan]) -> JPlan:
         return node.withNewChildren(self.seq(children))
 

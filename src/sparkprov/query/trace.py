@@ -23,6 +23,7 @@ from ..capture.sources import RID
 
 RowsArg = DataFrame | str | Iterable[int] | Iterable[Row]
 RidSet = DataFrame | list[int]
+_WANTED = "__sp_wanted"
 _LITERAL_LIMIT = 10_000  # longer rid lists become a DataFrame and a join
 
 
@@ -78,11 +79,12 @@ def _restrict(pairs: DataFrame, column: str, rids: RidSet) -> DataFrame:
 
 def backward(pairs: DataFrame, out_rids: RidSet, source_rows: DataFrame) -> DataFrame:
     """Source rows (all columns and ``_sp_rid``) behind the output rows ``out_rids``."""
-    ins = _restrict(pairs, OUT, out_rids).select(F.col(IN).alias(RID)).distinct()
-    return source_rows.join(ins, RID, "left_semi").select(*source_rows.columns)
+    ins = _restrict(pairs, OUT, out_rids).select(F.col(IN).alias(_WANTED)).distinct()
+    # a condition, not a USING column: keeps the rows' own column order, even with repeated names
+    return source_rows.join(ins, source_rows[RID] == ins[_WANTED], "left_semi")
 
 
 def forward(pairs: DataFrame, in_rids: RidSet, output: DataFrame) -> DataFrame:
     """Output rows (with ``_sp_rid``) that the source rows ``in_rids`` contributed to."""
-    outs = _restrict(pairs, IN, in_rids).select(F.col(OUT).alias(RID)).distinct()
-    return output.join(outs, RID, "left_semi").select(*output.columns)
+    outs = _restrict(pairs, IN, in_rids).select(F.col(OUT).alias(_WANTED)).distinct()
+    return output.join(outs, output[RID] == outs[_WANTED], "left_semi")
