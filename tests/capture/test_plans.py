@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import re
 
+from pyspark.sql import functions as F
+
 from sparkprov.capture.run import rewritten
 from sparkprov.plan.catalyst import Bridge
 
@@ -44,3 +46,20 @@ def test_pushdown_and_pruning_survive_capture(spark, tmp_path):
         # and the answers are the same
         cols = plain.columns
         assert sorted(map(tuple, plain.collect())) == sorted(map(tuple, captured.select(*cols).collect()))
+
+
+def test_broadcast_hint_survives_capture(spark, tmp_path):
+    spark.range(1000).selectExpr("id", "id % 7 AS g").write.parquet(str(tmp_path / "big"))
+    spark.range(7).selectExpr("id AS g", "concat('n', id) AS label").write.parquet(str(tmp_path / "dim"))
+    big, dim = spark.read.parquet(str(tmp_path / "big")), spark.read.parquet(str(tmp_path / "dim"))
+    previous = spark.conf.get("spark.sql.autoBroadcastJoinThreshold")
+    spark.conf.set("spark.sql.autoBroadcastJoinThreshold", "-1")  # only the hint may broadcast
+    try:
+        query = big.join(F.broadcast(dim), "g").groupBy("label").count()
+        captured, _ = rewritten(Bridge(spark), query, str(tmp_path / "snap"))
+        for df in (query, captured):
+            assert "BroadcastHashJoin" in df._jdf.queryExecution().executedPlan().toString()
+        unhinted, _ = rewritten(Bridge(spark), big.join(dim, "g"), str(tmp_path / "snap2"))
+        assert "BroadcastHashJoin" not in unhinted._jdf.queryExecution().executedPlan().toString()
+    finally:
+        spark.conf.set("spark.sql.autoBroadcastJoinThreshold", previous)

@@ -84,14 +84,31 @@ class Project(Node):
 
 
 @dataclass
+class Repartition(Node):
+    child: Node = None
+    by: str | None = None
+
+    def spark(self, dfs):
+        df = self.child.spark(dfs)
+        return df.repartition(3, self.by) if self.by else df.coalesce(1)
+
+    def ref(self, tables):
+        return self.child.ref(tables)  # 1:1
+
+
+@dataclass
 class Join(Node):
     left: Node = None
     right: Node = None
     on: tuple[str, str] | None = None  # None: cross join
     how: str = "inner"  # inner, left, right, full, semi, anti
 
+    broadcast: bool = False
+
     def spark(self, dfs):
         left, right = self.left.spark(dfs), self.right.spark(dfs)
+        if self.broadcast:
+            right = F.broadcast(right)
         if self.on is None:
             return left.crossJoin(right)
         return left.join(right, F.col(self.on[0]) == F.col(self.on[1]), self.how)
@@ -193,15 +210,16 @@ def pipelines(draw, max_depth: int = 3) -> Node:
     def gen(depth: int) -> Node:
         if depth >= max_depth or draw(st.integers(0, 3)) == 0:
             return scan()
-        kind = draw(st.sampled_from(["filter", "project", "join", "agg", "distinct", "dedup", "union"]))
+        kind = draw(st.sampled_from(["filter", "project", "join", "agg", "distinct", "dedup", "union", "repartition"]))
         if kind == "join":
             left, right = gen(depth + 1), gen(depth + 1)
             if draw(st.integers(0, 3)) and ints_of(left) and ints_of(right):
                 on = (draw(st.sampled_from(ints_of(left))), draw(st.sampled_from(ints_of(right))))
                 how = draw(st.sampled_from(["inner", "left", "right", "full", "semi", "anti"]))
+                cast = draw(st.booleans())
                 if how in ("semi", "anti"):
-                    return Join(left.columns, left.ints, left, right, on, how)
-                return Join(left.columns + right.columns, left.ints | right.ints, left, right, on, how)
+                    return Join(left.columns, left.ints, left, right, on, how, cast)
+                return Join(left.columns + right.columns, left.ints | right.ints, left, right, on, how, cast)
             return Join(left.columns + right.columns, left.ints | right.ints, left, right, None)
         if kind == "union":
             left, right = gen(depth + 1), gen(depth + 1)
@@ -252,6 +270,8 @@ def pipelines(draw, max_depth: int = 3) -> Node:
             )
         if kind == "distinct":
             return Distinct(child.columns, child.ints, child)
+        if kind == "repartition":
+            return Repartition(child.columns, child.ints, child, draw(st.sampled_from([None, *child.columns])))
         if kind == "dedup":
             subset = [c for c in child.columns if draw(st.booleans())] or child.columns[-1:]
             return DropDuplicates(subset, {c for c in subset if c in child.ints}, child)

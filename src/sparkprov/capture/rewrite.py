@@ -73,7 +73,17 @@ class Instance:
 
 
 # operators through which a row passes unchanged (lineage 1:1, slots carried)
-PASS_THROUGH = ("Filter", "Sort", "SubqueryAlias", "View", "GlobalLimit", "LocalLimit")
+PASS_THROUGH = (
+    "Filter",
+    "Sort",
+    "SubqueryAlias",
+    "View",
+    "GlobalLimit",
+    "LocalLimit",
+    "Repartition",  # repartition(n), coalesce(n)
+    "RepartitionByExpression",  # repartition(n, cols), DISTRIBUTE BY
+    "ResolvedHint",  # broadcast() and other hints: kept, so the planner still sees them
+)
 LEAVES = ("LogicalRelation", "LogicalRDD", "LocalRelation", "Range", "OneRowRelation")
 SNAPSHOT_FORMATS = ("csv", "json", "orc", "text")
 
