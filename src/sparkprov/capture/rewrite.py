@@ -85,7 +85,8 @@ PASS_THROUGH = (
     "ResolvedHint",  # broadcast() and other hints: kept, so the planner still sees them
 )
 LEAVES = ("LogicalRelation", "LogicalRDD", "LocalRelation", "Range", "OneRowRelation")
-SNAPSHOT_FORMATS = ("csv", "json", "orc", "text")
+PAIR_JOINS = ("Inner", "Cross", "LeftOuter", "RightOuter", "FullOuter")
+JOIN_TYPES = (*PAIR_JOINS, "LeftSemi", "LeftAnti")
 
 # expression classes that capture does not yet verify (a later issue covers them)
 _UNSUPPORTED_EXPRESSIONS = {
@@ -113,6 +114,7 @@ class Rewriter:
     # ---- driver --------------------------------------------------------------------
     def rewrite_root(self, plan: JPlan) -> Rewritten:
         self.analyzed = plan
+        self.check_supported(plan)  # fail before any work (snapshots, checkpoints) is done
         rw = self.rewrite(plan, context=None)
         # user columns first, then the slots, whatever order joins left them in
         b = self.bridge
@@ -128,7 +130,6 @@ class Rewriter:
     def rewrite(self, node: JPlan, context: str | None) -> Rewritten:
         b = self.bridge
         op = b.node_name(node)
-        self._check_expressions(node, op)
         if op in LEAVES:
             return self.rule_leaf(node, context)
         rule = RULES.get(op)
@@ -139,6 +140,18 @@ class Rewriter:
         elif op not in ("SubqueryAlias", "Project", "Filter"):
             context = None  # a view name applies to its leaf only through simple wrappers
         return rule(self, node, context)
+
+    def check_supported(self, node: JPlan) -> None:
+        """Raise ``UnsupportedOperation`` for the first operator or expression no rule handles."""
+        b = self.bridge
+        op = b.node_name(node)
+        self._check_expressions(node, op)
+        if op not in LEAVES and op not in RULES:
+            raise UnsupportedOperation(op, self._where(node))
+        if op == "Join" and b.join_type(node) not in JOIN_TYPES:
+            raise UnsupportedOperation(f"Join ({b.join_type(node)})", self._where(node))
+        for child in b.children(node):
+            self.check_supported(child)
 
     def _where(self, node: JPlan) -> str:
         return self.bridge.tree_string(node)[:2000]
@@ -259,7 +272,7 @@ class Rewriter:
         b = self.bridge
         kind = b.join_type(node)
         left, right = b.children(node)
-        if kind in ("Inner", "Cross", "LeftOuter", "RightOuter", "FullOuter"):
+        if kind in PAIR_JOINS:
             # A NULL-padded side has NULL slots: the row keeps only its preserved side's lineage.
             lw, rw = self.rewrite(left, None), self.rewrite(right, None)
             return Rewritten(b.with_new_children(node, [lw.plan, rw.plan]), lw.slots + rw.slots)

@@ -50,13 +50,18 @@ def run_capture(bridge: Bridge, store: Store, df: DataFrame, name: str, named: l
 def rewritten(bridge: Bridge, df: DataFrame, snapshot_dir: str, named=()) -> tuple[DataFrame, Rewriter]:
     """``df`` with capture: the user's columns followed by the slot columns."""
     rewriter = Rewriter(bridge, snapshot_dir=snapshot_dir, named=list(named))
+    return _rewrite(bridge, df, rewriter), rewriter
+
+
+def _rewrite(bridge: Bridge, df: DataFrame, rewriter: Rewriter) -> DataFrame:
     result = rewriter.rewrite_root(bridge.inline_ctes(bridge.analyzed(df)))
-    return bridge.to_dataframe(result.plan), rewriter
+    return bridge.to_dataframe(result.plan)
 
 
 def _capture_into(bridge, df, name, named, capture_id, data: Path) -> dict:
-    out, rewriter = rewritten(bridge, df, str(data / "snapshots"), named)
+    rewriter = Rewriter(bridge, snapshot_dir=str(data / "snapshots"), named=list(named))
     try:
+        out = _rewrite(bridge, df, rewriter)
         return _run_rewritten(bridge, name, capture_id, data, out, rewriter)
     finally:
         for kept in rewriter.checkpoints:
