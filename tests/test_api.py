@@ -90,6 +90,8 @@ def test_rows_arguments(spark, session, people):
         cap.backward(df)
     with pytest.raises(ValueError, match="predicate"):
         cap.backward("no_such_column > 1")
+    with pytest.raises(ValueError, match="predicate"):
+        cap.backward("id = = 1")
     with pytest.raises(ValueError):
         cap.backward(3.5)
     with pytest.raises(ValueError, match="integers"):

@@ -62,7 +62,7 @@ def _show(title: str, df: DataFrame, n: int = 10) -> None:
 
 
 def main(store: str | None = None) -> int:
-    spark = local_session("sparkprov-demo")
+    spark = local_session("sparkprov-demo", **{"spark.ui.showConsoleProgress": "false"})
     with tempfile.TemporaryDirectory(prefix="sparkprov-demo-") as tmp:
         log_path = write_log(Path(tmp) / "app.log")
         print(f"sparkprov demo: Titian's running example on a generated log ({log_path})")

@@ -150,6 +150,8 @@ class Rewriter:
             raise UnsupportedOperation(op, self._where(node))
         if op == "Join" and b.join_type(node) not in JOIN_TYPES:
             raise UnsupportedOperation(f"Join ({b.join_type(node)})", self._where(node))
+        if op == "LogicalRelation" and b.file_relation(node) is None:
+            raise UnsupportedOperation("LogicalRelation", self._where(node), "only file-based relations are supported")
         for child in b.children(node):
             self.check_supported(child)
 
@@ -175,9 +177,6 @@ class Rewriter:
         if b.node_name(leaf) == "OneRowRelation":
             return Rewritten(leaf, [])  # constants: no input rows behind them
         fmt = S.leaf_format(b, leaf)
-        fs = b.file_relation(leaf)
-        if b.node_name(leaf) == "LogicalRelation" and fs is None:
-            raise UnsupportedOperation("LogicalRelation", self._where(leaf), "only file-based relations are supported")
         src_index = self._source_for(leaf, fmt, context)
         self.instances.append(Instance(source=src_index))
         slot = self._new_slot("source", len(self.instances) - 1)

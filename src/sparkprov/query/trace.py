@@ -30,11 +30,10 @@ _LITERAL_LIMIT = 10_000  # longer rid lists become a DataFrame and a join
 def rid_set(rows: RowsArg, relation: DataFrame, what: str) -> RidSet:
     """The ``_sp_rid`` values ``rows`` designates within ``relation``.
 
-    A DataFrame with one column ``_sp_rid``, or a short list of ints when the caller
-    named the rids themselves.
-
     ``rows`` is a DataFrame with a ``_sp_rid`` column, a SQL predicate over
     ``relation``, or an iterable of rids (ints) or of Rows carrying ``_sp_rid``.
+    Returns a one-column DataFrame, or a plain list when the caller named at most
+    ``_LITERAL_LIMIT`` rids (filtered as a literal, no join).
     """
     spark = relation.sparkSession
     if isinstance(rows, DataFrame):
@@ -47,10 +46,8 @@ def rid_set(rows: RowsArg, relation: DataFrame, what: str) -> RidSet:
         try:
             picked = relation.where(rows).select(RID)
             picked.schema  # noqa: B018 - resolves the predicate now, to fail early
-        except AnalysisException as exc:
+        except AnalysisException as exc:  # includes parse errors
             raise ValueError(f"cannot evaluate predicate {rows!r} on {what}: {exc}") from None
-        except Exception as exc:  # parse errors
-            raise ValueError(f"invalid predicate {rows!r}: {exc}") from None
         return picked
     if isinstance(rows, (bytes, dict)) or not isinstance(rows, Iterable):
         raise ValueError(
