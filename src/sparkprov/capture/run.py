@@ -80,24 +80,26 @@ def _run_rewritten(bridge, name, capture_id, data, out, rewriter) -> dict:
     staged = out.toDF(*stored, *slot_names).withColumn(RID, F.monotonically_increasing_id())
     staged.write.parquet(output_path)
 
-    # Each side relation is joined once, then read once per slot it carries: one with
-    # several slots is written once rather than recomputed for each of them.
+    # A side relation is built only when a slot of the output leads to it (an anti
+    # join's right side never does). It is joined once, then read once per slot it
+    # carries: one with several slots is written once rather than recomputed for each.
     spark = bridge.spark
     work = data / "work"
-    sides = []
-    for side in rewriter.sides:
-        side_df = bridge.to_dataframe(side.plan)
-        if len(side.slots) > 1:
-            path = str(work / f"side{side.index}")
+
+    def side(k: int) -> tuple[DataFrame, list]:
+        relation = rewriter.sides[k]
+        side_df = bridge.to_dataframe(relation.plan)
+        if len(relation.slots) > 1:
+            path = str(work / f"side{k}")
             side_df.write.parquet(path)
             side_df = spark.read.parquet(path)
-        sides.append(side_df)
+        return side_df, relation.slots
 
     rows = spark.read.parquet(output_path).select(F.col(RID).alias(OUT), *slot_names)
     pairs = source_pairs(
         rows,
         slots,
-        side=lambda k: (sides[k], rewriter.sides[k].slots),
+        side=side,
         source_of=lambda i: rewriter.instances[i].source,
     )
     # One job writes the pairs of every source, partitioned by source number.
