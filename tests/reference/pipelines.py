@@ -216,10 +216,10 @@ def pipelines(draw, max_depth: int = 3) -> Node:
             if draw(st.integers(0, 3)) and ints_of(left) and ints_of(right):
                 on = (draw(st.sampled_from(ints_of(left))), draw(st.sampled_from(ints_of(right))))
                 how = draw(st.sampled_from(["inner", "left", "right", "full", "semi", "anti"]))
-                cast = draw(st.booleans())
+                broadcast = draw(st.booleans())
                 if how in ("semi", "anti"):
-                    return Join(left.columns, left.ints, left, right, on, how, cast)
-                return Join(left.columns + right.columns, left.ints | right.ints, left, right, on, how, cast)
+                    return Join(left.columns, left.ints, left, right, on, how, broadcast)
+                return Join(left.columns + right.columns, left.ints | right.ints, left, right, on, how, broadcast)
             return Join(left.columns + right.columns, left.ints | right.ints, left, right, None)
         if kind == "union":
             left, right = gen(depth + 1), gen(depth + 1)
