@@ -85,8 +85,7 @@ PASS_THROUGH = (
     "ResolvedHint",  # broadcast() and other hints: kept, so the planner still sees them
 )
 LEAVES = ("LogicalRelation", "LogicalRDD", "LocalRelation", "Range", "OneRowRelation")
-PAIR_JOINS = ("Inner", "Cross", "LeftOuter", "RightOuter", "FullOuter")
-JOIN_TYPES = (*PAIR_JOINS, "LeftSemi", "LeftAnti")
+JOIN_TYPES = ("Inner", "Cross", "LeftOuter", "RightOuter", "FullOuter", "LeftSemi", "LeftAnti")
 
 # expression classes that capture does not yet verify (a later issue covers them)
 _UNSUPPORTED_EXPRESSIONS = {
@@ -271,17 +270,16 @@ class Rewriter:
         b = self.bridge
         kind = b.join_type(node)
         left, right = b.children(node)
-        if kind in PAIR_JOINS:
-            # A NULL-padded side has NULL slots: the row keeps only its preserved side's lineage.
-            lw, rw = self.rewrite(left, None), self.rewrite(right, None)
-            return Rewritten(b.with_new_children(node, [lw.plan, rw.plan]), lw.slots + rw.slots)
-        if kind == "LeftAnti":
-            # the left row only: an absence of matches is not a dependency
-            lw, rw = self.rewrite(left, None), self.rewrite(right, None)
-            return Rewritten(b.with_new_children(node, [lw.plan, rw.plan]), lw.slots)
         if kind == "LeftSemi":
             return self._semi_join(node, left, right)
-        raise UnsupportedOperation(f"Join ({kind})", self._where(node))
+        if kind not in JOIN_TYPES:
+            raise UnsupportedOperation(f"Join ({kind})", self._where(node))
+        lw, rw = self.rewrite(left, None), self.rewrite(right, None)
+        plan = b.with_new_children(node, [lw.plan, rw.plan])
+        if kind == "LeftAnti":  # the left row only: an absence of matches is not a dependency
+            return Rewritten(plan, lw.slots)
+        # inner, cross, outer: a NULL-padded side has NULL slots, so that row keeps only its preserved side
+        return Rewritten(plan, lw.slots + rw.slots)
 
     def _semi_join(self, node: JPlan, left: JPlan, right: JPlan) -> Rewritten:
         # The left row and every right row it matches. The matches form a group named by
