@@ -29,10 +29,14 @@ $(DATA)/tpch/sf0.01/.done: $(VENV)/.installed-test
 	$(BIN)/python -c "from sparkprov.bench.tpch import generate; generate(0.01, '$(DATA)/tpch')"
 	touch $@
 
-test: prereqs $(VENV)/.installed-test $(DATA)/tpch/sf0.01/.done
+$(DATA)/tpcds/sf0.01/.done: $(VENV)/.installed-test
+	$(BIN)/python -c "from sparkprov.bench.tpcds import generate; generate(0.01, '$(DATA)/tpcds')"
+	touch $@
+
+test: prereqs $(VENV)/.installed-test $(DATA)/tpch/sf0.01/.done $(DATA)/tpcds/sf0.01/.done
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
-	SPARKPROV_TPCH=$(DATA)/tpch $(BIN)/python -m pytest -q
+	SPARKPROV_TPCH=$(DATA)/tpch SPARKPROV_TPCDS=$(DATA)/tpcds $(BIN)/python -m pytest -q
 
 lint: $(VENV)/.installed-test
 	$(BIN)/ruff check .

@@ -35,3 +35,11 @@ def tpch_dir() -> Path:
 
     base = Path(os.environ.get("SPARKPROV_TPCH", ROOT / "data" / "tpch"))
     return generate(0.01, base)
+
+
+@pytest.fixture(scope="session")
+def tpcds_dir() -> Path:
+    from sparkprov.bench.tpcds import generate
+
+    base = Path(os.environ.get("SPARKPROV_TPCDS", ROOT / "data" / "tpcds"))
+    return generate(0.01, base)

@@ -114,12 +114,11 @@ def test_errors_are_clear(spark, session, people, tmp_path):
         sp.LineageSession("not a session")
     w = Window.partitionBy("country").orderBy("amount")
     cases = {
-        "Window": df.withColumn("r", F.row_number().over(w)),
-        "Intersect": df.intersect(df),
-        "Except": df.exceptAll(df),
-        "subquery": df.where(F.col("id").isin([1])).where("id IN (SELECT id FROM VALUES (1) AS v(id))"),
         "Python UDF": df.select(F.udf(lambda x: x, "int")("id")),
-        "Expand": df.rollup("country").count(),
+        # found while rewriting, after work has started: nothing may be left behind
+        "Window (lag IGNORE NULLS)": df.withColumn("r", F.row_number().over(w)).selectExpr(
+            "*", "lag(amount) IGNORE NULLS OVER (PARTITION BY country ORDER BY r) AS prev"
+        ),
     }
     for operator, query in cases.items():
         with pytest.raises(sp.UnsupportedOperation) as err:
@@ -165,7 +164,9 @@ def test_range_limit_union_and_reload(spark, session):
         back = again.backward([r["_sp_rid"]])
         lineage[r["id"]] = sorted(x["id"] for df in back.values() for x in df.collect())
     assert lineage == {1: [1], 15: [15], 18: [18]}
-    assert "operators:" in again.explain()
+    report = again.explain()
+    assert "all exact" in report.splitlines()[0]
+    assert "Union" in report and "Aggregate" in report and "source range_" in report
 
 
 def test_partitioned_parquet_and_awkward_names(spark, session, tmp_path):

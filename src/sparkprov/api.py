@@ -21,7 +21,7 @@ from typing import Any
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from .capture.lineage import IN, OUT, PAIRS_SCHEMA, SRC
+from .capture.lineage import IN, OUT, PAIRS_SCHEMA, SHARED_SCHEMA, SRC, expand_shared
 from .capture.run import run_capture
 from .capture.sources import RID, SourceInfo, read_source
 from .plan.catalyst import Bridge
@@ -88,11 +88,21 @@ class Capture:
         }
 
     def lineage(self, source: str) -> DataFrame:
-        """The stored ``(out_rid, in_rid)`` pairs for one source."""
+        """The ``(out_rid, in_rid)`` pairs for one source.
+
+        Lineage shared by many output rows (a scalar subquery's result) is stored once
+        and joined in here, lazily: filtering the result by ``out_rid`` or ``in_rid``
+        reads only what is needed.
+        """
         self._check_source(source)
         stored = self._entry["lineage"]
-        pairs = self._session.spark.read.schema(PAIRS_SCHEMA).parquet(stored["path"])
-        return pairs.where(F.col(SRC) == stored["sources"][source]).select(OUT, IN)
+        spark = self._session.spark
+        pairs = spark.read.schema(PAIRS_SCHEMA).parquet(stored["path"])
+        direct = pairs.where(F.col(SRC) == stored["sources"][source]).select(OUT, IN)
+        if not stored.get("shared"):
+            return direct
+        shared = spark.read.schema(SHARED_SCHEMA).parquet(stored["shared"])
+        return direct.unionByName(expand_shared(pairs, shared, stored["sources"][source])).distinct()
 
     def backward(self, rows: RowsArg, source: str | None = None) -> dict[str, DataFrame] | DataFrame:
         """Input rows behind ``rows`` of the output.
@@ -115,13 +125,25 @@ class Capture:
         return trace.forward(self.lineage(source), in_rids, self._output())
 
     def explain(self) -> str:
-        """The operators of the captured query and how each source is identified."""
-        lines = [f"capture {self.name!r} version {self.version}"]
-        lines.append("operators: " + ", ".join(self._entry["operators"]) + " (all exact)")
+        """A readable report: one line per operator of the captured plan, with its
+        lineage granularity (exact, or coarse and why) and how capture recorded it.
+
+        >>> print(cap.explain().splitlines()[0])  # doctest: +SKIP
+        capture 'sums' version 1: 2 operators, all exact
+        """
+        lines = self._entry.get("explain", [])
+        coarse = [g for _, _, g, _ in lines if g != "exact"]
+        summary = f"{len(coarse)} coarse" if coarse else "all exact"
+        out = [f"capture {self.name!r} version {self.version}: {len(lines)} operators, {summary}"]
+        width = max((2 * d + len(op) for d, op, _, _ in lines), default=0)
+        width = min(width, 72)
+        for depth, op, granularity, strategy in lines:
+            label = ("  " * (depth - 1) + op)[:72]
+            out.append(f"  {label:<{width}}  {granularity:<6}  {strategy}")
         for s in self.sources.values():
             how = "file number + Parquet row index" if s.kind == "parquet" else "position in a Parquet copy"
-            lines.append(f"source {s.name}: {s.format}, rid = {how}")
-        return "\n".join(lines)
+            out.append(f"source {s.name}: {s.format}, {s.files} file(s), rid = {how}")
+        return "\n".join(out)
 
     def _check_source(self, source: Any) -> None:
         if source not in self._infos:
@@ -163,8 +185,10 @@ class LineageSession:
         if not isinstance(df, DataFrame):
             raise ValueError(f"df must be a DataFrame, not {type(df).__name__}")
         check_name(name)
-        entry = run_capture(self._bridge, self.store, df, name, self._named)
-        return Capture(self, entry)
+        return Capture(self, self._capture(df, name))
+
+    def _capture(self, df: DataFrame, name: str, by_occurrence: bool = False) -> dict:
+        return run_capture(self._bridge, self.store, df, name, self._named, by_occurrence)
 
     def load(self, name: str, version: int | None = None) -> Capture:
         """Reopen a stored capture (the newest version unless ``version`` is given)."""

@@ -36,6 +36,12 @@ def build_parser() -> argparse.ArgumentParser:
     cap.add_argument("--repeat", type=int, default=5, help="interleaved on/off pairs per query (default 5)")
     cap.add_argument("--data", default="data/tpch", help="where TPC-H data is generated (default data/tpch)")
     cap.add_argument("--json", dest="json_out", help="write the results as JSON to this file")
+    cov = bench_sub.add_parser("coverage", help="capture a query suite and check every answer (scoreboard)")
+    cov.add_argument("--suite", choices=["tpch", "tpcds"], default="tpch")
+    cov.add_argument("--sf", type=float, default=0.1, help="scale factor (default 0.1)")
+    cov.add_argument("--queries", default="", help="comma-separated query names, e.g. q1,q22 (default: all)")
+    cov.add_argument("--data", default=None, help="where the suite's data is generated (default data/<suite>)")
+    cov.add_argument("--json", dest="json_out", help="write the scoreboard as JSON to this file")
     return parser
 
 
@@ -66,6 +72,10 @@ def main(argv: list[str] | None = None) -> int:
             return demo_main(args.store)
         if args.command == "captures":
             return _captures(args)
+        if args.command == "bench" and args.bench_command == "coverage":
+            from .bench.coverage import main as coverage_main
+
+            return coverage_main(args)
         if args.command == "bench":
             from .bench.capture import main as bench_main
 

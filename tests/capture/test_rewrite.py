@@ -3,6 +3,8 @@ empty inputs, LIMIT and rand() below a grouping operator, constants, unions."""
 
 from __future__ import annotations
 
+import re
+
 import pytest
 from pyspark.sql import functions as F
 
@@ -93,3 +95,101 @@ def test_outer_semi_and_anti_joins(spark, session, keyed):
     assert got[(None, 12)] == {("o", 12)}
     assert got[(2, 10)] == {("t", 2), ("o", 10)}
     assert len(got) == 8
+
+
+def test_scalar_subquery_lineage_is_stored_once(spark, session, tmp_path):
+    spark.range(200).selectExpr("id AS k", "id % 10 AS v").write.parquet(str(tmp_path / "big"))
+    big = session.source(spark.read.parquet(str(tmp_path / "big")), "big")
+    # every output row depends on all 200 rows behind the average (4.5)
+    query = big.where(F.col("v") > big.select(F.avg("v")).scalar()).select("k")
+    cap = session.capture(query, name="sq")
+    assert cap.output.count() == 100  # v in 5..9
+    stored = spark.read.parquet(cap._entry["lineage"]["path"]).count()
+    shared = spark.read.parquet(cap._entry["lineage"]["shared"]).count()
+    assert stored == 100 + 100  # each row's own input row, plus one reference per row
+    assert shared == 200  # the subquery's lineage, once: not 100 x 200
+    assert cap.lineage("big").count() == 100 * 200  # the expanded view, computed lazily
+    (row,) = cap.output.where("k = 9").collect()
+    assert cap.backward([row["_sp_rid"]], source="big").count() == 200
+    assert cap.forward("big", "k = 0").count() == 100  # row 0 is behind the average only
+
+
+def test_explain_names_every_operator(spark, session, keyed):
+    other = session.source(spark.createDataFrame([(10, "a")], "k int, g string"), "o")
+    query = keyed.where(F.col("g").isin(["a", "b"])).join(
+        other.select(F.col("g").alias("og")), F.col("g") == F.col("og"), "left_anti"
+    )
+    report = session.capture(query.groupBy("g").count(), name="ex").explain()
+    lines = report.splitlines()
+    assert re.fullmatch(r"capture 'ex' version 1: \d+ operators, all exact", lines[0])
+    assert any("Aggregate" in x and "group: handle" in x for x in lines)
+    assert any("LeftAnti" in x and "left slots only" in x for x in lines)
+    assert any("source t: rid = position in a Parquet copy" in x for x in lines)
+    assert all(" exact " in x for x in lines[1:] if not x.startswith("source "))
+
+
+def test_scalar_subquery_over_limit_keeps_the_row_it_used(spark, session, keyed):
+    # which two rows the LIMIT keeps is up to the run: the query and its lineage agree on them
+    threshold = keyed.orderBy(F.rand(5)).limit(2).select(F.max("k")).scalar()
+    cap = session.capture(keyed.where(F.col("k") >= threshold).select("k"), name="lim")
+    shared = spark.read.parquet(cap._entry["lineage"]["shared"]).select(F.col("in_rid").alias("_sp_rid"))
+    kept = {r["k"] for r in cap.sources["t"].rows().join(shared, "_sp_rid").collect()}
+    assert len(kept) == 2
+    outputs = sorted(r["k"] for r in cap.output.collect())
+    assert outputs == [k for k in range(5) if k >= max(kept)]
+    for k, lineage in lineage_by_output(cap).items():
+        assert lineage == {("t", k[0])} | {("t", x) for x in kept}
+
+
+def test_window_functions(session, keyed):
+    from pyspark.sql import Window
+
+    ordered = Window.partitionBy("g").orderBy("k")
+    query = keyed.select(
+        "k",
+        F.lag("k").over(ordered).alias("prev"),
+        F.sum("k").over(ordered.rowsBetween(-1, 0)).alias("pair"),
+        F.count("*").over(Window.partitionBy("g")).alias("n"),
+    )
+    got = lineage_by_output(session.capture(query, name="w"))
+    assert got[(0, None, 0, 2)] == {("t", 0), ("t", 1)}  # the whole partition, for count
+    assert got[(3, 2, 5, 2)] == {("t", 2), ("t", 3)}
+    assert got[(4, None, 4, 1)] == {("t", 4)}
+    top = keyed.select("k", "g", F.row_number().over(Window.orderBy(F.desc("k"))).alias("rn")).where("rn <= 2")
+    got = lineage_by_output(session.capture(top, name="top"))
+    assert got == {(4, "b", 1): {("t", 4)}, (3, "a", 2): {("t", 3), ("t", 4)}}
+
+
+def test_size_based_and_offset_window_functions(session, keyed):
+    from pyspark.sql import Window
+
+    ordered = Window.partitionBy("g").orderBy("k")
+    query = keyed.select(
+        "k",
+        F.lead("k", 1).over(ordered).alias("next"),
+        F.ntile(2).over(ordered).alias("half"),
+        F.percent_rank().over(ordered).alias("pr"),
+        F.nth_value("k", 2)
+        .over(ordered.rowsBetween(Window.unboundedPreceding, Window.unboundedFollowing))
+        .alias("nth"),
+    )
+    got = lineage_by_output(session.capture(query, name="w2"))
+    # ntile, percent_rank and the unbounded nth_value read the whole partition
+    assert got[(0, 1, 1, 0.0, 1)] == {("t", 0), ("t", 1)}
+    assert got[(2, 3, 1, 0.0, 3)] == {("t", 2), ("t", 3)}
+    assert got[(4, None, 1, 0.0, None)] == {("t", 4)}
+    lead = lineage_by_output(
+        session.capture(keyed.select("k", F.lead("k", 1).over(ordered).alias("next")), name="lead")
+    )
+    assert lead[(0, 1)] == {("t", 0), ("t", 1)} and lead[(1, None)] == {("t", 1)}
+
+
+def test_generators(spark, session, keyed):
+    arrays = keyed.select("k", F.when(F.col("k") < 3, F.array(F.col("k"), F.lit(9))).alias("xs"))
+    pos = lineage_by_output(session.capture(arrays.select("k", F.posexplode_outer("xs")), name="pe"))
+    assert pos[(1, 0, 1)] == {("t", 1)} and pos[(1, 1, 9)] == {("t", 1)}
+    assert pos[(4, None, None)] == {("t", 4)}  # the outer form keeps rows with no elements
+    stacked = keyed.selectExpr("k", "stack(2, k, k * 10) AS v")
+    cap = session.capture(stacked, name="st")
+    got = lineage_by_output(cap)
+    assert got[(3, 30)] == {("t", 3)} and got[(0, 0)] == {("t", 0)} and cap.output.count() == 10

@@ -11,7 +11,7 @@ import itertools
 from dataclasses import dataclass, field
 
 from hypothesis import strategies as st
-from pyspark.sql import DataFrame
+from pyspark.sql import DataFrame, Window
 from pyspark.sql import functions as F
 
 from . import semantics as R
@@ -185,7 +185,166 @@ class Union(Node):
         return R.union(a, b) if self.distinct else R.union_all(a, b)
 
 
+@dataclass
+class SetOp(Node):
+    """INTERSECT / EXCEPT, distinct or ALL, over same-named projections of two inputs."""
+
+    left: Node = None
+    right: Node = None
+    left_cols: list[str] = field(default_factory=list)
+    right_cols: list[str] = field(default_factory=list)
+    kind: str = "intersect"
+    all_: bool = False
+
+    def _sides(self, dfs):
+        left = self.left.spark(dfs).select(*[F.col(a).alias(n) for a, n in zip(self.left_cols, self.columns)])
+        right = self.right.spark(dfs).select(*[F.col(a).alias(n) for a, n in zip(self.right_cols, self.columns)])
+        return left, right
+
+    def spark(self, dfs):
+        left, right = self._sides(dfs)
+        if self.kind == "intersect":
+            return left.intersectAll(right) if self.all_ else left.intersect(right)
+        return left.exceptAll(right) if self.all_ else left.subtract(right)
+
+    def ref(self, tables):
+        def side(node, cols):
+            return R.project(node.ref(tables), [(n, (lambda e, a=a: e[a])) for a, n in zip(cols, self.columns)])
+
+        a, b = side(self.left, self.left_cols), side(self.right, self.right_cols)
+        return R.intersect(a, b, self.all_) if self.kind == "intersect" else R.except_(a, b, self.all_)
+
+
+@dataclass
+class ScalarFilter(Node):
+    """WHERE column op (SELECT max(other_col) FROM other): an uncorrelated scalar subquery."""
+
+    child: Node = None
+    column: str = ""
+    op: str = "<"
+    other: Node = None
+    other_col: str = ""
+
+    def spark(self, dfs):
+        sub = self.other.spark(dfs).select(F.max(self.other_col)).scalar()
+        c = F.col(self.column)
+        return self.child.spark(dfs).where({"<": c < sub, ">=": c >= sub, "=": c == sub, "<>": c != sub}[self.op])
+
+    def ref(self, tables):
+        sub = R.aggregate(self.other.ref(tables), [], [("m", R.agg_max(self.other_col))])
+        return R.scalar_subquery_filter(self.child.ref(tables), self.column, self.op, sub)
+
+
+@dataclass
+class Exists(Node):
+    """WHERE [NOT] EXISTS (SELECT * FROM other WHERE other_col = column): semi / anti join."""
+
+    child: Node = None
+    column: str = ""
+    other: Node = None
+    other_col: str = ""
+    negate: bool = False
+
+    def spark(self, dfs):
+        sub = self.other.spark(dfs).where(F.col(self.other_col) == F.col(self.column).outer()).exists()
+        return self.child.spark(dfs).where(~sub if self.negate else sub)
+
+    def ref(self, tables):
+        cond = lambda e: R.cmp("=", e[self.column], e[self.other_col])  # noqa: E731
+        return R.join(self.child.ref(tables), self.other.ref(tables), cond, "anti" if self.negate else "semi")
+
+
+@dataclass
+class CorrelatedCount(Node):
+    """SELECT *, (SELECT count(*) FROM other WHERE other_col = column): a correlated scalar subquery."""
+
+    child: Node = None
+    column: str = ""
+    other: Node = None
+    other_col: str = ""
+
+    def spark(self, dfs):
+        other = self.other.spark(dfs)
+        sub = other.where(F.col(self.other_col) == F.col(self.column).outer()).select(F.count(F.lit(1))).scalar()
+        return self.child.spark(dfs).select("*", sub.alias(self.columns[-1]))
+
+    def ref(self, tables):
+        return R.correlated_count(
+            self.child.ref(tables), self.column, self.other.ref(tables), self.other_col, self.columns[-1]
+        )
+
+
+@dataclass
+class Explode(Node):
+    child: Node = None
+    sources: list[str] = field(default_factory=list)
+
+    def spark(self, dfs):
+        arr = F.array(*[F.col(c) for c in self.sources])
+        return self.child.spark(dfs).select("*", F.explode(arr).alias(self.columns[-1]))
+
+    def ref(self, tables):
+        return R.explode(self.child.ref(tables), self.sources, self.columns[-1])
+
+
+@dataclass
+class Rollup(Node):
+    child: Node = None
+    keys: list[str] = field(default_factory=list)
+
+    def spark(self, dfs):
+        return self.child.spark(dfs).rollup(*self.keys).agg(F.count(F.lit(1)).alias(self.columns[-1]))
+
+    def ref(self, tables):
+        return R.rollup(self.child.ref(tables), self.keys, [(self.columns[-1], R.agg_count_star)])
+
+
+@dataclass
+class Win(Node):
+    """One window function over ``partition`` ordered by ``order`` (see semantics.window)."""
+
+    child: Node = None
+    partition: list[str] = field(default_factory=list)
+    order: str = ""
+    fn: str = "rank"
+    target: str = ""
+
+    def spark(self, dfs):
+        spec = Window.partitionBy(*self.partition)
+        ordered = spec.orderBy(F.col(self.order).asc_nulls_first())
+        expr = {
+            "rank": lambda: F.rank().over(ordered),
+            "dense_rank": lambda: F.dense_rank().over(ordered),
+            "running_sum": lambda: F.sum(self.target).over(ordered),
+            "cume_dist": lambda: F.cume_dist().over(ordered),
+            "avg": lambda: F.avg(self.target).over(spec),
+        }[self.fn]()
+        return self.child.spark(dfs).select("*", expr.alias(self.columns[-1]))
+
+    def ref(self, tables):
+        return R.window(self.child.ref(tables), self.partition, self.order, self.fn, self.target, self.columns[-1])
+
+
 SOURCES = ("t1", "t2")
+
+
+KINDS = [
+    "filter",
+    "project",
+    "join",
+    "agg",
+    "distinct",
+    "dedup",
+    "union",
+    "repartition",
+    "setop",
+    "scalar",
+    "exists",
+    "correlated",
+    "explode",
+    "rollup",
+    "window",
+]
 
 
 @st.composite
@@ -210,7 +369,26 @@ def pipelines(draw, max_depth: int = 3) -> Node:
     def gen(depth: int) -> Node:
         if depth >= max_depth or draw(st.integers(0, 3)) == 0:
             return scan()
-        kind = draw(st.sampled_from(["filter", "project", "join", "agg", "distinct", "dedup", "union", "repartition"]))
+        kind = draw(st.sampled_from(KINDS))
+        if kind in ("setop", "scalar", "exists", "correlated"):
+            left, right = gen(depth + 1), gen(depth + 1)
+            li, ri = ints_of(left), ints_of(right)
+            if not li or not ri:
+                return left
+            if kind == "setop":
+                width = draw(st.integers(1, min(2, len(li), len(ri))))
+                names = [fresh("x") for _ in range(width)]
+                lc, rc = draw(st.permutations(li))[:width], draw(st.permutations(ri))[:width]
+                op = draw(st.sampled_from(["intersect", "except"]))
+                return SetOp(names, set(names), left, right, lc, rc, op, draw(st.booleans()))
+            column, other_col = draw(st.sampled_from(li)), draw(st.sampled_from(ri))
+            if kind == "scalar":
+                op = draw(st.sampled_from(["<", ">=", "=", "<>"]))
+                return ScalarFilter(left.columns, left.ints, left, column, op, right, other_col)
+            if kind == "exists":
+                return Exists(left.columns, left.ints, left, column, right, other_col, draw(st.booleans()))
+            name = fresh("cnt")
+            return CorrelatedCount(left.columns + [name], left.ints | {name}, left, column, right, other_col)
         if kind == "join":
             left, right = gen(depth + 1), gen(depth + 1)
             if draw(st.integers(0, 3)) and ints_of(left) and ints_of(right):
@@ -272,6 +450,20 @@ def pipelines(draw, max_depth: int = 3) -> Node:
             return Distinct(child.columns, child.ints, child)
         if kind == "repartition":
             return Repartition(child.columns, child.ints, child, draw(st.sampled_from([None, *child.columns])))
+        if kind == "explode" and ints:
+            name = fresh("e")
+            return Explode(child.columns + [name], child.ints | {name}, child, draw(st.permutations(ints))[:2])
+        if kind == "rollup" and child.columns:
+            keys = draw(st.permutations(child.columns))[: draw(st.integers(1, 2))]
+            name = fresh("n")
+            return Rollup(keys + [name], {k for k in keys if k in child.ints} | {name}, child, keys)
+        if kind == "window" and ints:
+            fn = draw(st.sampled_from(["rank", "dense_rank", "running_sum", "cume_dist", "avg"]))
+            partition = [c for c in child.columns if draw(st.integers(0, 2)) == 0][:1]
+            name = fresh("w")
+            ints_out = child.ints | ({name} if fn in ("rank", "dense_rank", "running_sum") else set())
+            order, target = draw(st.sampled_from(ints)), draw(st.sampled_from(ints))
+            return Win(child.columns + [name], ints_out, child, partition, order, fn, target)
         if kind == "dedup":
             subset = [c for c in child.columns if draw(st.booleans())] or child.columns[-1:]
             return DropDuplicates(subset, {c for c in subset if c in child.ints}, child)

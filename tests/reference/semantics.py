@@ -110,6 +110,109 @@ def union(a: Relation, b: Relation) -> Relation:
     return distinct(union_all(a, b))
 
 
+def intersect(a: Relation, b: Relation, all_: bool) -> Relation:
+    """INTERSECT [ALL]: every row of both inputs equal to the output row; ALL keeps
+    min(count in a, count in b) copies."""
+    out = []
+    for values in dict.fromkeys(v for v, _ in a.rows):
+        left = [lin for v, lin in a.rows if v == values]
+        right = [lin for v, lin in b.rows if v == values]
+        if right:
+            lin = frozenset().union(*left, *right)
+            out.extend([(values, lin)] * (min(len(left), len(right)) if all_ else 1))
+    return Relation(a.columns, out)
+
+
+def except_(a: Relation, b: Relation, all_: bool) -> Relation:
+    """EXCEPT [ALL]: the left rows only (every left row equal to the output row; an
+    absence of matches is not a dependency); ALL keeps count(a) - count(b) copies."""
+    out = []
+    for values in dict.fromkeys(v for v, _ in a.rows):
+        left = [lin for v, lin in a.rows if v == values]
+        n_right = sum(1 for v, _ in b.rows if v == values)
+        copies = max(0, len(left) - n_right) if all_ else (0 if n_right else 1)
+        out.extend([(values, frozenset().union(*left))] * copies)
+    return Relation(a.columns, out)
+
+
+def scalar_subquery_filter(rel: Relation, column: str, op: str, sub: Relation) -> Relation:
+    """WHERE column op (SELECT ...): the row's lineage plus the subquery's result row's
+    lineage. ``sub`` has one column and at most one row (an empty one gives NULL)."""
+    value, sub_lin = (sub.rows[0][0][0], sub.rows[0][1]) if sub.rows else (None, frozenset())
+    out = [(v, lin | sub_lin) for v, lin in rel.rows if cmp(op, v[rel.index(column)], value) is True]
+    return Relation(rel.columns, out)
+
+
+def correlated_count(rel: Relation, column: str, other: Relation, other_column: str, name: str) -> Relation:
+    """SELECT *, (SELECT count(*) FROM other WHERE other_column = column): planned as a
+    left outer join with the aggregate per key, so the row plus the matching rows."""
+    out = []
+    for v, lin in rel.rows:
+        hits = [ol for ov, ol in other.rows if cmp("=", ov[other.index(other_column)], v[rel.index(column)]) is True]
+        out.append((v + (len(hits),), lin.union(*hits)))
+    return Relation(rel.columns + [name], out)
+
+
+def explode(rel: Relation, columns: list[str], name: str) -> Relation:
+    """explode(array(columns)): one row per element, each with its input row's lineage."""
+    out = [(v + (v[rel.index(c)],), lin) for v, lin in rel.rows for c in columns]
+    return Relation(rel.columns + [name], out)
+
+
+def rollup(rel: Relation, keys: list[str], aggs: list[tuple[str, Callable[[list[dict]], object]]]) -> Relation:
+    """ROLLUP: one aggregate per grouping set (prefixes of ``keys``), the missing keys
+    NULL; the lineage is the group within its grouping set."""
+    out = []
+    for n in range(len(keys), -1, -1):
+        part = aggregate(rel, keys[:n], aggs)
+        if n == 0 and not rel.rows:
+            part = Relation(part.columns, [])  # Spark's grand total over no rows: no row
+        pad = (None,) * (len(keys) - n)
+        out.extend((v[:n] + pad + v[n:], lin) for v, lin in part.rows)
+    return Relation(keys + [a for a, _ in aggs], out)
+
+
+def window(rel: Relation, partition: list[str], order: str, fn: str, target: str, name: str) -> Relation:
+    """One window function per row, over partitions (NULL keys group together), ordered
+    ascending by ``order`` with NULLs first.
+
+    rank, dense_rank and a running sum (the default RANGE frame): the row and every row
+    of its partition that sorts before it or ties with it. cume_dist and a
+    partition-wide avg: the row and every row of its partition.
+    """
+    part_idx = [rel.index(c) for c in partition]
+    o, t = rel.index(order), rel.index(target)
+
+    def sort_key(v):
+        return (v[o] is not None, v[o])
+
+    out = []
+    for v, lin in rel.rows:
+        members = [(mv, ml) for mv, ml in rel.rows if all(mv[i] == v[i] for i in part_idx)]
+        upto = [(mv, ml) for mv, ml in members if sort_key(mv) <= sort_key(v)]
+        if fn == "rank":
+            value = 1 + sum(1 for mv, _ in members if sort_key(mv) < sort_key(v))
+            deps = upto
+        elif fn == "dense_rank":
+            value = 1 + len({sort_key(mv) for mv, _ in members if sort_key(mv) < sort_key(v)})
+            deps = upto
+        elif fn == "running_sum":
+            vals = [mv[t] for mv, _ in upto if mv[t] is not None]
+            value = sum(vals) if vals else None
+            deps = upto
+        elif fn == "cume_dist":
+            value = len(upto) / len(members)
+            deps = members
+        elif fn == "avg":
+            vals = [mv[t] for mv, _ in members if mv[t] is not None]
+            value = sum(vals) / len(vals) if vals else None
+            deps = members
+        else:
+            raise ValueError(fn)
+        out.append((v + (value,), lin.union(*[ml for _, ml in deps])))
+    return Relation(rel.columns + [name], out)
+
+
 def limit_sorted(rel: Relation, sort_cols: list[str], n: int) -> Relation:
     """Top-k over a unique ordering: the kept rows only."""
     idx = [rel.index(c) for c in sort_cols]

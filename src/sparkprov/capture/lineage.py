@@ -18,15 +18,26 @@ from collections.abc import Callable
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
+from ..errors import UnsupportedOperation
 from .rewrite import Slot
 
 OUT = "out_rid"
 IN = "in_rid"
 PAIR_COLUMNS = (OUT, IN)
 SRC = "src"  # source number: the partition column of the stored pair table
+REF = "ref"  # shared side relation number, in the table of shared lineage
 PAIRS_SCHEMA = f"{OUT} long, {IN} long, {SRC} int"
+SHARED_SCHEMA = f"{REF} int, {SRC} int, {IN} long"
 HANDLE = "__sp_h"
 _PROBE = "__sp_probe"
+_TOP = "__sp_top"
+_LO, _HI = "__sp_lo", "__sp_hi"
+POS = "__sp_pos"
+
+
+def ref_source(side: int) -> int:
+    """The pseudo-source number under which references to shared side ``side`` are stored."""
+    return -(side + 1)
 
 
 def source_pairs(
@@ -34,12 +45,18 @@ def source_pairs(
     slots: list[Slot],
     side: Callable[[int], tuple[DataFrame, list[Slot]]],
     source_of: Callable[[int], int],
+    shared: Callable[[int], bool] = lambda k: False,
+    ranged: Callable[[int], bool] = lambda k: False,
 ) -> dict[int, list[DataFrame]]:
     """Pair DataFrames ``(out_rid, in_rid)`` per source index.
 
     ``rows`` has column ``out_rid`` and the columns of ``slots``; ``side(k)`` gives
     side relation ``k`` (column ``__sp_h`` plus its slots) and ``source_of(i)`` the
-    source of slot instance ``i``.
+    source of slot instance ``i``. A group slot of a ``shared(k)`` side relation is
+    not resolved: the row gets a reference ``(out_rid, 0)`` under source number
+    ``ref_source(k)``, and the side's own lineage is stored once (``shared_pairs``).
+    A slot of a ``ranged(k)`` side (a window's) holds ``(h, lo, hi)`` and stands for
+    the side rows with handle ``h`` at positions ``lo..hi``.
     """
     found: dict[int, list[DataFrame]] = defaultdict(list)
     for slot in slots:
@@ -47,12 +64,65 @@ def source_pairs(
         if slot.kind == "source":
             found[source_of(slot.ref)].append(present.select(F.col(OUT), F.col(slot.name).alias(IN)))
             continue
+        if shared(slot.ref):
+            found[ref_source(slot.ref)].append(present.select(F.col(OUT), F.lit(0).cast("long").alias(IN)))
+            continue
         side_df, side_slots = side(slot.ref)
-        handles = present.select(F.col(OUT), F.col(slot.name).alias(_PROBE))
-        joined = handles.join(side_df, handles[_PROBE].eqNullSafe(side_df[HANDLE])).drop(_PROBE, HANDLE)
-        for src, parts in source_pairs(joined, side_slots, side, source_of).items():
+        if ranged(slot.ref):
+            joined = _range_join(present.select(F.col(OUT), F.col(slot.name)), slot.name, side_df)
+        else:
+            handles = present.select(F.col(OUT), F.col(slot.name).alias(_PROBE))
+            joined = handles.join(side_df, handles[_PROBE].eqNullSafe(side_df[HANDLE])).drop(_PROBE, HANDLE)
+        for src, parts in source_pairs(joined, side_slots, side, source_of, shared, ranged).items():
             found[src].extend(parts)
     return found
+
+
+MAX_WINDOW_PAIRS = 50_000_000
+
+
+def _range_join(probes: DataFrame, column: str, side_df: DataFrame) -> DataFrame:
+    # Flattened window lineage grows with the frames' sizes: refuse what would not fit
+    # rather than fill the disk (a factorized form is future work).
+    lo, hi = F.col(f"{column}.lo"), F.col(f"{column}.hi")
+    total = probes.select(F.sum(F.greatest(hi - lo + 1, F.lit(0)))).first()[0] or 0
+    if total > MAX_WINDOW_PAIRS:
+        raise UnsupportedOperation(
+            "Window",
+            "",
+            f"its lineage has {total:,} (row, input row) pairs, more than {MAX_WINDOW_PAIRS:,}: "
+            "window frames that large need factorized lineage, which is not implemented yet",
+        )
+    p = probes.select(F.col(OUT), F.col(f"{column}.h").alias(_PROBE), lo.alias(_LO), hi.alias(_HI))
+    cond = p[_PROBE].eqNullSafe(side_df[HANDLE]) & side_df[POS].between(p[_LO], p[_HI])
+    return p.join(side_df, cond).drop(_PROBE, _LO, _HI, HANDLE, POS)
+
+
+def shared_pairs(
+    referenced: set[int],
+    side: Callable[[int], tuple[DataFrame, list[Slot]]],
+    source_of: Callable[[int], int],
+    shared: Callable[[int], bool],
+    ranged: Callable[[int], bool] = lambda k: False,
+) -> list[DataFrame]:
+    """The lineage of every shared side reachable from ``referenced``, once each.
+
+    Rows ``(ref, src, in_rid)``: shared side ``ref`` depends on row ``in_rid`` of
+    source ``src`` (or, for ``src < 0``, on another shared side).
+    """
+    parts, todo, done = [], sorted(referenced), set()
+    while todo:
+        k = todo.pop()
+        if k in done:
+            continue
+        done.add(k)
+        side_df, side_slots = side(k)
+        rows = side_df.withColumn(OUT, F.lit(0).cast("long"))
+        for src, found in source_pairs(rows, side_slots, side, source_of, shared, ranged).items():
+            parts.extend(p.select(F.lit(k).alias(REF), F.lit(src).alias(SRC), F.col(IN)) for p in found)
+            if src < 0:
+                todo.append(-src - 1)
+    return parts
 
 
 def union_pairs(parts: list[DataFrame], distinct: bool = True) -> DataFrame:
@@ -61,3 +131,30 @@ def union_pairs(parts: list[DataFrame], distinct: bool = True) -> DataFrame:
     for p in parts[1:]:
         df = df.unionByName(p)
     return df.distinct() if distinct else df
+
+
+def expand_shared(pairs: DataFrame, shared: DataFrame, source: int) -> DataFrame:
+    """Pairs ``(out_rid, in_rid)`` of ``source`` that output rows get through references.
+
+    ``pairs`` is the stored pair table (references have ``src < 0``) and ``shared`` the
+    shared lineage. References between shared sides (a subquery inside a subquery)
+    are followed to their closure, computed on the driver from the few reference rows.
+    """
+    spark = pairs.sparkSession
+    edges: dict[int, set[int]] = defaultdict(set)
+    for r in shared.where(F.col(SRC) < 0).select(REF, SRC).distinct().collect():
+        edges[r[REF]].add(-r[SRC] - 1)
+    reach = []
+    for k in {r[REF] for r in shared.select(REF).distinct().collect()} | set(edges):
+        seen, todo = {k}, [k]
+        while todo:
+            for nxt in edges[todo.pop()] - seen:
+                seen.add(nxt)
+                todo.append(nxt)
+        reach.extend((k, other) for other in seen)
+    if not reach:
+        return spark.createDataFrame([], f"{OUT} long, {IN} long")
+    closure = spark.createDataFrame(reach, f"{_TOP} int, {REF} int")
+    refs = pairs.where(F.col(SRC) < 0).select(F.col(OUT), (-F.col(SRC) - 1).alias(_TOP))
+    rows = shared.where(F.col(SRC) == source).select(REF, IN)
+    return refs.join(closure, _TOP).join(rows, REF).select(OUT, IN)

@@ -25,6 +25,8 @@ import itertools
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from pyspark.sql import functions as F
+
 from ..errors import UnsupportedOperation
 from ..plan.catalyst import Bridge, JExpr, JPlan
 from . import sources as S
@@ -35,7 +37,7 @@ class Slot:
     """One lineage column of a rewritten operator's output."""
 
     name: str  # column name, unique in the whole capture
-    kind: str  # "source" or "group"
+    kind: str  # "source", "group" or "window"
     ref: int  # index into Rewriter.instances (source) or Rewriter.sides (group)
     attr: JExpr = None  # the attribute in the rewritten plan
 
@@ -48,6 +50,21 @@ class SideRelation:
     operator: str
     plan: JPlan
     slots: list[Slot]
+    shared: bool = False  # kept once and referenced (a scalar subquery's result row)
+    ranged: bool = False  # a window's: rows are (handle, position, slots), slots name position ranges
+
+
+@dataclass
+class ExplainLine:
+    """One operator of the captured plan: its lineage granularity and how it is captured."""
+
+    depth: int
+    operator: str
+    granularity: str  # "exact", or "coarse: <why>"
+    strategy: str
+
+    def to_json(self) -> list:
+        return [self.depth, self.operator, self.granularity, self.strategy]
 
 
 @dataclass
@@ -83,9 +100,42 @@ PASS_THROUGH = (
     "Repartition",  # repartition(n), coalesce(n)
     "RepartitionByExpression",  # repartition(n, cols), DISTRIBUTE BY
     "ResolvedHint",  # broadcast() and other hints: kept, so the planner still sees them
+    "Sample",  # the kept rows are the ones this run kept; see _rewrite_stable
+    "RebalancePartitions",
+    "WindowGroupLimit",  # the rank-limit filter Spark inserts below rank() <= n
 )
 LEAVES = ("LogicalRelation", "LogicalRDD", "LocalRelation", "Range", "OneRowRelation")
-JOIN_TYPES = ("Inner", "Cross", "LeftOuter", "RightOuter", "FullOuter", "LeftSemi", "LeftAnti")
+JOIN_TYPES = ("Inner", "Cross", "LeftOuter", "RightOuter", "FullOuter", "LeftSemi", "LeftAnti", "ExistenceJoin")
+_RANK_LIKE = ("RowNumber", "Rank", "DenseRank")
+_WHOLE_PARTITION = ("PercentRank", "CumeDist", "NTile")
+_WINDOW_FUNCTIONS = (*_RANK_LIKE, *_WHOLE_PARTITION, "Lag", "Lead", "AggregateExpression", "NthValue")
+_POS = "__sp_pos"  # lineage.POS
+NO_LINEAGE = "__sp_no_lineage"  # marks a union branch whose rows give no lineage (EXCEPT ALL's right side)
+_COUNT = "__sp_count"
+_SUBQUERY_HOSTS = ("Filter", "Project", "Aggregate")  # operators whose every row depends on the subquery
+
+_CARRIED = "1:1: slot columns carried through"
+_STRATEGY = {
+    **dict.fromkeys(PASS_THROUGH, _CARRIED),
+    "Project": "1:1: slot columns appended",
+    "Aggregate": "group: handle (grouping key) per row; side relation (handle, input slots)",
+    "Distinct": "group: handle (the row) per row; side relation (handle, input slots)",
+    "Deduplicate": "group: handle (the key) per row; side relation (handle, input slots)",
+    "Union": "each branch's slots, NULL for the other branches' (none from EXCEPT ALL's right side)",
+    "Generate": "1:N: each generated row keeps its input row's slots",
+    "Expand": "1:N: each copy keeps its input row's slots",
+    "Window": "own slots plus, per function, a range of positions in the partition; "
+    "side relation (partition, position, input slots)",
+}
+_JOIN_STRATEGY = {
+    **dict.fromkeys(
+        ("Inner", "Cross", "LeftOuter", "RightOuter", "FullOuter"), "pairs: both sides' slots (NULL when padded)"
+    ),
+    "LeftAnti": "left slots only: absent matches are not dependencies",
+    "LeftSemi": "left slots plus a group of matches; side relation: the inner join",
+    "ExistenceJoin": "left slots plus a group of matches; side relation: the inner join",
+}
+_SUBQUERY_STRATEGY = "scalar subquery: its lineage stored once; rows carry a reference"
 
 # expression classes that capture does not yet verify (a later issue covers them)
 _UNSUPPORTED_EXPRESSIONS = {
@@ -106,15 +156,26 @@ class Rewriter:
     instances: list[Instance] = field(default_factory=list)
     sides: list[SideRelation] = field(default_factory=list)
     checkpoints: list = field(default_factory=list)  # DataFrames to release after the capture
-    analyzed: JPlan = None  # the plan as captured (CTEs inlined)
+    analyzed: JPlan = None  # the user's plan (CTEs inlined)
+    optimized: JPlan = None  # the plan as captured: the analyzed plan through Spark's optimizer
+    leaf_names: dict[tuple, str] = field(default_factory=dict)  # view names, by leaf attribute ids
+    subqueries: dict[int, int] = field(default_factory=dict)  # shared side relation per scalar subquery id
     root: Rewritten | None = None
+    # for the re-execution check: every occurrence of a source is a source of its own,
+    # and occurrence i reads only the rids in restrict[i] (a DataFrame with _sp_rid)
+    by_occurrence: bool = False
+    restrict: dict | None = None
+    report: list[ExplainLine] = field(default_factory=list)  # one line per operator, for explain()
+    _depth: int = 0
     _ids: itertools.count = field(default_factory=itertools.count)
 
     # ---- driver --------------------------------------------------------------------
     def rewrite_root(self, plan: JPlan) -> Rewritten:
         self.analyzed = plan
-        self.check_supported(plan)  # fail before any work (snapshots, checkpoints) is done
-        rw = self.rewrite(plan, context=None)
+        self._collect_view_names(plan, None)
+        self.optimized = self.bridge.optimized(self._prepare(plan))
+        self.check_supported(self.optimized)  # fail before any work (snapshots, checkpoints) is done
+        rw = self.rewrite(self.optimized)
         # user columns first, then the slots, whatever order joins left them in
         b = self.bridge
         self.root = Rewritten(b.project(self.user_output(rw) + [s.attr for s in rw.slots], rw.plan), rw.slots)
@@ -126,19 +187,95 @@ class Rewriter:
         slot_ids = {b.expr_id(s.attr) for s in rw.slots}
         return [a for a in b.output(rw.plan) if b.expr_id(a) not in slot_ids]
 
-    def rewrite(self, node: JPlan, context: str | None) -> Rewritten:
+    def rewrite(self, node: JPlan) -> Rewritten:
+        b = self.bridge
+        op = b.node_name(node)
+        line = len(self.report)
+        self.report.append(None)  # filled in below: the report lists operators top-down
+        self._depth += 1
+        try:
+            if op in LEAVES:
+                rw = self.rule_leaf(node)
+            else:
+                rule = RULES.get(op)
+                if rule is None:
+                    raise UnsupportedOperation(op, self._where(node))
+                node = self._pin_subqueries(node)
+                rw = rule(self, node)
+        finally:
+            self._depth -= 1
+        self.report[line] = self._explain_line(node, rw)
+        subqueries = [sq for e in b.expressions(node) for sq in b.scalar_subqueries(e)]
+        return self._add_subquery_slots(rw, subqueries) if subqueries else rw
+
+    def _explain_line(self, node: JPlan, rw: Rewritten) -> ExplainLine:
         b = self.bridge
         op = b.node_name(node)
         if op in LEAVES:
-            return self.rule_leaf(node, context)
-        rule = RULES.get(op)
-        if rule is None:
-            raise UnsupportedOperation(op, self._where(node))
-        if op == "View":
-            context = b.view_name(node)
+            if not rw.slots:
+                strategy = "constant rows: no source rows behind them"
+            else:
+                use = self.sources[self.instances[rw.slots[0].ref].source]
+                if use.info.kind == "parquet":
+                    strategy = f"source {use.info.name}: rid = file number and Parquet row index, read in place"
+                else:
+                    strategy = f"source {use.info.name}: rid = position in a Parquet copy made at capture"
+        elif op == "Join":
+            strategy = _JOIN_STRATEGY.get(b.join_type(node).split("(")[0], "")
+        else:
+            strategy = _STRATEGY.get(op, "")
+        return ExplainLine(self._depth, b.simple_string(node), "exact", strategy)
+
+    def _prepare(self, node: JPlan) -> JPlan:
+        # Spark plans EXCEPT ALL as an aggregate over the union of both sides; capture
+        # plans it the same way itself, with the right side marked as giving no lineage.
+        b = self.bridge
+        kids = b.children(node)
+        new = [self._prepare(c) for c in kids]
+        if any(n is not o for n, o in zip(new, kids)):
+            node = b.with_new_children(node, new)
+        if b.is_except_all(node):
+            return self._except_all(node)
+        for e in b.expressions(node):
+            for plan in b.subquery_plans(e):
+                if self._has_except_all(plan):
+                    raise UnsupportedOperation("EXCEPT ALL inside a subquery expression", self._where(node))
+        return node
+
+    def _has_except_all(self, node: JPlan) -> bool:
+        return self.bridge.is_except_all(node) or any(self._has_except_all(c) for c in self.bridge.children(node))
+
+    def _except_all(self, node: JPlan) -> JPlan:
+        b = self.bridge
+        left, right = b.children(node)
+        cols = [f"c{i}" for i in range(len(b.output(left)))]
+        mine = b.to_dataframe(left).toDF(*cols).withColumn(_COUNT, F.lit(1))
+        theirs = b.to_dataframe(right).toDF(*cols).withColumn(NO_LINEAGE, F.lit(-1))
+        counted = mine.union(theirs).groupBy(*cols).agg(F.sum(_COUNT).alias(_COUNT)).where(F.col(_COUNT) > 0)
+        copies = counted.select(F.inline(F.array_repeat(F.struct(*cols), F.col(_COUNT).cast("int"))))
+        plan = b.analyzed(copies)
+        # the operators above read EXCEPT ALL's own attributes: keep their ids
+        exprs = [b.alias(new, b.attr_name(old), b.jexpr_id(old)) for new, old in zip(b.output(plan), b.output(node))]
+        return b.project(exprs, plan)
+
+    def _collect_view_names(self, node: JPlan, name: str | None) -> None:
+        # The optimizer removes views; their names still name the relations they read.
+        b = self.bridge
+        op = b.node_name(node)
+        if op in LEAVES:
+            self.leaf_names.setdefault(self._leaf_id(node), name)
+        elif op == "View":
+            name = b.view_name(node)
         elif op not in ("SubqueryAlias", "Project", "Filter"):
-            context = None  # a view name applies to its leaf only through simple wrappers
-        return rule(self, node, context)
+            name = None  # a view name applies to its leaf only through simple wrappers
+        for child in b.children(node):
+            self._collect_view_names(child, name)
+        for e in b.expressions(node):
+            for plan in b.subquery_plans(e):
+                self._collect_view_names(plan, None)
+
+    def _leaf_id(self, leaf: JPlan) -> tuple:
+        return tuple(self.bridge.expr_id(a) for a in self.bridge.output(leaf))
 
     def check_supported(self, node: JPlan) -> None:
         """Raise ``UnsupportedOperation`` for the first operator or expression no rule handles."""
@@ -147,7 +284,14 @@ class Rewriter:
         self._check_expressions(node, op)
         if op not in LEAVES and op not in RULES:
             raise UnsupportedOperation(op, self._where(node))
-        if op == "Join" and b.join_type(node) not in JOIN_TYPES:
+        if op == "Window":
+            for e in b.window_parts(node)[0]:
+                kind = b.window_function(e)[0]
+                if kind not in _WINDOW_FUNCTIONS:
+                    raise UnsupportedOperation(
+                        f"Window ({kind})", self._where(node), "this window function is not verified"
+                    )
+        if op == "Join" and b.join_type(node).split("(")[0] not in JOIN_TYPES:
             raise UnsupportedOperation(f"Join ({b.join_type(node)})", self._where(node))
         if op == "LogicalRelation" and b.file_relation(node) is None:
             raise UnsupportedOperation("LogicalRelation", self._where(node), "only file-based relations are supported")
@@ -161,32 +305,109 @@ class Rewriter:
         b = self.bridge
         for e in b.expressions(node):
             if b.contains_subquery(e):
-                raise UnsupportedOperation("subquery expression", self._where(node), f"in {op}: {b.expr_sql(e)[:200]}")
+                self._check_subqueries(node, op, e)
             for cls in b.expression_classes(e):
                 if cls in _UNSUPPORTED_EXPRESSIONS:
                     raise UnsupportedOperation(_UNSUPPORTED_EXPRESSIONS[cls], self._where(node), f"in {op}")
+
+    def _check_subqueries(self, node: JPlan, op: str, e: JExpr) -> None:
+        # The optimizer has turned IN, EXISTS and correlated subqueries into joins; what
+        # remains is uncorrelated scalar subqueries, computed once and referenced.
+        b = self.bridge
+        found = b.scalar_subqueries(e)
+        if b.count_subqueries(e) != len(found):
+            raise UnsupportedOperation("subquery expression", self._where(node), f"in {op}: {b.expr_sql(e)[:200]}")
+        for sq in found:
+            if op not in _SUBQUERY_HOSTS:
+                raise UnsupportedOperation(f"scalar subquery in {op}", self._where(node))
+            if b.is_correlated(sq):
+                raise UnsupportedOperation("correlated scalar subquery", self._where(node), b.expr_sql(sq)[:200])
+            self.check_supported(b.subquery_plan(sq))
+
+    def _pin_subqueries(self, node: JPlan) -> JPlan:
+        # A subquery whose row could differ between runs (LIMIT, rand()) is computed
+        # once, with its lineage, and the query reads that row: both see the same one.
+        b = self.bridge
+        for e in b.expressions(node):
+            for sq in b.scalar_subqueries(e):
+                key = b.expr_id(sq)
+                if key in self.subqueries or not self._nondeterminism(b.subquery_plan(sq)):
+                    continue
+                line = ExplainLine(
+                    self._depth + 1,
+                    f"scalar subquery #{key}",
+                    "exact",
+                    _SUBQUERY_STRATEGY + " (row kept from this run)",
+                )
+                self.report.append(line)
+                self._depth += 1
+                try:
+                    inner = self.rewrite(b.subquery_plan(sq))
+                finally:
+                    self._depth -= 1
+                kept = b.to_dataframe(inner.plan).localCheckpoint(eager=True)
+                self.checkpoints.append(kept)
+                kept_plan = b.analyzed(kept)
+                value = self.user_output(inner)[0]
+                self.subqueries[key] = (
+                    self._side("scalar subquery", b.int_literal(0), Rewritten(kept_plan, inner.slots), shared=True)
+                    if inner.slots
+                    else -1
+                )
+                node = b.replace_subquery(node, sq, b.project([value], kept_plan))
+        return node
+
+    def _add_subquery_slots(self, rw: Rewritten, subqueries: list[JExpr]) -> Rewritten:
+        # Every row of this operator depends on the subquery's one result row. That
+        # row's lineage is kept once, as a shared side relation with a constant handle;
+        # rows carry only the handle.
+        b = self.bridge
+        added = []
+        for sq in subqueries:
+            key = b.expr_id(sq)
+            if key not in self.subqueries:
+                self.report.append(ExplainLine(self._depth + 1, f"scalar subquery #{key}", "exact", _SUBQUERY_STRATEGY))
+                self._depth += 1
+                try:
+                    inner = self.rewrite(b.subquery_plan(sq))
+                finally:
+                    self._depth -= 1
+                # a subquery over constants only has no lineage (-1: nothing to reference)
+                self.subqueries[key] = (
+                    self._side("scalar subquery", b.int_literal(0), inner, shared=True) if inner.slots else -1
+                )
+            if self.subqueries[key] >= 0 and all(s.ref != self.subqueries[key] for s in added):
+                added.append(self._new_slot("group", self.subqueries[key]))
+        if not added:
+            return rw
+        exprs = b.output(rw.plan) + [b.alias(b.int_literal(0), s.name) for s in added]
+        plan = b.project(exprs, rw.plan)
+        out = b.output(plan)[-len(added) :]
+        return Rewritten(plan, rw.slots + [Slot(s.name, s.kind, s.ref, a) for s, a in zip(added, out)])
 
     def _new_slot(self, kind: str, ref: int) -> Slot:
         prefix = "__sp_s" if kind == "source" else "__sp_g"
         return Slot(name=f"{prefix}{next(self._ids)}", kind=kind, ref=ref)
 
     # ---- leaves --------------------------------------------------------------------
-    def rule_leaf(self, leaf: JPlan, context: str | None) -> Rewritten:
+    def rule_leaf(self, leaf: JPlan) -> Rewritten:
         b = self.bridge
         if b.node_name(leaf) == "OneRowRelation":
             return Rewritten(leaf, [])  # constants: no input rows behind them
+        if b.node_name(leaf) == "LocalRelation" and self._leaf_id(leaf) not in self.leaf_names and b.is_empty(leaf):
+            return Rewritten(leaf, [])  # the optimizer's stand-in for a part it proved empty
         fmt = S.leaf_format(b, leaf)
-        src_index = self._source_for(leaf, fmt, context)
+        src_index = self._source_for(leaf, fmt, self.leaf_names.get(self._leaf_id(leaf)))
         self.instances.append(Instance(source=src_index))
         slot = self._new_slot("source", len(self.instances) - 1)
         use = self.sources[src_index]
         if use.info.kind == "parquet":
             df = b.to_dataframe(leaf)
-            df = df.select("*", S.rid_column(use.info.files).alias(slot.name))
+            df = self._restricted(df.select("*", S.rid_column(use.info.files).alias(slot.name)), slot, src_index)
             plan = b.analyzed(df)
         else:
             snap = b.to_dataframe(use.snapshot_plan)
-            snap = snap.select("*", S.rid_column(use.info.files).alias(slot.name))
+            snap = self._restricted(snap.select("*", S.rid_column(use.info.files).alias(slot.name)), slot, src_index)
             snap_plan = b.analyzed(snap)
             snap_out = b.output(snap_plan)
             # keep the leaf's attribute ids so the operators above still resolve
@@ -196,10 +417,18 @@ class Rewriter:
         slot.attr = b.output(plan)[-1]
         return Rewritten(plan, [slot])
 
+    def _restricted(self, df, slot: Slot, src_index: int):
+        if self.restrict is None:
+            return df
+        keep = self.restrict[src_index].select(F.col(S.RID).alias("__sp_keep"))
+        return df.join(keep, F.col(slot.name) == keep["__sp_keep"], "left_semi")
+
     def _source_for(self, leaf: JPlan, fmt: str, context: str | None) -> int:
         b = self.bridge
         key = S.leaf_key(b, leaf)
         for i, use in enumerate(self.sources):
+            if self.by_occurrence:
+                break
             other = S.leaf_key(b, use.leaf)
             if (key is not None and key == other) or (key is None and other is None and b.same_result(leaf, use.leaf)):
                 return i
@@ -253,28 +482,140 @@ class Rewriter:
         return info, b.analyzed(snap)
 
     # ---- 1:1 operators -----------------------------------------------------------
-    def rule_pass_through(self, node: JPlan, context: str | None) -> Rewritten:
+    def rule_pass_through(self, node: JPlan) -> Rewritten:
         (child,) = self.bridge.children(node)
-        inner = self.rewrite(child, context)
+        inner = self.rewrite(child)
         return Rewritten(self.bridge.with_new_children(node, [inner.plan]), inner.slots)
 
-    def rule_project(self, node: JPlan, context: str | None) -> Rewritten:
+    def rule_project(self, node: JPlan) -> Rewritten:
         b = self.bridge
         (child,) = b.children(node)
-        inner = self.rewrite(child, context)
+        inner = self.rewrite(child)
         exprs = b.project_list(node) + [s.attr for s in inner.slots]
         return Rewritten(b.project(exprs, inner.plan), inner.slots)
 
+    def rule_generate(self, node: JPlan) -> Rewritten:
+        # explode, inline, stack, ReplicateRows...: each output row comes from one input
+        # row. The child's columns are put first so Generate's column indexes still hold.
+        (child,) = self.bridge.children(node)
+        inner = self._user_first(self.rewrite(child))
+        return Rewritten(self.bridge.with_new_children(node, [inner.plan]), inner.slots)
+
+    def rule_expand(self, node: JPlan) -> Rewritten:
+        # ROLLUP, CUBE, GROUPING SETS and distinct aggregates: every input row is copied
+        # once per projection; each copy keeps the row's slots (fresh attributes, as
+        # Expand outputs new ones).
+        b = self.bridge
+        (child,) = b.children(node)
+        inner = self.rewrite(child)
+        attrs = [s.attr for s in inner.slots]
+        fresh = [b.new_instance(a) for a in attrs]
+        plan = b.expand_like(node, attrs, fresh, inner.plan)
+        return Rewritten(plan, [Slot(s.name, s.kind, s.ref, a) for s, a in zip(inner.slots, fresh)])
+
+    def _user_first(self, rw: Rewritten) -> Rewritten:
+        b = self.bridge
+        user = self.user_output(rw)
+        out = b.output(rw.plan)
+        if [b.expr_id(a) for a in out[: len(user)]] == [b.expr_id(a) for a in user]:
+            return rw
+        return Rewritten(b.project(user + [s.attr for s in rw.slots], rw.plan), rw.slots)
+
+    # ---- windows -------------------------------------------------------------------
+    def rule_window(self, node: JPlan) -> Rewritten:
+        # Each output row keeps its own slots and gets, per window function, a *window
+        # slot* (partition key, lo, hi): the rows of its partition at sorted positions
+        # lo..hi. Positions and bounds are counts computed in the same Window node as
+        # the user's functions, so they see the rows in the order the functions saw them:
+        #   frame aggregates   hi = count over (UNBOUNDED PRECEDING .. frame end),
+        #                      lo = hi - count over the frame + 1 (frames are contiguous)
+        #   row_number, rank   1 .. count over (RANGE UNBOUNDED PRECEDING .. CURRENT ROW)
+        #   percent_rank, cume_dist, ntile   the whole partition
+        #   lag / lead         the one position pos + offset
+        # The side relation (partition key, position, input slots) resolves them.
+        b = self.bridge
+        (child,) = b.children(node)
+        named, partition, _ = b.window_parts(node)
+        inner = self._user_first(self.rewrite(child))
+        like = b.window_function(named[0])[2]
+        counts: list[JExpr] = []
+
+        def count(frame_type: str, lower, upper) -> JExpr:
+            alias = b.alias(b.count_over(like, frame_type, lower, upper), f"__sp_w{next(self._ids)}")
+            counts.append(alias)
+            return alias
+
+        pos = count("RowFrame", "unbounded_preceding", "current_row")
+        bounds: list[tuple[JExpr, JExpr]] = []  # (lo, hi) expressions over the counts
+        unstable = False  # positions among ties differ between runs: keep this run's
+        for e in named:
+            kind, fn, wexpr = b.window_function(e)
+            if kind in _RANK_LIKE:
+                peers = count("RangeFrame", "unbounded_preceding", "current_row")
+                bounds.append((b.long_literal(1), b.to_attribute(peers)))
+            elif kind in _WHOLE_PARTITION:
+                size = count("RowFrame", "unbounded_preceding", "unbounded_following")
+                bounds.append((b.long_literal(1), b.to_attribute(size)))
+            elif kind in ("Lag", "Lead"):
+                if fn.ignoreNulls():
+                    raise UnsupportedOperation(f"Window ({kind.lower()} IGNORE NULLS)", self._where(node))
+                at = b.arithmetic("+", b.to_attribute(pos), b.long_literal(b.offset_value(fn)))
+                bounds.append((at, at))
+                unstable = True
+            elif kind in ("AggregateExpression", "NthValue"):
+                ftype, lower, upper = b.frame(wexpr)
+                if b.is_unbounded(lower) and b.is_unbounded(upper):
+                    size = count("RowFrame", "unbounded_preceding", "unbounded_following")
+                    bounds.append((b.long_literal(1), b.to_attribute(size)))
+                    continue
+                hi = count(ftype, "unbounded_preceding", upper)
+                size = count(ftype, lower, upper)
+                lo = b.arithmetic("+", b.arithmetic("-", b.to_attribute(hi), b.to_attribute(size)), b.long_literal(1))
+                bounds.append((lo, b.to_attribute(hi)))
+                unstable = unstable or ftype == "RowFrame"
+            else:
+                raise UnsupportedOperation(
+                    f"Window ({kind})", self._where(node), "this window function is not verified"
+                )
+        window = b.window_like(node, named + counts, inner.plan)
+        handle = b.struct(partition) if partition else b.int_literal(0)
+        side_index = len(self.sides)  # the side relation appended below
+        slots, window_cols = [], []
+        for lo, hi in bounds:
+            slot = self._new_slot("window", side_index)
+            value = b.named_struct([("h", handle), ("lo", lo), ("hi", hi)])
+            window_cols.append(b.alias(value, slot.name))
+            slots.append(slot)
+        user = self.user_output(Rewritten(b.with_new_children(node, [inner.plan]), inner.slots))
+        exprs = user + [s.attr for s in inner.slots] + [b.alias(b.to_attribute(pos), _POS)] + window_cols
+        plan = b.project(exprs, window)
+        if unstable or self._nondeterminism(child):
+            df = b.to_dataframe(plan).localCheckpoint(eager=True)
+            self.checkpoints.append(df)
+            plan = b.analyzed(df)
+        out = b.output(plan)
+        pos_attr = out[len(user) + len(inner.slots)]
+        for slot, attr in zip(slots, out[len(out) - len(slots) :]):
+            slot.attr = attr
+        side_exprs = [b.alias(handle, "__sp_h"), b.alias(pos_attr, _POS)]
+        side_plan = b.project(side_exprs + out[len(user) : len(user) + len(inner.slots)], plan)
+        side_slots = [Slot(s.name, s.kind, s.ref, a) for s, a in zip(inner.slots, out[len(user) :])]
+        self.sides.append(SideRelation(side_index, "Window", side_plan, side_slots, ranged=True))
+        result = b.project(
+            out[: len(user)] + out[len(user) : len(user) + len(inner.slots)] + [s.attr for s in slots], plan
+        )
+        return Rewritten(result, side_slots + slots)
+
     # ---- joins ---------------------------------------------------------------------
-    def rule_join(self, node: JPlan, context: str | None) -> Rewritten:
+    def rule_join(self, node: JPlan) -> Rewritten:
         b = self.bridge
         kind = b.join_type(node)
         left, right = b.children(node)
-        if kind == "LeftSemi":
+        if kind == "LeftSemi" or kind.startswith("ExistenceJoin"):
             return self._semi_join(node, left, right)
-        if kind not in JOIN_TYPES:
+        if kind.split("(")[0] not in JOIN_TYPES:
             raise UnsupportedOperation(f"Join ({kind})", self._where(node))
-        lw, rw = self.rewrite(left, None), self.rewrite(right, None)
+        lw, rw = self.rewrite(left), self.rewrite(right)
         plan = b.with_new_children(node, [lw.plan, rw.plan])
         if kind == "LeftAnti":  # the left row only: an absence of matches is not a dependency
             return Rewritten(plan, lw.slots)
@@ -282,23 +623,25 @@ class Rewriter:
         return Rewritten(plan, lw.slots + rw.slots)
 
     def _semi_join(self, node: JPlan, left: JPlan, right: JPlan) -> Rewritten:
-        # The left row and every right row it matches. The matches form a group named by
-        # the left row's slots (unique per row in every supported subtree), found by the
-        # inner join of the same inputs.
+        # The left row and every right row it matches (a semi join, or the existence
+        # join Spark plans for EXISTS/IN under OR or in a projection, which keeps every
+        # left row and adds a flag). The matches form a group found by the inner join of
+        # the same inputs, named by the left row's slots and the left columns the
+        # condition reads: rows equal on both have the same matches.
         b = self.bridge
-        if self._reads_constants(left):  # constant rows have no slots to tell them apart
-            raise UnsupportedOperation("Join (LeftSemi)", self._where(node), "the left side has rows from no source")
         lw, rw = self._rewrite_stable(left, node), self._rewrite_stable(right, node)
-        handle = b.struct([s.attr for s in lw.slots])
+        left_ids = {b.expr_id(a) for a in b.output(left)}
+        used = [a for a in b.condition_references(node) if b.expr_id(a) in left_ids]
+        handle = b.struct([s.attr for s in lw.slots] + used)
         matches = Rewritten(b.inner_join_like(node, lw.plan, rw.plan), rw.slots)
-        slot = self._group_slot("Join (LeftSemi)", handle, matches)
+        slot = self._group_slot(f"Join ({b.join_type(node).split('(')[0]})", handle, matches)
         semi = b.with_new_children(node, [lw.plan, rw.plan])
         plan = b.project(b.output(semi) + [b.alias(handle, slot.name)], semi)
         slot.attr = b.output(plan)[-1]
         return Rewritten(plan, lw.slots + [slot])
 
     # ---- grouping operators --------------------------------------------------------
-    def rule_aggregate(self, node: JPlan, context: str | None) -> Rewritten:
+    def rule_aggregate(self, node: JPlan) -> Rewritten:
         b = self.bridge
         (child,) = b.children(node)
         grouping = b.grouping_expressions(node)
@@ -315,11 +658,11 @@ class Rewriter:
         slot.attr = b.output(plan)[-1]
         return Rewritten(plan, [slot])
 
-    def rule_distinct(self, node: JPlan, context: str | None) -> Rewritten:
+    def rule_distinct(self, node: JPlan) -> Rewritten:
         (child,) = self.bridge.children(node)
         return self._dedup(node, child, self.bridge.output(child))
 
-    def rule_deduplicate(self, node: JPlan, context: str | None) -> Rewritten:
+    def rule_deduplicate(self, node: JPlan) -> Rewritten:
         (child,) = self.bridge.children(node)
         return self._dedup(node, child, self.bridge.dedup_keys(node))
 
@@ -336,31 +679,32 @@ class Rewriter:
         return Rewritten(plan, [slot])
 
     def _group_slot(self, operator: str, handle: JExpr, inner: Rewritten) -> Slot:
+        return self._new_slot("group", self._side(operator, handle, inner))
+
+    def _side(self, operator: str, handle: JExpr, inner: Rewritten, shared: bool = False) -> int:
         b = self.bridge
         side_plan = b.project([b.alias(handle, "__sp_h")] + [s.attr for s in inner.slots], inner.plan)
-        self.sides.append(SideRelation(len(self.sides), operator, side_plan, inner.slots))
-        return self._new_slot("group", len(self.sides) - 1)
+        self.sides.append(SideRelation(len(self.sides), operator, side_plan, inner.slots, shared))
+        return len(self.sides) - 1
 
     def _rewrite_stable(self, child: JPlan, parent: JPlan) -> Rewritten:
         # The side relation re-runs the input and must see the same rows as the query:
         # an input that could differ between runs (LIMIT, rand()) is computed once and
         # kept (localCheckpoint keeps the attribute ids, so the operators above still resolve).
-        inner = self.rewrite(child, None)
+        inner = self.rewrite(child)
         if self._nondeterminism(child):
             df = self.bridge.to_dataframe(inner.plan).localCheckpoint(eager=True)
             self.checkpoints.append(df)
             inner = Rewritten(self.bridge.analyzed(df), inner.slots)
         return inner
 
-    def _reads_constants(self, node: JPlan) -> bool:
-        b = self.bridge
-        return b.node_name(node) == "OneRowRelation" or any(self._reads_constants(c) for c in b.children(node))
-
     def _nondeterminism(self, node: JPlan) -> str | None:
         b = self.bridge
         op = b.node_name(node)
         if op in ("GlobalLimit", "LocalLimit"):
             return "LIMIT"
+        if op == "Sample":
+            return "sample"
         for e in b.expressions(node):
             if not b.is_deterministic(e):
                 return f"non-deterministic expression {b.expr_sql(e)[:80]}"
@@ -371,15 +715,19 @@ class Rewriter:
         return None
 
     # ---- union ---------------------------------------------------------------------
-    def rule_union(self, node: JPlan, context: str | None) -> Rewritten:
+    def rule_union(self, node: JPlan) -> Rewritten:
         b = self.bridge
         if not b.is_positional_union(node):
             raise UnsupportedOperation("Union (by name)", self._where(node))
-        branches = [self.rewrite(c, None) for c in b.children(node)]
-        all_slots = [s for br in branches for s in br.slots]
+        branches, kept = [], []
+        for c in b.children(node):
+            branches.append(self.rewrite(c))
+            # a marked branch's slots are dropped: NULL in the union
+            kept.append(not any(b.attr_name(a) == NO_LINEAGE for a in b.output(c)))
+        all_slots = [s for br, keep in zip(branches, kept) if keep for s in br.slots]
         padded = []
-        for br in branches:
-            own = {s.name for s in br.slots}
+        for br, keep in zip(branches, kept):
+            own = {s.name for s in br.slots} if keep else set()
             extra = []
             for s in all_slots:
                 if s.name in own:
@@ -395,7 +743,7 @@ class Rewriter:
         return Rewritten(plan, slots)
 
 
-RULES: dict[str, Callable[[Rewriter, JPlan, str | None], Rewritten]] = {
+RULES: dict[str, Callable[[Rewriter, JPlan], Rewritten]] = {
     **{op: Rewriter.rule_pass_through for op in PASS_THROUGH},
     "Project": Rewriter.rule_project,
     "Join": Rewriter.rule_join,
@@ -403,6 +751,9 @@ RULES: dict[str, Callable[[Rewriter, JPlan, str | None], Rewritten]] = {
     "Distinct": Rewriter.rule_distinct,
     "Deduplicate": Rewriter.rule_deduplicate,
     "Union": Rewriter.rule_union,
+    "Generate": Rewriter.rule_generate,
+    "Expand": Rewriter.rule_expand,
+    "Window": Rewriter.rule_window,
 }
 
 SUPPORTED_OPERATORS = tuple(sorted(set(RULES) | set(LEAVES)))

@@ -17,7 +17,7 @@ from pyspark.sql import functions as F
 
 from ..plan.catalyst import Bridge, JPlan
 from ..store.catalog import Store
-from .lineage import OUT, PAIRS_SCHEMA, SRC, source_pairs, union_pairs
+from .lineage import OUT, PAIRS_SCHEMA, SHARED_SCHEMA, SRC, shared_pairs, source_pairs, union_pairs
 from .rewrite import Rewriter
 from .sources import RID
 
@@ -32,12 +32,23 @@ def storage_names(columns: list[str]) -> list[str]:
     return [f"_c{i}_{c}" for i, c in enumerate(columns)]
 
 
-def run_capture(bridge: Bridge, store: Store, df: DataFrame, name: str, named: list[tuple[JPlan, str]]) -> dict:
-    """Capture ``df`` into ``store`` under ``name``; returns the committed catalog entry."""
+def run_capture(
+    bridge: Bridge,
+    store: Store,
+    df: DataFrame,
+    name: str,
+    named: list[tuple[JPlan, str]],
+    by_occurrence: bool = False,
+) -> dict:
+    """Capture ``df`` into ``store`` under ``name``; returns the committed catalog entry.
+
+    ``by_occurrence`` makes every occurrence of a source in the plan a source of its
+    own (for the per-occurrence re-execution check).
+    """
     started = time.time()
     capture_id, data = store.new_data_dir()
     try:
-        entry = _capture_into(bridge, df, name, named, capture_id, data)
+        entry = _capture_into(bridge, df, name, named, capture_id, data, by_occurrence)
     except BaseException:
         shutil.rmtree(data, ignore_errors=True)
         raise
@@ -47,9 +58,15 @@ def run_capture(bridge: Bridge, store: Store, df: DataFrame, name: str, named: l
     return entry
 
 
-def rewritten(bridge: Bridge, df: DataFrame, snapshot_dir: str, named=()) -> tuple[DataFrame, Rewriter]:
-    """``df`` with capture: the user's columns followed by the slot columns."""
-    rewriter = Rewriter(bridge, snapshot_dir=snapshot_dir, named=list(named))
+def rewritten(
+    bridge: Bridge, df: DataFrame, snapshot_dir: str, named=(), by_occurrence: bool = False, restrict=None
+) -> tuple[DataFrame, Rewriter]:
+    """``df`` with capture: the user's columns followed by the slot columns.
+
+    ``restrict`` (with ``by_occurrence``) limits occurrence ``i`` of a source to the
+    rows of ``restrict[i]`` (by ``_sp_rid``): the query re-run on traced rows only.
+    """
+    rewriter = Rewriter(bridge, snapshot_dir, list(named), by_occurrence=by_occurrence, restrict=restrict)
     return _rewrite(bridge, df, rewriter), rewriter
 
 
@@ -58,8 +75,8 @@ def _rewrite(bridge: Bridge, df: DataFrame, rewriter: Rewriter) -> DataFrame:
     return bridge.to_dataframe(result.plan)
 
 
-def _capture_into(bridge, df, name, named, capture_id, data: Path) -> dict:
-    rewriter = Rewriter(bridge, snapshot_dir=str(data / "snapshots"), named=list(named))
+def _capture_into(bridge, df, name, named, capture_id, data: Path, by_occurrence: bool) -> dict:
+    rewriter = Rewriter(bridge, snapshot_dir=str(data / "snapshots"), named=list(named), by_occurrence=by_occurrence)
     try:
         out = _rewrite(bridge, df, rewriter)
         return _run_rewritten(bridge, name, capture_id, data, out, rewriter)
@@ -86,43 +103,65 @@ def _run_rewritten(bridge, name, capture_id, data, out, rewriter) -> dict:
     spark = bridge.spark
     work = data / "work"
 
+    built: dict[int, DataFrame] = {}
+
     def side(k: int) -> tuple[DataFrame, list]:
+        # several slots may lead to one side relation (a window's functions): build it once
         relation = rewriter.sides[k]
-        side_df = bridge.to_dataframe(relation.plan)
-        if len(relation.slots) > 1:
-            path = str(work / f"side{k}")
-            side_df.write.parquet(path)
-            side_df = spark.read.parquet(path)
-        return side_df, relation.slots
+        if k not in built:
+            side_df = bridge.to_dataframe(relation.plan)
+            if len(relation.slots) > 1:
+                path = str(work / f"side{k}")
+                side_df.write.parquet(path)
+                side_df = spark.read.parquet(path)
+            built[k] = side_df
+        return built[k], relation.slots
+
+    def source_of(i: int) -> int:
+        return rewriter.instances[i].source
+
+    def is_shared(k: int) -> bool:
+        return rewriter.sides[k].shared
+
+    def is_ranged(k: int) -> bool:
+        return rewriter.sides[k].ranged
 
     rows = spark.read.parquet(output_path).select(F.col(RID).alias(OUT), *slot_names)
-    pairs = source_pairs(
-        rows,
-        slots,
-        side=side,
-        source_of=lambda i: rewriter.instances[i].source,
-    )
+    pairs = source_pairs(rows, slots, side=side, source_of=source_of, shared=is_shared, ranged=is_ranged)
     # One job writes the pairs of every source, partitioned by source number.
     parts = [part.withColumn(SRC, F.lit(index)) for index, found in pairs.items() for part in found]
     lineage_path = str(data / "lineage")
-    operators = sorted({bridge.node_name(n) for n in _nodes(bridge, rewriter.analyzed)})
+    operators = sorted({bridge.node_name(n) for n in _nodes(bridge, rewriter.optimized)})
     # With one scan and no join, every (output, input) path is unique: no duplicates to remove.
     unique = len(rewriter.instances) == 1 and "Join" not in operators
     if parts:
         union_pairs(parts, distinct=not unique).write.partitionBy(SRC).parquet(lineage_path)
     else:  # e.g. a global aggregate over an empty input: no pairs at all
         spark.createDataFrame([], PAIRS_SCHEMA).write.parquet(lineage_path)
+    # Lineage of scalar subquery results: stored once, referenced from the pairs above.
+    referenced = {-src - 1 for src in pairs if src < 0}
+    shared_path = None
+    if referenced:
+        shared_path = str(data / "shared")
+        shared = shared_pairs(referenced, side, source_of, is_shared, is_ranged)
+        table = union_pairs(shared) if shared else spark.createDataFrame([], SHARED_SCHEMA)
+        table.write.parquet(shared_path)
     shutil.rmtree(work, ignore_errors=True)
 
     return {
         "id": capture_id,
         "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
         "spark_version": spark.version,
-        "plan": bridge.tree_string(rewriter.analyzed),
+        "plan": bridge.tree_string(rewriter.optimized),
         "output": {"path": output_path, "columns": display, "stored": stored},
         "sources": {use.info.name: use.info.to_json() for use in rewriter.sources},
-        "lineage": {"path": lineage_path, "sources": {u.info.name: i for i, u in enumerate(rewriter.sources)}},
+        "lineage": {
+            "path": lineage_path,
+            "sources": {u.info.name: i for i, u in enumerate(rewriter.sources)},
+            "shared": shared_path,
+        },
         "operators": operators,
+        "explain": [line.to_json() for line in rewriter.report],
     }
 
 

@@ -27,6 +27,12 @@ JExpr = Any
 _CAT = "org.apache.spark.sql.catalyst"
 
 SUPPORTED_SPARK = (4, 3)  # the verified line: Catalyst constructors differ between lines
+_EXCLUDED_RULES = "spark.sql.optimizer.excludedRules"
+_HIDING_RULES = (
+    f"{_CAT}.optimizer.ConvertToLocalRelation",
+    "org.apache.spark.sql.execution.dynamicpruning.PartitionPruning",
+    f"{_CAT}.optimizer.InjectRuntimeFilter",
+)
 _EMPTY_AUTHORITY = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*):///")
 
 
@@ -97,28 +103,92 @@ class Bridge:
         return node.treeString()
 
     @staticmethod
+    def simple_string(node: JPlan, max_chars: int = 120) -> str:
+        """One line naming the operator and its main arguments."""
+        text = str(node.simpleString(8))
+        return text if len(text) <= max_chars else text[: max_chars - 3] + "..."
+
+    @staticmethod
     def expr_sql(expr: JExpr) -> str:
         return expr.sql()
 
     def contains_subquery(self, expr: JExpr) -> bool:
         return bool(self.jvm.org.apache.spark.sql.catalyst.expressions.SubqueryExpression.hasSubquery(expr))
 
-    def expression_classes(self, expr: JExpr) -> list[str]:
-        """Class names of ``expr`` and all its descendants."""
-        out = []
-        stack = [expr]
+    def scalar_subqueries(self, expr: JExpr) -> list[JExpr]:
+        """The ScalarSubquery expressions in ``expr`` (not inside their own plans)."""
+        return [e for e in self._descendants(expr) if self.node_name(e) == "ScalarSubquery"]
+
+    def count_subqueries(self, expr: JExpr) -> int:
+        """Subquery expressions of any kind in ``expr`` (scalar, IN, EXISTS, lateral...)."""
+        cls = self.jvm.java.lang.Class.forName(f"{_CAT}.expressions.SubqueryExpression")
+        return sum(1 for e in self._descendants(expr) if cls.isInstance(e))
+
+    def replace_subquery(self, node: JPlan, subquery: JExpr, plan: JPlan) -> JPlan:
+        """``node`` (Filter, Project or Aggregate) with ``subquery`` reading ``plan`` instead."""
+        target = self.expr_id(subquery)
+        replacement = subquery.withNewPlan(plan)
+
+        def swap(e: JExpr) -> JExpr:
+            if self.node_name(e) == "ScalarSubquery" and self.expr_id(e) == target:
+                return replacement
+            kids = self.to_list(e.children())
+            new = [swap(k) for k in kids]
+            return e.withNewChildren(self.seq(new)) if any(n is not k for n, k in zip(new, kids)) else e
+
+        op = self.node_name(node)
+        if op == "Filter":
+            return node.copy(swap(node.condition()), node.child())
+        if op == "Project":
+            return node.copy(self.seq([swap(e) for e in self.project_list(node)]), node.child())
+        if op == "Aggregate":
+            exprs = [swap(e) for e in self.aggregate_expressions(node)]
+            return self._logical.Aggregate(node.groupingExpressions(), self.seq(exprs), node.child(), node.hint())
+        raise ValueError(f"cannot replace a subquery in {op}")
+
+    def subquery_plans(self, expr: JExpr) -> list[JPlan]:
+        """The plans of every subquery expression in ``expr``."""
+        cls = self.jvm.java.lang.Class.forName(f"{_CAT}.expressions.SubqueryExpression")
+        return [e.plan() for e in self._descendants(expr) if cls.isInstance(e)]
+
+    @staticmethod
+    def is_correlated(subquery: JExpr) -> bool:
+        return not subquery.outerAttrs().isEmpty()
+
+    @staticmethod
+    def subquery_plan(subquery: JExpr) -> JPlan:
+        return subquery.plan()
+
+    def _descendants(self, expr: JExpr) -> list[JExpr]:
+        out, stack = [], [expr]
         while stack:
             e = stack.pop()
-            out.append(e.getClass().getSimpleName())
+            out.append(e)
             stack.extend(self.to_list(e.children()))
         return out
+
+    def expression_classes(self, expr: JExpr) -> list[str]:
+        """Class names of ``expr`` and all its descendants."""
+        return [self.node_name(e) for e in self._descendants(expr)]
 
     @staticmethod
     def is_deterministic(expr: JExpr) -> bool:
         return bool(expr.deterministic())
 
     def join_type(self, join: JPlan) -> str:
+        """``Inner``, ``LeftSemi``, ... or ``ExistenceJoin(exists#12)``."""
         return join.joinType().toString()
+
+    def condition_references(self, join: JPlan) -> list[JExpr]:
+        """Attributes the join condition reads (none for a join without condition)."""
+        cond = join.condition()
+        if cond.isEmpty():
+            return []
+        return self.to_list(cond.get().references().toSeq())
+
+    @staticmethod
+    def is_empty(local_relation: JPlan) -> bool:
+        return bool(local_relation.data().isEmpty())
 
     def grouping_expressions(self, agg: JPlan) -> list[JExpr]:
         return self.to_list(agg.groupingExpressions())
@@ -233,6 +303,105 @@ class Bridge:
         # Spark 4.3 added a third constructor argument (Option[DeduplicateSpec]).
         return self._logical.Deduplicate(self.seq(keys), child, self.none())
 
+    def expand_like(self, expand: JPlan, extra: list[JExpr], extra_output: list[JExpr], child: JPlan) -> JPlan:
+        """``expand`` over ``child`` with ``extra`` appended to every projection and output."""
+        projections = [self.seq(self.to_list(p) + extra) for p in self.to_list(expand.projections())]
+        return expand.copy(self.seq(projections), self.seq(self.output(expand) + extra_output), child)
+
+    @staticmethod
+    def new_instance(attr: JExpr) -> JExpr:
+        """A copy of ``attr`` with a fresh id (same name and type)."""
+        return attr.newInstance()
+
+    @staticmethod
+    def is_except_all(node: JPlan) -> bool:
+        return node.getClass().getSimpleName() == "Except" and bool(node.isAll())
+
+    # ---- windows -------------------------------------------------------------------
+    def window_parts(self, window: JPlan) -> tuple[list[JExpr], list[JExpr], list[JExpr]]:
+        """(window expressions (named), partition spec, order spec) of a Window node."""
+        return (
+            self.to_list(window.windowExpressions()),
+            self.to_list(window.partitionSpec()),
+            self.to_list(window.orderSpec()),
+        )
+
+    def window_function(self, named: JExpr) -> tuple[str, JExpr, JExpr]:
+        """(function class name, function, WindowExpression) of an aliased window expression."""
+        wexpr = named.child()
+        if self.node_name(wexpr) != "WindowExpression":
+            raise ValueError(f"not a window expression: {named.sql()}")
+        fn = wexpr.windowFunction()
+        return self.node_name(fn), fn, wexpr
+
+    def frame(self, wexpr: JExpr) -> tuple[str, JExpr, JExpr]:
+        """(``RowFrame`` or ``RangeFrame``, lower bound, upper bound) of a window expression."""
+        f = wexpr.windowSpec().frameSpecification()
+        return str(f.frameType().toString()).replace("$", ""), f.lower(), f.upper()
+
+    def is_unbounded(self, bound: JExpr) -> bool:
+        return self.node_name(bound).rstrip("$") in ("UnboundedPreceding", "UnboundedFollowing")
+
+    def offset_value(self, fn: JExpr) -> int:
+        """The signed row offset of lag (negative) or lead (positive)."""
+        return int(fn.offset().eval(None))
+
+    def count_over(self, like: JExpr, frame_type: str, lower: JExpr | str, upper: JExpr | str) -> JExpr:
+        """``count(1)`` over ``like``'s partition and order with the given frame.
+
+        Bounds are expressions or the strings ``unbounded_preceding``,
+        ``unbounded_following`` and ``current_row``.
+        """
+        e = self._expr
+        kinds = {"RowFrame": "RowFrame$", "RangeFrame": "RangeFrame$"}
+        ftype = getattr(getattr(e, kinds[frame_type]), "MODULE$")
+        named = {
+            "unbounded_preceding": "UnboundedPreceding$",
+            "unbounded_following": "UnboundedFollowing$",
+            "current_row": "CurrentRow$",
+        }
+        lo = getattr(getattr(e, named[lower]), "MODULE$") if isinstance(lower, str) else lower
+        hi = getattr(getattr(e, named[upper]), "MODULE$") if isinstance(upper, str) else upper
+        spec = like.windowSpec()
+        new_spec = spec.copy(spec.partitionSpec(), spec.orderSpec(), e.SpecifiedWindowFrame(ftype, lo, hi))
+        return like.copy(self._count_one(), new_spec)
+
+    def _count_one(self) -> JExpr:
+        # a resolved count(1), taken from a tiny analyzed plan, with a fresh result id
+        agg = self.analyzed(self.spark.range(1).selectExpr("count(1)"))
+        found = self.to_list(agg.aggregateExpressions())[0].child()
+        return found.copy(
+            found.aggregateFunction(),
+            found.mode(),
+            found.isDistinct(),
+            found.filter(),
+            self._expr.NamedExpression.newExprId(),
+        )
+
+    def window_like(self, window: JPlan, window_exprs: list[JExpr], child: JPlan) -> JPlan:
+        return window.copy(self.seq(window_exprs), window.partitionSpec(), window.orderSpec(), child, window.hint())
+
+    @staticmethod
+    def to_attribute(named: JExpr) -> JExpr:
+        return named.toAttribute()
+
+    def long_literal(self, value: int) -> JExpr:
+        # py4j passes small Python ints as Integer, which a bigint Literal refuses: let SQL build it
+        project = self.analyzed(self.spark.range(1).selectExpr(f"{int(value)}L AS v"))
+        return self.to_list(project.projectList())[0].child()
+
+    def arithmetic(self, op: str, left: JExpr, right: JExpr) -> JExpr:
+        """``left + right`` or ``left - right`` on longs."""
+        return {"+": self._expr.Add, "-": self._expr.Subtract}[op](left, right)
+
+    def named_struct(self, fields: list[tuple[str, JExpr]]) -> JExpr:
+        args = []
+        for name, value in fields:
+            args.extend(
+                [self._expr.Literal.create(name, self.jvm.org.apache.spark.sql.types.DataTypes.StringType), value]
+            )
+        return self._expr.CreateNamedStruct(self.seq(args))
+
     def inner_join_like(self, join: JPlan, left: JPlan, right: JPlan) -> JPlan:
         """An inner join with ``join``'s condition and hint over ``left`` and ``right``."""
         inner = self.jvm.org.apache.spark.sql.catalyst.plans.JoinType.apply("inner")
@@ -244,6 +413,28 @@ class Bridge:
     def inline_ctes(self, plan: JPlan) -> JPlan:
         rule = getattr(self.jvm, f"{_CAT}.optimizer.InlineCTE")(True, False, False)
         return rule.apply(plan)
+
+    def optimized(self, plan: JPlan) -> JPlan:
+        """``plan`` through Spark's optimizer, minus the rules that would hide sources.
+
+        Capture works on the optimized plan: subqueries are decorrelated into joins and
+        INTERSECT/EXCEPT become joins and aggregates, so one rule per join or aggregate
+        covers them all. Folding in-memory rows into new literal relations
+        (ConvertToLocalRelation) would turn a source into a different relation, and the
+        runtime-filter rules add subqueries the rewritten plan gets again anyway when it
+        is optimized for execution.
+        """
+        conf = self.jsession.sessionState().conf()
+        had = conf.contains(_EXCLUDED_RULES)
+        before = conf.getConfString(_EXCLUDED_RULES, "")
+        conf.setConfString(_EXCLUDED_RULES, ",".join([r for r in before.split(",") if r] + list(_HIDING_RULES)))
+        try:
+            return self.jsession.sessionState().optimizer().execute(plan.clone())
+        finally:
+            if had:
+                conf.setConfString(_EXCLUDED_RULES, before)
+            else:
+                conf.unsetConf(_EXCLUDED_RULES)
 
     def to_dataframe(self, plan: JPlan) -> DataFrame:
         jdf = self.jvm.org.apache.spark.sql.classic.Dataset.ofRows(self.jsession, plan)
