@@ -164,66 +164,74 @@ class DropDuplicates(Node):
 
 
 @dataclass
-class Union(Node):
+class SetInputs(Node):
+    """Two inputs projected positionally onto this node's column names."""
+
     left: Node = None
     right: Node = None
     left_cols: list[str] = field(default_factory=list)
     right_cols: list[str] = field(default_factory=list)
+
+    def spark_sides(self, dfs):
+        return tuple(
+            node.spark(dfs).select(*[F.col(a).alias(n) for a, n in zip(cols, self.columns)])
+            for node, cols in ((self.left, self.left_cols), (self.right, self.right_cols))
+        )
+
+    def ref_sides(self, tables):
+        return tuple(
+            R.project(node.ref(tables), [(n, (lambda e, a=a: e[a])) for a, n in zip(cols, self.columns)])
+            for node, cols in ((self.left, self.left_cols), (self.right, self.right_cols))
+        )
+
+
+@dataclass
+class Union(SetInputs):
     distinct: bool = False
 
     def spark(self, dfs):
-        left = self.left.spark(dfs).select(*[F.col(a).alias(n) for a, n in zip(self.left_cols, self.columns)])
-        right = self.right.spark(dfs).select(*[F.col(a).alias(n) for a, n in zip(self.right_cols, self.columns)])
+        left, right = self.spark_sides(dfs)
         out = left.union(right)  # positional UNION ALL
         return out.distinct() if self.distinct else out
 
     def ref(self, tables):
-        def side(node, cols):
-            return R.project(node.ref(tables), [(n, (lambda e, a=a: e[a])) for a, n in zip(cols, self.columns)])
-
-        a, b = side(self.left, self.left_cols), side(self.right, self.right_cols)
+        a, b = self.ref_sides(tables)
         return R.union(a, b) if self.distinct else R.union_all(a, b)
 
 
 @dataclass
-class SetOp(Node):
-    """INTERSECT / EXCEPT, distinct or ALL, over same-named projections of two inputs."""
+class SetOp(SetInputs):
+    """INTERSECT / EXCEPT, distinct or ALL."""
 
-    left: Node = None
-    right: Node = None
-    left_cols: list[str] = field(default_factory=list)
-    right_cols: list[str] = field(default_factory=list)
     kind: str = "intersect"
     all_: bool = False
 
-    def _sides(self, dfs):
-        left = self.left.spark(dfs).select(*[F.col(a).alias(n) for a, n in zip(self.left_cols, self.columns)])
-        right = self.right.spark(dfs).select(*[F.col(a).alias(n) for a, n in zip(self.right_cols, self.columns)])
-        return left, right
-
     def spark(self, dfs):
-        left, right = self._sides(dfs)
+        left, right = self.spark_sides(dfs)
         if self.kind == "intersect":
             return left.intersectAll(right) if self.all_ else left.intersect(right)
         return left.exceptAll(right) if self.all_ else left.subtract(right)
 
     def ref(self, tables):
-        def side(node, cols):
-            return R.project(node.ref(tables), [(n, (lambda e, a=a: e[a])) for a, n in zip(cols, self.columns)])
-
-        a, b = side(self.left, self.left_cols), side(self.right, self.right_cols)
+        a, b = self.ref_sides(tables)
         return R.intersect(a, b, self.all_) if self.kind == "intersect" else R.except_(a, b, self.all_)
 
 
 @dataclass
-class ScalarFilter(Node):
-    """WHERE column op (SELECT max(other_col) FROM other): an uncorrelated scalar subquery."""
+class WithSubquery(Node):
+    """``child`` with a subquery over ``other``, relating ``column`` and ``other_col``."""
 
     child: Node = None
     column: str = ""
-    op: str = "<"
     other: Node = None
     other_col: str = ""
+
+
+@dataclass
+class ScalarFilter(WithSubquery):
+    """WHERE column op (SELECT max(other_col) FROM other): an uncorrelated scalar subquery."""
+
+    op: str = "<"
 
     def spark(self, dfs):
         sub = self.other.spark(dfs).select(F.max(self.other_col)).scalar()
@@ -236,13 +244,9 @@ class ScalarFilter(Node):
 
 
 @dataclass
-class Exists(Node):
+class Exists(WithSubquery):
     """WHERE [NOT] EXISTS (SELECT * FROM other WHERE other_col = column): semi / anti join."""
 
-    child: Node = None
-    column: str = ""
-    other: Node = None
-    other_col: str = ""
     negate: bool = False
 
     def spark(self, dfs):
@@ -255,13 +259,8 @@ class Exists(Node):
 
 
 @dataclass
-class CorrelatedCount(Node):
+class CorrelatedCount(WithSubquery):
     """SELECT *, (SELECT count(*) FROM other WHERE other_col = column): a correlated scalar subquery."""
-
-    child: Node = None
-    column: str = ""
-    other: Node = None
-    other_col: str = ""
 
     def spark(self, dfs):
         other = self.other.spark(dfs)
@@ -384,7 +383,7 @@ def pipelines(draw, max_depth: int = 3) -> Node:
             column, other_col = draw(st.sampled_from(li)), draw(st.sampled_from(ri))
             if kind == "scalar":
                 op = draw(st.sampled_from(["<", ">=", "=", "<>"]))
-                return ScalarFilter(left.columns, left.ints, left, column, op, right, other_col)
+                return ScalarFilter(left.columns, left.ints, left, column, right, other_col, op)
             if kind == "exists":
                 return Exists(left.columns, left.ints, left, column, right, other_col, draw(st.booleans()))
             name = fresh("cnt")

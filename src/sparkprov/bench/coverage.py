@@ -12,7 +12,6 @@ as ``pass``, ``unsupported`` (capture refused it, naming the operator) or ``fail
 
 from __future__ import annotations
 
-import logging
 import tempfile
 import time
 from collections.abc import Callable
@@ -25,7 +24,6 @@ from . import checks, tpcds, tpch
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
-log = logging.getLogger("sparkprov")
 STATUSES = ("pass", "unsupported", "fail")
 
 

@@ -224,7 +224,7 @@ class Rewriter:
             strategy = _JOIN_STRATEGY.get(b.join_type(node).split("(")[0], "")
         else:
             strategy = _STRATEGY.get(op, "")
-        return ExplainLine(self._depth, b.simple_string(node), "exact", strategy)
+        return ExplainLine(self._depth + 1, b.simple_string(node), "exact", strategy)  # the root is depth 1
 
     def _prepare(self, node: JPlan) -> JPlan:
         # Spark plans EXCEPT ALL as an aggregate over the union of both sides; capture
@@ -333,18 +333,12 @@ class Rewriter:
                 key = b.expr_id(sq)
                 if key in self.subqueries or not self._nondeterminism(b.subquery_plan(sq)):
                     continue
+                # called while the host's rule runs: the depth is already one below the host
                 line = ExplainLine(
-                    self._depth + 1,
-                    f"scalar subquery #{key}",
-                    "exact",
-                    _SUBQUERY_STRATEGY + " (row kept from this run)",
+                    self._depth, f"scalar subquery #{key}", "exact", _SUBQUERY_STRATEGY + " (row kept from this run)"
                 )
                 self.report.append(line)
-                self._depth += 1
-                try:
-                    inner = self.rewrite(b.subquery_plan(sq))
-                finally:
-                    self._depth -= 1
+                inner = self.rewrite(b.subquery_plan(sq))
                 kept = b.to_dataframe(inner.plan).localCheckpoint(eager=True)
                 self.checkpoints.append(kept)
                 kept_plan = b.analyzed(kept)
