@@ -1,7 +1,7 @@
 """A subset of Spark's TPC-DS queries at SF 0.01, through ``bench coverage``'s per-query check.
 
 The subset covers what TPC-H does not: window functions (ranking and aggregates over
-frames), ROLLUP, INTERSECT and EXCEPT, EXISTS/NOT EXISTS. One output row per query is
+frames), ROLLUP, INTERSECT and EXCEPT. One output row per query is
 checked here to keep the suite short; ``sparkprov bench coverage --suite tpcds`` runs all
 103 files with three rows each.
 """
@@ -12,7 +12,7 @@ import pytest
 
 from sparkprov.bench import coverage
 
-SUBSET = ["q10", "q36", "q38", "q51", "q87"]
+SUBSET = ["q36", "q38", "q51", "q87"]
 
 
 @pytest.fixture(scope="module")
