@@ -339,9 +339,7 @@ class Rewriter:
                 )
                 self.report.append(line)
                 inner = self.rewrite(b.subquery_plan(sq))
-                kept = b.to_dataframe(inner.plan).localCheckpoint(eager=True)
-                self.checkpoints.append(kept)
-                kept_plan = b.analyzed(kept)
+                kept_plan = self._kept(inner.plan)
                 value = self.user_output(inner)[0]
                 self.subqueries[key] = (
                     self._side("scalar subquery", b.int_literal(0), Rewritten(kept_plan, inner.slots), shared=True)
@@ -584,9 +582,7 @@ class Rewriter:
         exprs = user + [s.attr for s in inner.slots] + [b.alias(b.to_attribute(pos), _POS)] + window_cols
         plan = b.project(exprs, window)
         if unstable or self._nondeterminism(child):
-            df = b.to_dataframe(plan).localCheckpoint(eager=True)
-            self.checkpoints.append(df)
-            plan = b.analyzed(df)
+            plan = self._kept(plan)
         out = b.output(plan)
         pos_attr = out[len(user) + len(inner.slots)]
         for slot, attr in zip(slots, out[len(out) - len(slots) :]):
@@ -683,14 +679,18 @@ class Rewriter:
 
     def _rewrite_stable(self, child: JPlan, parent: JPlan) -> Rewritten:
         # The side relation re-runs the input and must see the same rows as the query:
-        # an input that could differ between runs (LIMIT, rand()) is computed once and
-        # kept (localCheckpoint keeps the attribute ids, so the operators above still resolve).
+        # an input that could differ between runs (LIMIT, rand()) is computed once and kept.
         inner = self.rewrite(child)
         if self._nondeterminism(child):
-            df = self.bridge.to_dataframe(inner.plan).localCheckpoint(eager=True)
-            self.checkpoints.append(df)
-            inner = Rewritten(self.bridge.analyzed(df), inner.slots)
+            inner = Rewritten(self._kept(inner.plan), inner.slots)
         return inner
+
+    def _kept(self, plan: JPlan) -> JPlan:
+        """``plan`` computed now and kept (localCheckpoint keeps the attribute ids, so
+        the operators above still resolve); released after the capture."""
+        df = self.bridge.to_dataframe(plan).localCheckpoint(eager=True)
+        self.checkpoints.append(df)
+        return self.bridge.analyzed(df)
 
     def _nondeterminism(self, node: JPlan) -> str | None:
         b = self.bridge
