@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import re
 
+import pandas as pd
 import pytest
 from pyspark.sql import functions as F
 
@@ -193,3 +194,64 @@ def test_generators(spark, session, keyed):
     cap = session.capture(stacked, name="st")
     got = lineage_by_output(cap)
     assert got[(3, 30)] == {("t", 3)} and got[(0, 0)] == {("t", 0)} and cap.output.count() == 10
+
+
+def test_python_udfs(session, keyed):
+    plus = F.udf(lambda x: x + 1, "int")
+    arrow = F.udf(lambda x: x * 2, "int", useArrow=True)
+
+    @F.pandas_udf("int")
+    def minus(s: pd.Series) -> pd.Series:
+        return s - 1
+
+    @F.pandas_udf("double")
+    def mean(s: pd.Series) -> float:
+        return float(s.mean())
+
+    # row-level UDFs, also in a filter: each output row is its one input row
+    rows = keyed.where(plus("k") > 1).select("k", plus("k").alias("p"), arrow("k").alias("a"), minus("k").alias("m"))
+    got = lineage_by_output(session.capture(rows, name="udf"))
+    assert got == {(k, k + 1, 2 * k, k - 1): {("t", k)} for k in range(1, 5)}
+    # a grouped-aggregate pandas UDF reads the whole group
+    grouped = lineage_by_output(session.capture(keyed.groupBy("g").agg(mean("k").alias("m")), name="pudaf"))
+    assert grouped == {(None, 0.5): {("t", 0), ("t", 1)}, ("a", 2.5): {("t", 2), ("t", 3)}, ("b", 4.0): {("t", 4)}}
+    report = session.load("udf").explain()
+    assert "Python UDF results appended" in report
+
+
+def test_python_functions_over_groups_and_partitions(session, keyed):
+    def top(pdf):  # one row per group: its largest k
+        return pdf.nlargest(1, "k")[["k", "g"]]
+
+    def size(key, pdf):
+        return pd.DataFrame({"g": [key[0]], "n": [len(pdf)]})
+
+    got = lineage_by_output(session.capture(keyed.groupBy("g").applyInPandas(top, "k int, g string"), name="ap"))
+    assert got == {(1, None): {("t", 0), ("t", 1)}, (3, "a"): {("t", 2), ("t", 3)}, (4, "b"): {("t", 4)}}
+    sizes = session.capture(keyed.groupBy("g").applyInPandas(size, "g string, n long"), name="ap2")
+    assert {r["g"]: r["n"] for r in sizes.output.collect()} == {None: 2, "a": 2, "b": 1}
+
+    # a partition function: every output row depends on its whole input partition
+    two = keyed.repartition(2, "g")
+    parts = {}
+    for r in two.select("k", F.spark_partition_id().alias("p")).collect():
+        parts.setdefault(r["p"], set()).add(r["k"])
+
+    def evens(batches):
+        for pdf in batches:
+            yield pdf[pdf["k"] % 2 == 0][["k"]]
+
+    def evens_arrow(batches):
+        import pyarrow.compute as pc
+
+        for batch in batches:
+            yield batch.filter(pc.equal(pc.bit_wise_and(batch.column("k"), 1), 0)).select(["k"])
+
+    for name, query in {"mp": two.mapInPandas(evens, "k int"), "ma": two.mapInArrow(evens_arrow, "k int")}.items():
+        cap = session.capture(query, name=name)
+        got = lineage_by_output(cap)
+        assert set(got) == {(0,), (2,), (4,)}
+        for (k,), lineage in got.items():
+            (part,) = [p for p, ks in parts.items() if k in ks]
+            assert lineage == {("t", x) for x in parts[part]}
+        assert "1 coarse" in cap.explain().splitlines()[0]

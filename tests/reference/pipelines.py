@@ -72,10 +72,15 @@ class Project(Node):
     child: Node = None
     keep: list[str] = field(default_factory=list)
     derived: list[tuple[str, str, int]] = field(default_factory=list)  # (name, int column, addend)
+    udf: bool = False  # compute the derived columns with a row-level Python UDF
 
     def spark(self, dfs):
-        cols = [F.col(c) for c in self.keep] + [(F.col(src) + n).alias(name) for name, src, n in self.derived]
-        return self.child.spark(dfs).select(*cols)
+        if self.udf:  # a lambda, so the workers get it by value, not by importing this module
+            plus = F.udf(lambda x, n: None if x is None else x + n, "long")
+            derived = [plus(F.col(src), F.lit(n)).alias(name) for name, src, n in self.derived]
+        else:
+            derived = [(F.col(src) + n).alias(name) for name, src, n in self.derived]
+        return self.child.spark(dfs).select(*[F.col(c) for c in self.keep], *derived)
 
     def ref(self, tables):
         exprs = [(c, (lambda e, c=c: e[c])) for c in self.keep]
@@ -430,6 +435,7 @@ def pipelines(draw, max_depth: int = 3) -> Node:
                 child,
                 keep,
                 derived,
+                bool(derived) and draw(st.booleans()),
             )
         if kind == "agg":
             keys = [c for c in child.columns if draw(st.integers(0, 3)) == 0][:2]

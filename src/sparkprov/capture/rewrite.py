@@ -24,11 +24,15 @@ from __future__ import annotations
 import itertools
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any
 
+from pyspark.sql import Column, Window
 from pyspark.sql import functions as F
+from pyspark.sql.types import IntegerType, StringType, StructField, StructType
 
 from ..errors import UnsupportedOperation
 from ..plan.catalyst import Bridge, JExpr, JPlan
+from . import python_functions as P
 from . import sources as S
 
 
@@ -80,6 +84,14 @@ class SourceUse:
     info: S.SourceInfo
     leaf: JPlan  # a representative analyzed leaf
     snapshot_plan: JPlan | None = None  # for snapshot sources: the Parquet scan of the copy
+    key: Any = None  # sources.leaf_key of the leaf (None: an in-memory leaf)
+    _rid: Column | None = None
+
+    def rid(self) -> Column:
+        """The rid column of this source's rows (one Column, reused by every occurrence)."""
+        if self._rid is None:
+            self._rid = S.rid_column(self.info.files)
+        return self._rid
 
 
 @dataclass
@@ -104,6 +116,9 @@ PASS_THROUGH = (
     "RebalancePartitions",
     "WindowGroupLimit",  # the rank-limit filter Spark inserts below rank() <= n
 )
+# the optimizer moves row-level Python UDFs (plain, Arrow, pandas scalar) out of their
+# Project into one of these: the child's rows, each with the UDF results appended
+PYTHON_EVAL = ("BatchEvalPython", "ArrowEvalPython")
 LEAVES = ("LogicalRelation", "LogicalRDD", "LocalRelation", "Range", "OneRowRelation")
 JOIN_TYPES = ("Inner", "Cross", "LeftOuter", "RightOuter", "FullOuter", "LeftSemi", "LeftAnti", "ExistenceJoin")
 _RANK_LIKE = ("RowNumber", "Rank", "DenseRank")
@@ -118,12 +133,19 @@ _CARRIED = "1:1: slot columns carried through"
 _STRATEGY = {
     **dict.fromkeys(PASS_THROUGH, _CARRIED),
     "Project": "1:1: slot columns appended",
+    **dict.fromkeys(PYTHON_EVAL, "1:1: row-level Python UDF results appended, slot columns carried"),
     "Aggregate": "group: handle (grouping key) per row; side relation (handle, input slots)",
     "Distinct": "group: handle (the row) per row; side relation (handle, input slots)",
     "Deduplicate": "group: handle (the key) per row; side relation (handle, input slots)",
     "Union": "each branch's slots, NULL for the other branches' (none from EXCEPT ALL's right side)",
     "Generate": "1:N: each generated row keeps its input row's slots",
     "Expand": "1:N: each copy keeps its input row's slots",
+    "FlatMapGroupsInPandas": "group: the group's handle copied through the Python function; "
+    "side relation (handle, input slots)",
+    **dict.fromkeys(
+        ("MapInPandas", "MapInArrow"),
+        "partition: the partition number added to the function's output; side relation (partition, input slots)",
+    ),
     "Window": "own slots plus, per function, a range of positions in the partition; "
     "side relation (partition, position, input slots)",
 }
@@ -135,12 +157,15 @@ _JOIN_STRATEGY = {
     "LeftSemi": "left slots plus a group of matches; side relation: the inner join",
     "ExistenceJoin": "left slots plus a group of matches; side relation: the inner join",
 }
+_COARSE = {
+    op: "coarse: the Python function is opaque; every row of its input partition"
+    for op in ("MapInPandas", "MapInArrow")
+}
+_HANDLE = "__sp_handle"
 _SUBQUERY_STRATEGY = "scalar subquery: its lineage stored once; rows carry a reference"
 
 # expression classes that capture does not yet verify (a later issue covers them)
 _UNSUPPORTED_EXPRESSIONS = {
-    "PythonUDF": "Python UDF",
-    "PythonUDAF": "Python aggregate UDF",
     "PythonUDTF": "Python UDTF",
 }
 
@@ -158,7 +183,7 @@ class Rewriter:
     checkpoints: list = field(default_factory=list)  # DataFrames to release after the capture
     analyzed: JPlan = None  # the user's plan (CTEs inlined)
     optimized: JPlan = None  # the plan as captured: the analyzed plan through Spark's optimizer
-    leaf_names: dict[tuple, str] = field(default_factory=dict)  # view names, by leaf attribute ids
+    leaf_names: dict[str, str] = field(default_factory=dict)  # view names, by leaf attribute ids
     subqueries: dict[int, int] = field(default_factory=dict)  # shared side relation per scalar subquery id
     root: Rewritten | None = None
     # for the re-execution check: every occurrence of a source is a source of its own,
@@ -166,6 +191,9 @@ class Rewriter:
     by_occurrence: bool = False
     restrict: dict | None = None
     report: list[ExplainLine] = field(default_factory=list)  # one line per operator, for explain()
+    # class names in the optimized plan (subqueries included), to skip walks that cannot
+    # find anything; None when unknown (then everything is walked)
+    classes: set[str] | None = None
     _depth: int = 0
     _ids: itertools.count = field(default_factory=itertools.count)
 
@@ -174,6 +202,7 @@ class Rewriter:
         self.analyzed = plan
         self._collect_view_names(plan, None)
         self.optimized = self.bridge.optimized(self._prepare(plan))
+        self.classes = self.bridge.class_names(self.optimized)
         self.check_supported(self.optimized)  # fail before any work (snapshots, checkpoints) is done
         rw = self.rewrite(self.optimized)
         # user columns first, then the slots, whatever order joins left them in
@@ -205,8 +234,20 @@ class Rewriter:
         finally:
             self._depth -= 1
         self.report[line] = self._explain_line(node, rw)
-        subqueries = [sq for e in b.expressions(node) for sq in b.scalar_subqueries(e)]
+        subqueries = self._scalar_subqueries(node)
         return self._add_subquery_slots(rw, subqueries) if subqueries else rw
+
+    def _scalar_subqueries(self, node: JPlan) -> list[JExpr]:
+        b = self.bridge
+        if not b.has_pattern(node, "SCALAR_SUBQUERY"):
+            return []
+        return [sq for e in b.expressions(node) for sq in b.scalar_subqueries(e)]
+
+    def _subquery_plans(self, node: JPlan) -> list[JPlan]:
+        b = self.bridge
+        if not b.has_pattern(node, "PLAN_EXPRESSION"):
+            return []
+        return [plan for e in b.expressions(node) for plan in b.subquery_plans(e)]
 
     def _explain_line(self, node: JPlan, rw: Rewritten) -> ExplainLine:
         b = self.bridge
@@ -224,7 +265,8 @@ class Rewriter:
             strategy = _JOIN_STRATEGY.get(b.join_type(node).split("(")[0], "")
         else:
             strategy = _STRATEGY.get(op, "")
-        return ExplainLine(self._depth + 1, b.simple_string(node), "exact", strategy)  # the root is depth 1
+        granularity = _COARSE.get(op, "exact")
+        return ExplainLine(self._depth + 1, b.simple_string(node), granularity, strategy)  # the root is depth 1
 
     def _prepare(self, node: JPlan) -> JPlan:
         # Spark plans EXCEPT ALL as an aggregate over the union of both sides; capture
@@ -236,10 +278,9 @@ class Rewriter:
             node = b.with_new_children(node, new)
         if b.is_except_all(node):
             return self._except_all(node)
-        for e in b.expressions(node):
-            for plan in b.subquery_plans(e):
-                if self._has_except_all(plan):
-                    raise UnsupportedOperation("EXCEPT ALL inside a subquery expression", self._where(node))
+        for plan in self._subquery_plans(node):
+            if self._has_except_all(plan):
+                raise UnsupportedOperation("EXCEPT ALL inside a subquery expression", self._where(node))
         return node
 
     def _has_except_all(self, node: JPlan) -> bool:
@@ -270,18 +311,18 @@ class Rewriter:
             name = None  # a view name applies to its leaf only through simple wrappers
         for child in b.children(node):
             self._collect_view_names(child, name)
-        for e in b.expressions(node):
-            for plan in b.subquery_plans(e):
-                self._collect_view_names(plan, None)
+        for plan in self._subquery_plans(node):
+            self._collect_view_names(plan, None)
 
-    def _leaf_id(self, leaf: JPlan) -> tuple:
-        return tuple(self.bridge.expr_id(a) for a in self.bridge.output(leaf))
+    def _leaf_id(self, leaf: JPlan) -> str:
+        return self.bridge.output_ids(leaf)
 
     def check_supported(self, node: JPlan) -> None:
         """Raise ``UnsupportedOperation`` for the first operator or expression no rule handles."""
         b = self.bridge
         op = b.node_name(node)
-        self._check_expressions(node, op)
+        if self._may_be_unsupported() or b.has_pattern(node, "PLAN_EXPRESSION"):
+            self._check_expressions(node, op)
         if op not in LEAVES and op not in RULES:
             raise UnsupportedOperation(op, self._where(node))
         if op == "Window":
@@ -298,6 +339,9 @@ class Rewriter:
         for child in b.children(node):
             self.check_supported(child)
 
+    def _may_be_unsupported(self) -> bool:
+        return self.classes is None or not self.classes.isdisjoint(_UNSUPPORTED_EXPRESSIONS)
+
     def _where(self, node: JPlan) -> str:
         return self.bridge.tree_string(node)[:2000]
 
@@ -306,7 +350,7 @@ class Rewriter:
         for e in b.expressions(node):
             if b.contains_subquery(e):
                 self._check_subqueries(node, op, e)
-            for cls in b.expression_classes(e):
+            for cls in b.expression_classes(e) if self._may_be_unsupported() else ():
                 if cls in _UNSUPPORTED_EXPRESSIONS:
                     raise UnsupportedOperation(_UNSUPPORTED_EXPRESSIONS[cls], self._where(node), f"in {op}")
 
@@ -328,25 +372,24 @@ class Rewriter:
         # A subquery whose row could differ between runs (LIMIT, rand()) is computed
         # once, with its lineage, and the query reads that row: both see the same one.
         b = self.bridge
-        for e in b.expressions(node):
-            for sq in b.scalar_subqueries(e):
-                key = b.expr_id(sq)
-                if key in self.subqueries or not self._nondeterminism(b.subquery_plan(sq)):
-                    continue
-                # called while the host's rule runs: the depth is already one below the host
-                line = ExplainLine(
-                    self._depth, f"scalar subquery #{key}", "exact", _SUBQUERY_STRATEGY + " (row kept from this run)"
-                )
-                self.report.append(line)
-                inner = self.rewrite(b.subquery_plan(sq))
-                kept_plan = self._kept(inner.plan)
-                value = self.user_output(inner)[0]
-                self.subqueries[key] = (
-                    self._side("scalar subquery", b.int_literal(0), Rewritten(kept_plan, inner.slots), shared=True)
-                    if inner.slots
-                    else -1
-                )
-                node = b.replace_subquery(node, sq, b.project([value], kept_plan))
+        for sq in self._scalar_subqueries(node):
+            key = b.expr_id(sq)
+            if key in self.subqueries or not self._nondeterminism(b.subquery_plan(sq)):
+                continue
+            # called while the host's rule runs: the depth is already one below the host
+            line = ExplainLine(
+                self._depth, f"scalar subquery #{key}", "exact", _SUBQUERY_STRATEGY + " (row kept from this run)"
+            )
+            self.report.append(line)
+            inner = self.rewrite(b.subquery_plan(sq))
+            kept_plan = self._kept(inner.plan)
+            value = self.user_output(inner)[0]
+            self.subqueries[key] = (
+                self._side("scalar subquery", b.int_literal(0), Rewritten(kept_plan, inner.slots), shared=True)
+                if inner.slots
+                else -1
+            )
+            node = b.replace_subquery(node, sq, b.project([value], kept_plan))
         return node
 
     def _add_subquery_slots(self, rw: Rewritten, subqueries: list[JExpr]) -> Rewritten:
@@ -395,11 +438,11 @@ class Rewriter:
         use = self.sources[src_index]
         if use.info.kind == "parquet":
             df = b.to_dataframe(leaf)
-            df = self._restricted(df.select("*", S.rid_column(use.info.files).alias(slot.name)), slot, src_index)
+            df = self._restricted(df.select("*", use.rid().alias(slot.name)), slot, src_index)
             plan = b.analyzed(df)
         else:
             snap = b.to_dataframe(use.snapshot_plan)
-            snap = self._restricted(snap.select("*", S.rid_column(use.info.files).alias(slot.name)), slot, src_index)
+            snap = self._restricted(snap.select("*", use.rid().alias(slot.name)), slot, src_index)
             snap_plan = b.analyzed(snap)
             snap_out = b.output(snap_plan)
             # keep the leaf's attribute ids so the operators above still resolve
@@ -421,7 +464,7 @@ class Rewriter:
         for i, use in enumerate(self.sources):
             if self.by_occurrence:
                 break
-            other = S.leaf_key(b, use.leaf)
+            other = use.key
             if (key is not None and key == other) or (key is None and other is None and b.same_result(leaf, use.leaf)):
                 return i
         name = self._name_for(leaf, fmt, context)
@@ -430,10 +473,10 @@ class Rewriter:
         table = b.catalog_table_name(leaf) if b.node_name(leaf) == "LogicalRelation" else None
         if fmt == "parquet":
             info = S.SourceInfo(name, "parquet", fmt, original, roots, original, schema, table)
-            self.sources.append(SourceUse(info, leaf))
+            self.sources.append(SourceUse(info, leaf, key=key))
         else:
             info, snap_plan = self._snapshot(leaf, name, fmt, roots, original, schema, table)
-            self.sources.append(SourceUse(info, leaf, snap_plan))
+            self.sources.append(SourceUse(info, leaf, snap_plan, key=key))
         return len(self.sources) - 1
 
     def _name_for(self, leaf: JPlan, fmt: str, context: str | None) -> str:
@@ -694,6 +737,13 @@ class Rewriter:
 
     def _nondeterminism(self, node: JPlan) -> str | None:
         b = self.bridge
+        # Catalyst's own summaries first: one call each instead of a walk of the subtree
+        if not b.is_plan_deterministic(node):
+            return "a non-deterministic expression"
+        if b.has_pattern(node, "LIMIT"):
+            return "LIMIT"
+        if self.classes is not None and "Sample" not in self.classes:
+            return None
         op = b.node_name(node)
         if op in ("GlobalLimit", "LocalLimit"):
             return "LIMIT"
@@ -707,6 +757,63 @@ class Rewriter:
             if found:
                 return found
         return None
+
+    # ---- Python functions over groups and partitions ------------------------------
+    def rule_flat_map_groups(self, node: JPlan) -> Rewritten:
+        # applyInPandas: an output row may come from any row of its group. Each input
+        # row gets the group's handle (the smallest JSON spelling of the key in the
+        # group: the same for every row Spark groups together), the wrapper copies it
+        # to the group's output rows, and the side relation maps it to the rows.
+        b = self.bridge
+        (child,) = b.children(node)
+        func, _, args = b.python_function(node)
+        grouping = b.grouping_attributes(node)
+        inner = self._rewrite_stable(child, node)
+        keys = [f"__sp_k{i}" for i in range(len(grouping))]
+        cols = [f"__sp_a{i}" for i in range(len(args))]
+        named = [b.alias(e, n) for e, n in zip(grouping + args, keys + cols)]
+        base = b.to_dataframe(b.project(named + [s.attr for s in inner.slots], inner.plan))
+        spelled = F.to_json(F.struct(*keys))
+        keyed = base.withColumn(_HANDLE, F.min(spelled).over(Window.partitionBy(*keys)) if keys else F.lit("{}"))
+        keyed_plan = b.analyzed(keyed)
+        out = b.output(keyed_plan)
+        moved = [Slot(s.name, s.kind, s.ref, a) for s, a in zip(inner.slots, out[len(named) : len(out) - 1])]
+        slot = self._new_slot("group", self._side("FlatMapGroupsInPandas", out[-1], Rewritten(keyed_plan, moved)))
+        schema = StructType([*b.to_dataframe(node).schema.fields, StructField(_HANDLE, StringType())])
+        wrapped = P.grouped_map(func, [b.attr_name(a) for a in args], len(keys), _HANDLE)
+        result = keyed.select(*keys, *cols, _HANDLE).groupBy(*keys).applyInPandas(wrapped, schema)
+        return self._python_output(node, result, slot)
+
+    def rule_map_in_batches(self, node: JPlan) -> Rewritten:
+        # mapInPandas / mapInArrow: the function sees whole partitions, so an output row
+        # may come from any row of its input partition (coarse). The input is computed
+        # once, so the function and the side relation see the same partitions.
+        b = self.bridge
+        (child,) = b.children(node)
+        func, _, args = b.python_function(node)
+        inner = self.rewrite(child)
+        kept = self._kept(b.project(args + [s.attr for s in inner.slots], inner.plan))
+        out = b.output(kept)
+        moved = [Slot(s.name, s.kind, s.ref, a) for s, a in zip(inner.slots, out[len(args) :])]
+        slot = self._new_slot("group", self._side(b.node_name(node), b.partition_id(), Rewritten(kept, moved)))
+        schema = StructType([*b.to_dataframe(node).schema.fields, StructField(_HANDLE, IntegerType())])
+        data = b.to_dataframe(b.project(out[: len(args)], kept))
+        barrier = bool(node.isBarrier())
+        if b.node_name(node) == "MapInPandas":
+            result = data.mapInPandas(P.pandas_batches(func, _HANDLE), schema, barrier=barrier)
+        else:
+            result = data.mapInArrow(P.arrow_batches(func, _HANDLE), schema, barrier=barrier)
+        return self._python_output(node, result, slot)
+
+    def _python_output(self, node: JPlan, result, slot: Slot) -> Rewritten:
+        # the function's columns under the node's own attribute ids, so the operators
+        # above still resolve, then the handle as the group slot
+        b = self.bridge
+        out = b.output(b.analyzed(result))
+        exprs = [b.alias(new, b.attr_name(old), b.jexpr_id(old)) for new, old in zip(out, b.output(node))]
+        plan = b.project([*exprs, b.alias(out[-1], slot.name)], b.analyzed(result))
+        slot.attr = b.output(plan)[-1]
+        return Rewritten(plan, [slot])
 
     # ---- union ---------------------------------------------------------------------
     def rule_union(self, node: JPlan) -> Rewritten:
@@ -738,7 +845,7 @@ class Rewriter:
 
 
 RULES: dict[str, Callable[[Rewriter, JPlan], Rewritten]] = {
-    **{op: Rewriter.rule_pass_through for op in PASS_THROUGH},
+    **{op: Rewriter.rule_pass_through for op in PASS_THROUGH + PYTHON_EVAL},
     "Project": Rewriter.rule_project,
     "Join": Rewriter.rule_join,
     "Aggregate": Rewriter.rule_aggregate,
@@ -748,6 +855,9 @@ RULES: dict[str, Callable[[Rewriter, JPlan], Rewritten]] = {
     "Generate": Rewriter.rule_generate,
     "Expand": Rewriter.rule_expand,
     "Window": Rewriter.rule_window,
+    "FlatMapGroupsInPandas": Rewriter.rule_flat_map_groups,
+    "MapInPandas": Rewriter.rule_map_in_batches,
+    "MapInArrow": Rewriter.rule_map_in_batches,
 }
 
 SUPPORTED_OPERATORS = tuple(sorted(set(RULES) | set(LEAVES)))

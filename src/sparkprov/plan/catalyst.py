@@ -33,6 +33,7 @@ _HIDING_RULES = (
     "org.apache.spark.sql.execution.dynamicpruning.PartitionPruning",
     f"{_CAT}.optimizer.InjectRuntimeFilter",
 )
+_CLASS = re.compile(r'"class":"([^"]+)"')
 _EMPTY_AUTHORITY = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*):///")
 
 
@@ -61,6 +62,7 @@ class Bridge:
         self.jsession = spark._jsparkSession
         self._expr = getattr(self.jvm, f"{_CAT}.expressions")
         self._logical = getattr(self.jvm, f"{_CAT}.plans.logical")
+        self._patterns: dict[str, Any] = {}
 
     # ---- scala values -------------------------------------------------------------
     def seq(self, items: list) -> Any:
@@ -95,8 +97,39 @@ class Bridge:
     def output(self, node: JPlan) -> list[JExpr]:
         return self.to_list(node.output())
 
+    @staticmethod
+    def output_ids(node: JPlan) -> str:
+        """The node's output attributes as one string (``name#id, ...``): a key for them."""
+        return node.output().mkString(",")
+
     def expressions(self, node: JPlan) -> list[JExpr]:
         return self.to_list(node.expressions())
+
+    def has_pattern(self, tree: JPlan | JExpr, pattern: str) -> bool:
+        """Whether ``tree`` or anything below it (for a plan: its expressions too, but not
+        the plans of its subqueries) has Catalyst's tree pattern ``pattern``.
+
+        One JVM call, against the bits Catalyst keeps on every node: the cheap way to
+        skip walking parts of a plan that cannot contain what a walk looks for.
+        """
+        if pattern not in self._patterns:
+            self._patterns[pattern] = getattr(getattr(self.jvm, f"{_CAT}.trees.TreePattern"), pattern)()
+        return bool(tree.containsPattern(self._patterns[pattern]))
+
+    @staticmethod
+    def class_names(plan: JPlan) -> set[str] | None:
+        """Simple class names of every node and expression in ``plan``, subquery plans
+        included, from one JSON rendering of the plan (None if it cannot be rendered)."""
+        try:
+            text = plan.toJSON()
+        except Exception:  # a node with a field JSON cannot render: callers walk instead
+            return None
+        return {m.rsplit(".", 1)[-1] for m in _CLASS.findall(text)}
+
+    @staticmethod
+    def is_plan_deterministic(plan: JPlan) -> bool:
+        """Every expression of ``plan`` and its subtree is deterministic."""
+        return bool(plan.deterministic())
 
     @staticmethod
     def tree_string(node: JPlan) -> str:
@@ -117,10 +150,14 @@ class Bridge:
 
     def scalar_subqueries(self, expr: JExpr) -> list[JExpr]:
         """The ScalarSubquery expressions in ``expr`` (not inside their own plans)."""
+        if not self.has_pattern(expr, "SCALAR_SUBQUERY"):
+            return []
         return [e for e in self._descendants(expr) if self.node_name(e) == "ScalarSubquery"]
 
     def count_subqueries(self, expr: JExpr) -> int:
         """Subquery expressions of any kind in ``expr`` (scalar, IN, EXISTS, lateral...)."""
+        if not self.has_pattern(expr, "PLAN_EXPRESSION"):
+            return 0
         cls = self.jvm.java.lang.Class.forName(f"{_CAT}.expressions.SubqueryExpression")
         return sum(1 for e in self._descendants(expr) if cls.isInstance(e))
 
@@ -148,6 +185,8 @@ class Bridge:
 
     def subquery_plans(self, expr: JExpr) -> list[JPlan]:
         """The plans of every subquery expression in ``expr``."""
+        if not self.has_pattern(expr, "PLAN_EXPRESSION"):
+            return []
         cls = self.jvm.java.lang.Class.forName(f"{_CAT}.expressions.SubqueryExpression")
         return [e.plan() for e in self._descendants(expr) if cls.isInstance(e)]
 
@@ -174,6 +213,22 @@ class Bridge:
     @staticmethod
     def is_deterministic(expr: JExpr) -> bool:
         return bool(expr.deterministic())
+
+    def python_function(self, node: JPlan) -> tuple[Any, Any, list[JExpr]]:
+        """The user's Python function of applyInPandas / mapInPandas / mapInArrow:
+        ``(function, return type, argument expressions)``, unpickled as PySpark pickled it."""
+        from pyspark.serializers import CloudPickleSerializer
+
+        udf = node.functionExpr()
+        raw = udf.func().command().toArray(self.jvm.scala.reflect.ClassTag.Byte())
+        func, return_type = CloudPickleSerializer().loads(bytes(raw))
+        return func, return_type, self.to_list(udf.children())
+
+    def grouping_attributes(self, node: JPlan) -> list[JExpr]:
+        return self.to_list(node.groupingAttributes())
+
+    def partition_id(self) -> JExpr:
+        return self._expr.SparkPartitionID()
 
     def join_type(self, join: JPlan) -> str:
         """``Inner``, ``LeftSemi``, ... or ``ExistenceJoin(exists#12)``."""
