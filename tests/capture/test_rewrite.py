@@ -255,3 +255,19 @@ def test_python_functions_over_groups_and_partitions(session, keyed):
             (part,) = [p for p, ks in parts.items() if k in ks]
             assert lineage == {("t", x) for x in parts[part]}
         assert "1 coarse" in cap.explain().splitlines()[0]
+
+
+def test_cogrouped_python_function(spark, session, keyed):
+    other = session.source(spark.createDataFrame([(10, "a"), (11, "a"), (12, "z")], "k int, g string"), "o")
+
+    def sizes(key, left, right):
+        return pd.DataFrame({"g": [key[0]], "n": [len(left) * 10 + len(right)]})
+
+    query = keyed.groupBy("g").cogroup(other.groupBy("g")).applyInPandas(sizes, "g string, n long")
+    got = lineage_by_output(session.capture(query, name="co"))
+    assert got == {
+        (None, 20): {("t", 0), ("t", 1)},
+        ("a", 22): {("t", 2), ("t", 3), ("o", 10), ("o", 11)},  # both groups
+        ("b", 10): {("t", 4)},
+        ("z", 1): {("o", 12)},  # only the right side has this key
+    }

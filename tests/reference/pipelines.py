@@ -129,14 +129,36 @@ class Aggregate(Node):
     keys: list[str] = field(default_factory=list)
     aggs: list[tuple[str, str, str | None]] = field(default_factory=list)  # (name, count/sum/max, column)
     having: bool = False  # HAVING count(*) > 1, on the first aggregate which is count(*)
+    pandas: bool = False  # the same aggregates computed by a Python function (applyInPandas)
 
     def spark(self, dfs):
-        exprs = []
-        for name, kind, col in self.aggs:
-            e = {"count": lambda c: F.count(F.lit(1)), "sum": F.sum, "max": F.max}[kind](col)
-            exprs.append(e.alias(name))
-        df = self.child.spark(dfs).groupBy(*self.keys).agg(*exprs)
+        if self.pandas and self.keys:
+            df = self._in_pandas(self.child.spark(dfs))
+        else:
+            exprs = []
+            for name, kind, col in self.aggs:
+                e = {"count": lambda c: F.count(F.lit(1)), "sum": F.sum, "max": F.max}[kind](col)
+                exprs.append(e.alias(name))
+            df = self.child.spark(dfs).groupBy(*self.keys).agg(*exprs)
         return df.where(F.col(self.aggs[0][0]) > 1) if self.having else df
+
+    def _in_pandas(self, df: DataFrame) -> DataFrame:
+        aggs, names = self.aggs, self.columns
+
+        def per_group(key, pdf):  # a closure, so the workers get it by value
+            import pandas as pd
+
+            row = [None if pd.isna(v) else (v.item() if hasattr(v, "item") else v) for v in key]
+            for _, kind, col in aggs:
+                values = pdf[col].dropna() if col else pdf
+                found = len(values) if kind == "count" else values.sum() if kind == "sum" else values.max()
+                row.append(None if kind != "count" and values.empty else int(found))
+            return pd.DataFrame([row], columns=names, dtype=object)
+
+        key_types = {f.name: f.dataType.simpleString() for f in df.schema.fields}
+        types = [key_types[k] for k in self.keys] + ["long"] * len(aggs)
+        schema = ", ".join(f"`{n}` {t}" for n, t in zip(names, types))
+        return df.groupBy(*self.keys).applyInPandas(per_group, schema)
 
     def ref(self, tables):
         fns = {"count": lambda c: R.agg_count_star, "sum": R.agg_sum, "max": R.agg_max}
@@ -450,6 +472,7 @@ def pipelines(draw, max_depth: int = 3) -> Node:
                 keys,
                 aggs,
                 draw(st.booleans()),
+                draw(st.integers(0, 3)) == 0,
             )
         if kind == "distinct":
             return Distinct(child.columns, child.ints, child)

@@ -15,7 +15,7 @@ in the user's query: slot columns never reach Python.
 >>> import pandas as pd
 >>> wrapped = grouped_map(lambda pdf: pdf.assign(n=len(pdf)), ["x"], 0, "h")
 >>> wrapped((1,), pd.DataFrame({"x": [1, 1], "h": ["a", "a"]})).to_dict("list")
-{'x': [1, 1], 'n': [2, 2], 'h': ['a', 'a']}
+{'x': [1, 1], 'n': [2, 2], 'h0': ['a', 'a']}
 """
 
 from __future__ import annotations
@@ -24,23 +24,40 @@ import inspect
 from collections.abc import Callable, Iterator
 
 
-def _takes_key(func: Callable) -> bool:
-    # as PySpark decides it: f(pdf) or f(key, pdf)
-    return len(inspect.getfullargspec(func).args) == 2
+def _user_part(pdf, names: list[str], offset: int):
+    user = pdf.iloc[:, offset : offset + len(names)]
+    user.columns = names
+    return user
+
+
+def _handle_of(pdf, handle: str):
+    return pdf[handle].iloc[0] if len(pdf) else None  # an empty side of a cogroup: no rows
 
 
 def grouped_map(func: Callable, names: list[str], offset: int, handle: str) -> Callable:
     """``func`` of applyInPandas, called on columns ``offset .. offset+len(names)`` of
     the group under their original ``names``; every output row gets the group's
-    ``handle`` column."""
-    with_key = _takes_key(func)
+    ``handle`` (in column ``handle + "0"``)."""
+    with_key = len(inspect.getfullargspec(func).args) == 2  # as PySpark decides: f(pdf) or f(key, pdf)
 
     def wrapped(key, pdf):
-        user = pdf.iloc[:, offset : offset + len(names)]
-        user.columns = names
-        out = func(key, user) if with_key else func(user)
-        out = out.copy()
-        out[handle] = pdf[handle].iloc[0] if len(pdf) else None
+        user = _user_part(pdf, names, offset)
+        out = (func(key, user) if with_key else func(user)).copy()
+        out[f"{handle}0"] = _handle_of(pdf, handle)
+        return out
+
+    return wrapped
+
+
+def cogrouped_map(func: Callable, left: list[str], right: list[str], offset: int, handle: str) -> Callable:
+    """``func`` of cogroup().applyInPandas; output rows get both groups' handles."""
+    with_key = len(inspect.getfullargspec(func).args) == 3  # f(l, r) or f(key, l, r)
+
+    def wrapped(key, lp, rp):  # three parameters: PySpark then passes the key too
+        lu, ru = _user_part(lp, left, offset), _user_part(rp, right, offset)
+        out = (func(key, lu, ru) if with_key else func(lu, ru)).copy()
+        out[f"{handle}0"] = _handle_of(lp, handle)
+        out[f"{handle}1"] = _handle_of(rp, handle)
         return out
 
     return wrapped

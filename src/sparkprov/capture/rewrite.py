@@ -140,8 +140,10 @@ _STRATEGY = {
     "Union": "each branch's slots, NULL for the other branches' (none from EXCEPT ALL's right side)",
     "Generate": "1:N: each generated row keeps its input row's slots",
     "Expand": "1:N: each copy keeps its input row's slots",
-    "FlatMapGroupsInPandas": "group: the group's handle copied through the Python function; "
-    "side relation (handle, input slots)",
+    **dict.fromkeys(
+        ("FlatMapGroupsInPandas", "FlatMapCoGroupsInPandas"),
+        "group: the group's handle copied through the Python function; side relation (handle, input slots)",
+    ),
     **dict.fromkeys(
         ("MapInPandas", "MapInArrow"),
         "partition: the partition number added to the function's output; side relation (partition, input slots)",
@@ -761,28 +763,58 @@ class Rewriter:
     # ---- Python functions over groups and partitions ------------------------------
     def rule_flat_map_groups(self, node: JPlan) -> Rewritten:
         # applyInPandas: an output row may come from any row of its group. Each input
-        # row gets the group's handle (the smallest JSON spelling of the key in the
-        # group: the same for every row Spark groups together), the wrapper copies it
-        # to the group's output rows, and the side relation maps it to the rows.
+        # row gets the group's handle (see _keyed_input), the wrapper copies it to the
+        # group's output rows, and the side relation maps it back to the group's rows.
         b = self.bridge
         (child,) = b.children(node)
         func, _, args = b.python_function(node)
         grouping = b.grouping_attributes(node)
-        inner = self._rewrite_stable(child, node)
+        keyed, slot = self._keyed_input(node, grouping, args, self._rewrite_stable(child, node))
+        wrapped = P.grouped_map(func, [b.attr_name(a) for a in args], len(grouping), _HANDLE)
+        keys = keyed.columns[: len(grouping)]
+        result = keyed.groupBy(*keys).applyInPandas(wrapped, self._python_schema(node, StringType()))
+        return self._python_output(node, result, [slot])
+
+    def rule_flat_map_cogroups(self, node: JPlan) -> Rewritten:
+        # cogroup().applyInPandas: an output row may come from any row of both groups
+        # with its key; each side's group is named as for applyInPandas.
+        b = self.bridge
+        func, _, _ = b.python_function(node)
+        sides, slots, names = [], [], []
+        for child, n in zip(b.children(node), (node.leftGroupingLen(), node.rightGroupingLen())):
+            out = b.output(child)
+            keyed, slot = self._keyed_input(node, out[:n], out[n:], self._rewrite_stable(child, node))
+            sides.append(keyed.groupBy(*keyed.columns[:n]))
+            slots.append(slot)
+            names.append([b.attr_name(a) for a in out[n:]])
+        wrapped = P.cogrouped_map(func, names[0], names[1], node.leftGroupingLen(), _HANDLE)
+        schema = self._python_schema(node, StringType(), StringType())
+        return self._python_output(node, sides[0].cogroup(sides[1]).applyInPandas(wrapped, schema), slots)
+
+    def _keyed_input(self, node: JPlan, grouping: list[JExpr], args: list[JExpr], inner: Rewritten):
+        """The grouped function's input as a DataFrame of keys, arguments and a group
+        handle, and the group slot whose side relation maps the handle to its rows.
+
+        The handle is the smallest JSON spelling of the key among the group's rows:
+        the same for every row Spark groups together (-0.0 and 0.0 included) and
+        different between groups.
+        """
+        b = self.bridge
         keys = [f"__sp_k{i}" for i in range(len(grouping))]
         cols = [f"__sp_a{i}" for i in range(len(args))]
         named = [b.alias(e, n) for e, n in zip(grouping + args, keys + cols)]
         base = b.to_dataframe(b.project(named + [s.attr for s in inner.slots], inner.plan))
-        spelled = F.to_json(F.struct(*keys))
-        keyed = base.withColumn(_HANDLE, F.min(spelled).over(Window.partitionBy(*keys)) if keys else F.lit("{}"))
-        keyed_plan = b.analyzed(keyed)
-        out = b.output(keyed_plan)
+        handle = F.min(F.to_json(F.struct(*keys))).over(Window.partitionBy(*keys)) if keys else F.lit("{}")
+        keyed = base.withColumn(_HANDLE, handle)
+        plan = b.analyzed(keyed)
+        out = b.output(plan)
         moved = [Slot(s.name, s.kind, s.ref, a) for s, a in zip(inner.slots, out[len(named) : len(out) - 1])]
-        slot = self._new_slot("group", self._side("FlatMapGroupsInPandas", out[-1], Rewritten(keyed_plan, moved)))
-        schema = StructType([*b.to_dataframe(node).schema.fields, StructField(_HANDLE, StringType())])
-        wrapped = P.grouped_map(func, [b.attr_name(a) for a in args], len(keys), _HANDLE)
-        result = keyed.select(*keys, *cols, _HANDLE).groupBy(*keys).applyInPandas(wrapped, schema)
-        return self._python_output(node, result, slot)
+        slot = self._new_slot("group", self._side(b.node_name(node), out[-1], Rewritten(plan, moved)))
+        return keyed.select(*keys, *cols, _HANDLE), slot
+
+    def _python_schema(self, node: JPlan, *handles) -> StructType:
+        fields = list(self.bridge.to_dataframe(node).schema.fields)
+        return StructType(fields + [StructField(f"{_HANDLE}{i}", t) for i, t in enumerate(handles)])
 
     def rule_map_in_batches(self, node: JPlan) -> Rewritten:
         # mapInPandas / mapInArrow: the function sees whole partitions, so an output row
@@ -796,24 +828,27 @@ class Rewriter:
         out = b.output(kept)
         moved = [Slot(s.name, s.kind, s.ref, a) for s, a in zip(inner.slots, out[len(args) :])]
         slot = self._new_slot("group", self._side(b.node_name(node), b.partition_id(), Rewritten(kept, moved)))
-        schema = StructType([*b.to_dataframe(node).schema.fields, StructField(_HANDLE, IntegerType())])
+        schema = self._python_schema(node, IntegerType())
         data = b.to_dataframe(b.project(out[: len(args)], kept))
         barrier = bool(node.isBarrier())
         if b.node_name(node) == "MapInPandas":
-            result = data.mapInPandas(P.pandas_batches(func, _HANDLE), schema, barrier=barrier)
+            result = data.mapInPandas(P.pandas_batches(func, f"{_HANDLE}0"), schema, barrier=barrier)
         else:
-            result = data.mapInArrow(P.arrow_batches(func, _HANDLE), schema, barrier=barrier)
-        return self._python_output(node, result, slot)
+            result = data.mapInArrow(P.arrow_batches(func, f"{_HANDLE}0"), schema, barrier=barrier)
+        return self._python_output(node, result, [slot])
 
-    def _python_output(self, node: JPlan, result, slot: Slot) -> Rewritten:
+    def _python_output(self, node: JPlan, result, slots: list[Slot]) -> Rewritten:
         # the function's columns under the node's own attribute ids, so the operators
-        # above still resolve, then the handle as the group slot
+        # above still resolve, then the handles as group slots
         b = self.bridge
-        out = b.output(b.analyzed(result))
-        exprs = [b.alias(new, b.attr_name(old), b.jexpr_id(old)) for new, old in zip(out, b.output(node))]
-        plan = b.project([*exprs, b.alias(out[-1], slot.name)], b.analyzed(result))
-        slot.attr = b.output(plan)[-1]
-        return Rewritten(plan, [slot])
+        plan = b.analyzed(result)
+        out = b.output(plan)
+        user = len(out) - len(slots)
+        exprs = [b.alias(new, b.attr_name(old), b.jexpr_id(old)) for new, old in zip(out[:user], b.output(node))]
+        plan = b.project([*exprs, *[b.alias(a, s.name) for a, s in zip(out[user:], slots)]], plan)
+        for s, a in zip(slots, b.output(plan)[user:]):
+            s.attr = a
+        return Rewritten(plan, slots)
 
     # ---- union ---------------------------------------------------------------------
     def rule_union(self, node: JPlan) -> Rewritten:
@@ -856,6 +891,7 @@ RULES: dict[str, Callable[[Rewriter, JPlan], Rewritten]] = {
     "Expand": Rewriter.rule_expand,
     "Window": Rewriter.rule_window,
     "FlatMapGroupsInPandas": Rewriter.rule_flat_map_groups,
+    "FlatMapCoGroupsInPandas": Rewriter.rule_flat_map_cogroups,
     "MapInPandas": Rewriter.rule_map_in_batches,
     "MapInArrow": Rewriter.rule_map_in_batches,
 }
