@@ -192,3 +192,41 @@ def test_partitioned_parquet_and_awkward_names(spark, session, tmp_path):
     rows = cap2.backward([r["_sp_rid"] for r in cap2.output.collect()])
     (src,) = rows.values()
     assert src.columns == ["x", "x", "_sp_rid"] and src.count() == 2  # the source's own names
+
+
+def test_pipeline_of_captures_traces_end_to_end(spark, session, tmp_path):
+    orders = spark.createDataFrame(
+        [(1, "NL", 5), (2, "NL", -1), (3, "BE", 7), (4, "NL", 9), (5, "BE", 2)], "id int, country string, amount int"
+    )
+    orders.coalesce(1).write.parquet(str(tmp_path / "orders"))
+    raw = session.source(spark.read.parquet(str(tmp_path / "orders")), "orders")
+    clean_path = tmp_path / "clean"
+    clean = session.capture(raw.where("amount > 0").repartition(2), name="clean", path=clean_path)
+    written = spark.read.parquet(str(clean_path))
+    assert written.columns == ["id", "country", "amount"]  # the user's columns only
+    assert sorted(r["id"] for r in written.collect()) == [1, 3, 4, 5]
+
+    totals = session.capture(
+        spark.read.parquet(str(clean_path)).groupBy("country").agg(F.sum("amount").alias("total")), name="totals"
+    )
+    (nl,) = totals.output.where("country = 'NL'").collect()
+    assert nl["total"] == 14
+    (direct,) = totals.backward([nl["_sp_rid"]]).values()  # one step: rows of the written files
+    assert sorted(r["id"] for r in direct.collect()) == [1, 4]
+    through = totals.backward([nl["_sp_rid"]], end_to_end=True)
+    assert list(through) == ["clean/orders"]
+    assert sorted(r["id"] for r in through["clean/orders"].collect()) == [1, 4]
+
+    (first,) = [r["_sp_rid"] for r in clean.sources["orders"].rows().where("id = 1").collect()]
+    reached = clean.forward("orders", [first], end_to_end=True)
+    assert sorted(reached) == ["clean", "totals"]
+    assert [r["id"] for r in reached["clean"].collect()] == [1]
+    assert [r["country"] for r in reached["totals"].collect()] == ["NL"]
+
+    session.capture(raw.where("amount > 6"), name="big", table="sp_big_orders")
+    table = session.capture(spark.table("sp_big_orders").select("id"), name="from_table")
+    assert sorted(r["id"] for r in table.backward("id >= 0", end_to_end=True)["big/orders"].collect()) == [3, 4]
+    with pytest.raises(ValueError, match="append"):
+        session.capture(raw, name="again", path=clean_path, mode="append")
+    with pytest.raises(Exception, match="already exists"):
+        session.capture(raw, name="again", path=clean_path)

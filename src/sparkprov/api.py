@@ -22,7 +22,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from .capture.lineage import IN, OUT, PAIRS_SCHEMA, SHARED_SCHEMA, SRC, expand_shared
-from .capture.run import run_capture
+from .capture.run import Write, run_capture
 from .capture.sources import RID, SourceInfo, read_source
 from .plan.catalyst import Bridge
 from .query import trace
@@ -104,25 +104,58 @@ class Capture:
         shared = spark.read.schema(SHARED_SCHEMA).parquet(stored["shared"])
         return direct.unionByName(expand_shared(pairs, shared, stored["sources"][source])).distinct()
 
-    def backward(self, rows: RowsArg, source: str | None = None) -> dict[str, DataFrame] | DataFrame:
+    def backward(
+        self, rows: RowsArg, source: str | None = None, end_to_end: bool = False
+    ) -> dict[str, DataFrame] | DataFrame:
         """Input rows behind ``rows`` of the output.
 
         Returns ``{source name: DataFrame}`` (each with all the source's columns and
-        ``_sp_rid``), or one DataFrame when ``source`` is given.
+        ``_sp_rid``), or one DataFrame when ``source`` is given. With ``end_to_end``,
+        a source that an earlier capture wrote (``capture(..., path=...)``) is traced
+        on through that capture, recursively: its entries are the earlier capture's
+        sources, named ``"<earlier capture>/<source>"``.
         """
-        if source is not None:
+        if source is not None and not end_to_end:
             self._check_source(source)
         out_rids = trace.rid_set(rows, self._output(), f"the output of capture {self.name!r}")
-        names = [source] if source is not None else list(self._infos)
+        names = [source] if source is not None and not end_to_end else list(self._infos)
         result = {n: trace.backward(self.lineage(n), out_rids, self._source_rows(n)) for n in names}
+        if end_to_end:
+            result = self._through_writers(result)
+            if source is not None:
+                if source not in result:
+                    raise ValueError(f"no source {source!r} end to end; sources: {', '.join(result)}")
+                return result[source]
         return result[source] if source is not None else result
 
-    def forward(self, source: str, rows: RowsArg) -> DataFrame:
-        """Output rows (with ``_sp_rid``) that ``rows`` of ``source`` contributed to."""
+    def _through_writers(self, traced: dict[str, DataFrame]) -> dict[str, DataFrame]:
+        out = {}
+        for name, rows in traced.items():
+            writer = self._session._writer_of(self._infos[name])
+            if writer is None:
+                out[name] = rows
+                continue
+            # the rows' rids in the written files are the writer's output rids
+            for inner, df in writer.backward(rows.select(RID), end_to_end=True).items():
+                out[f"{writer.name}/{inner}"] = df
+        return out
+
+    def forward(self, source: str, rows: RowsArg, end_to_end: bool = False) -> DataFrame | dict[str, DataFrame]:
+        """Output rows (with ``_sp_rid``) that ``rows`` of ``source`` contributed to.
+
+        With ``end_to_end``, returns ``{capture name: its output rows}`` for this
+        capture and every later capture that read what it wrote, recursively.
+        """
         self._check_source(source)
         src = self._source_rows(source)
         in_rids = trace.rid_set(rows, src, f"source {source!r}")
-        return trace.forward(self.lineage(source), in_rids, self._output())
+        found = trace.forward(self.lineage(source), in_rids, self._output())
+        if not end_to_end:
+            return found
+        result = {self.name: found}
+        for reader, read_as in self._session._readers_of(self):
+            result.update(reader.forward(read_as, found.select(RID), end_to_end=True))
+        return result
 
     def explain(self) -> str:
         """A readable report: one line per operator of the captured plan, with its
@@ -180,15 +213,69 @@ class LineageSession:
         self._named.append((leaves[0], name))
         return df
 
-    def capture(self, df: DataFrame, name: str) -> Capture:
-        """Run ``df`` once with capture; store its output and lineage under ``name``."""
+    def capture(
+        self,
+        df: DataFrame,
+        name: str,
+        *,
+        path: str | os.PathLike | None = None,
+        table: str | None = None,
+        mode: str = "errorifexists",
+    ) -> Capture:
+        """Run ``df`` once with capture; store its output and lineage under ``name``.
+
+        With ``path`` (Parquet files) or ``table`` (a Parquet table), the output rows
+        are also written there, as ``df.write`` would (``mode``: ``errorifexists``
+        or ``overwrite``). A later capture that reads them links to this one, so
+        ``backward(..., end_to_end=True)`` and ``forward(..., end_to_end=True)``
+        trace a pipeline of several jobs end to end.
+        """
         if not isinstance(df, DataFrame):
             raise ValueError(f"df must be a DataFrame, not {type(df).__name__}")
         check_name(name)
-        return Capture(self, self._capture(df, name))
+        write = None
+        if path is not None or table is not None:
+            if path is not None and table is not None:
+                raise ValueError("give path or table, not both")
+            if mode not in ("errorifexists", "error", "overwrite"):
+                raise ValueError(
+                    f"mode {mode!r} is not supported: a capture writes a complete output "
+                    "(errorifexists or overwrite), so its rows keep their ids"
+                )
+            write = Write(str(path) if path is not None else None, table, mode)
+        return Capture(self, self._capture(df, name, write=write))
 
-    def _capture(self, df: DataFrame, name: str, by_occurrence: bool = False) -> dict:
-        return run_capture(self._bridge, self.store, df, name, self._named, by_occurrence)
+    def _capture(self, df: DataFrame, name: str, by_occurrence: bool = False, write: Write | None = None) -> dict:
+        return run_capture(self._bridge, self.store, df, name, self._named, by_occurrence, write)
+
+    def _entries(self):
+        for name in self.store.names():
+            for version in range(self.store.latest_version(name), 0, -1):
+                yield self.store.load(name, version)
+
+    def _writer_of(self, info: SourceInfo) -> Capture | None:
+        """The capture that wrote exactly the files ``info`` read, if any."""
+        if info.kind != "parquet" or not info.original:
+            return None
+        files = [list(f) for f in info.original]
+        for entry in self._entries():
+            written = entry.get("written")
+            if written and [list(f) for f in written["files"]] == files:
+                return Capture(self, entry)
+        return None
+
+    def _readers_of(self, cap: Capture) -> list[tuple[Capture, str]]:
+        """(later capture, its source name) for every capture that read what ``cap`` wrote."""
+        written = cap._entry.get("written")
+        if not written:
+            return []
+        files = [list(f) for f in written["files"]]  # JSON has lists; a fresh entry may have tuples
+        found = []
+        for entry in (self.store.load(n) for n in self.store.names()):  # newest versions
+            for name, src in entry["sources"].items():
+                if src["kind"] == "parquet" and [list(f) for f in src["original"]] == files:
+                    found.append((Capture(self, entry), name))
+        return found
 
     def load(self, name: str, version: int | None = None) -> Capture:
         """Reopen a stored capture (the newest version unless ``version`` is given)."""

@@ -8,8 +8,10 @@
 from __future__ import annotations
 
 import logging
+import re
 import shutil
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 from pyspark.sql import DataFrame
@@ -19,7 +21,7 @@ from ..plan.catalyst import Bridge, JPlan
 from ..store.catalog import Store
 from .lineage import OUT, PAIRS_SCHEMA, SHARED_SCHEMA, SRC, shared_pairs, source_pairs, union_pairs
 from .rewrite import Rewriter
-from .sources import RID
+from .sources import RID, ROW_BITS
 
 log = logging.getLogger("sparkprov")
 
@@ -32,6 +34,15 @@ def storage_names(columns: list[str]) -> list[str]:
     return [f"_c{i}_{c}" for i, c in enumerate(columns)]
 
 
+@dataclass(frozen=True)
+class Write:
+    """Where a capture also writes its output for the user: Parquet files or a table."""
+
+    path: str | None = None
+    table: str | None = None
+    mode: str = "errorifexists"
+
+
 def run_capture(
     bridge: Bridge,
     store: Store,
@@ -39,16 +50,19 @@ def run_capture(
     name: str,
     named: list[tuple[JPlan, str]],
     by_occurrence: bool = False,
+    write: Write | None = None,
 ) -> dict:
     """Capture ``df`` into ``store`` under ``name``; returns the committed catalog entry.
 
     ``by_occurrence`` makes every occurrence of a source in the plan a source of its
-    own (for the per-occurrence re-execution check).
+    own (for the per-occurrence re-execution check). ``write`` also writes the output
+    rows as the user's Parquet files or table; their rids as a source of a later
+    capture are then the output's ``_sp_rid``, so traces continue across captures.
     """
     started = time.time()
     capture_id, data = store.new_data_dir()
     try:
-        entry = _capture_into(bridge, df, name, named, capture_id, data, by_occurrence)
+        entry = _capture_into(bridge, df, name, named, capture_id, data, by_occurrence, write)
     except BaseException:
         shutil.rmtree(data, ignore_errors=True)
         raise
@@ -75,17 +89,17 @@ def _rewrite(bridge: Bridge, df: DataFrame, rewriter: Rewriter) -> DataFrame:
     return bridge.to_dataframe(result.plan)
 
 
-def _capture_into(bridge, df, name, named, capture_id, data: Path, by_occurrence: bool) -> dict:
+def _capture_into(bridge, df, name, named, capture_id, data: Path, by_occurrence: bool, write) -> dict:
     rewriter = Rewriter(bridge, snapshot_dir=str(data / "snapshots"), named=list(named), by_occurrence=by_occurrence)
     try:
         out = _rewrite(bridge, df, rewriter)
-        return _run_rewritten(bridge, name, capture_id, data, out, rewriter)
+        return _run_rewritten(bridge, name, capture_id, data, out, rewriter, write)
     finally:
         for kept in rewriter.checkpoints:
             kept.unpersist()
 
 
-def _run_rewritten(bridge, name, capture_id, data, out, rewriter) -> dict:
+def _run_rewritten(bridge, name, capture_id, data, out, rewriter, write: Write | None = None) -> dict:
     slots = rewriter.root.slots
     slot_names = [s.name for s in slots]
     display = out.columns[: len(out.columns) - len(slot_names)]
@@ -94,8 +108,12 @@ def _run_rewritten(bridge, name, capture_id, data, out, rewriter) -> dict:
     stored = storage_names(display)
     output_path = str(data / "output")
     log.info("sparkprov: running %r with capture", name)
-    staged = out.toDF(*stored, *slot_names).withColumn(RID, F.monotonically_increasing_id())
-    staged.write.parquet(output_path)
+    staged = out.toDF(*stored, *slot_names)
+    written = None
+    if write is None:
+        staged.withColumn(RID, F.monotonically_increasing_id()).write.parquet(output_path)
+    else:
+        written = _write_for_user(bridge, staged, display, write, output_path)
 
     # A side relation is built only when a slot of the output leads to it (an anti
     # join's right side never does). It is joined once, then read once per slot it
@@ -162,7 +180,63 @@ def _run_rewritten(bridge, name, capture_id, data, out, rewriter) -> dict:
         },
         "operators": operators,
         "explain": [line.to_json() for line in rewriter.report],
+        "written": written,
     }
+
+
+_PART = re.compile(r"^part-(\d+)-")
+_ROW_MASK = (1 << 33) - 1  # monotonically_increasing_id: partition << 33 | position
+
+
+def _write_for_user(bridge: Bridge, staged: DataFrame, display: list[str], write: Write, output_path: str) -> dict:
+    """Write the output rows as the user asked, and store them with ``_sp_rid`` equal to
+    each row's rid in the written files (file number << 40 | row index), the rid a
+    later capture reading those files gives it.
+
+    The rows are computed once (a checkpoint), then written twice from the same
+    partitions: Spark writes partition ``p`` as file ``part-p...`` in row order, so
+    ``monotonically_increasing_id`` (``p << 33 | position``) names the file and row.
+    Row counts per file are checked afterwards; a mismatch fails the capture.
+    """
+    spark = bridge.spark
+    kept = staged.localCheckpoint(eager=True)
+    try:
+        user = kept.select(*[F.col(f"`{c}`").alias(d) for c, d in zip(kept.columns, display)])
+        writer = user.write.mode(write.mode).format("parquet").option("maxRecordsPerFile", 0)
+        if write.table:
+            writer.saveAsTable(write.table)
+            reread = spark.table(write.table)
+        else:
+            writer.save(write.path)
+            reread = spark.read.parquet(write.path)
+        leaf = bridge.analyzed(reread)
+        while bridge.children(leaf):  # a table reads as SubqueryAlias over the relation
+            (leaf,) = bridge.children(leaf)
+        fs = bridge.file_relation(leaf)
+        files = sorted(bridge.files(fs))
+        number = {}
+        for i, (path, _, _) in enumerate(files):
+            m = _PART.match(path.rsplit("/", 1)[-1])
+            if m is None or int(m.group(1)) in number:
+                raise RuntimeError(f"sparkprov: cannot tell which rows {path} holds; the written files are untraceable")
+            number[int(m.group(1))] = i
+        tmp = F.monotonically_increasing_id()
+        pairs = [x for p, i in number.items() for x in (F.lit(p), F.lit(i).cast("long"))]
+        file_no = F.element_at(F.create_map(*pairs), F.shiftright(tmp, 33)) if pairs else F.lit(None).cast("long")
+        rid = F.shiftleft(file_no, ROW_BITS).bitwiseOR(tmp.bitwiseAND(F.lit(_ROW_MASK)))
+        kept.withColumn(RID, rid).write.parquet(output_path)
+        _check_row_counts(spark, reread, output_path, [p for p, _, _ in files])
+        return {"path": write.path, "table": write.table, "roots": bridge.root_paths(fs), "files": files}
+    finally:
+        kept.unpersist()
+
+
+def _check_row_counts(spark, reread: DataFrame, output_path: str, paths: list[str]) -> None:
+    by_file = dict(reread.groupBy(F.col("_metadata.file_path")).count().collect())
+    stored = spark.read.parquet(output_path)
+    by_number = stored.groupBy(F.shiftright(RID, ROW_BITS)).count().collect()
+    if by_file != {paths[n]: count for n, count in by_number if n is not None and n < len(paths)}:
+        raise RuntimeError("sparkprov: the written files do not hold the rows capture stored; the capture is not kept")
 
 
 def _nodes(bridge: Bridge, plan: JPlan):
