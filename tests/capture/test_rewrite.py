@@ -271,3 +271,18 @@ def test_cogrouped_python_function(spark, session, keyed):
         ("b", 10): {("t", 4)},
         ("z", 1): {("o", 12)},  # only the right side has this key
     }
+
+
+def test_pivot_unpivot_cache_and_hints(session, keyed):
+    pivoted = keyed.groupBy("g").pivot("k", [0, 2, 4]).agg(F.max("x"))
+    got = lineage_by_output(session.capture(pivoted, name="pivot"))
+    # a pivoted row is its group: every row with that g, whichever k they have
+    assert {k[0]: v for k, v in got.items()} == {
+        None: {("t", 0), ("t", 1)},
+        "a": {("t", 2), ("t", 3)},
+        "b": {("t", 4)},
+    }
+    long = keyed.unpivot("k", ["x"], "name", "value").cache()
+    got = lineage_by_output(session.capture(long.hint("broadcast").where("k < 2"), name="unpivot"))
+    assert got == {(0, "x", 1.0): {("t", 0)}, (1, "x", -0.0): {("t", 1)}}
+    long.unpersist()
