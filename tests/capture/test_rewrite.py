@@ -286,3 +286,16 @@ def test_pivot_unpivot_cache_and_hints(session, keyed):
     got = lineage_by_output(session.capture(long.hint("broadcast").where("k < 2"), name="unpivot"))
     assert got == {(0, "x", 1.0): {("t", 0)}, (1, "x", -0.0): {("t", 1)}}
     long.unpersist()
+
+
+def test_pandas_api_on_spark(spark, session, tmp_path):
+    import pyspark.pandas as ps
+
+    spark.createDataFrame([(k, k % 2) for k in range(6)], "k long, g long").write.parquet(str(tmp_path / "t"))
+    frame = ps.read_parquet(str(tmp_path / "t"))  # with the default (distributed-sequence) index
+    rows = frame[frame.k > 2].to_spark(index_col="idx")
+    cap = session.capture(rows, name="ps")
+    (name,) = cap.sources
+    got = lineage_by_output(cap)
+    assert {values[1]: lineage for values, lineage in got.items()} == {k: {(name, k)} for k in (3, 4, 5)}
+    assert "AttachDistributedSequence" in cap.explain()

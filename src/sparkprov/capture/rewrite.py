@@ -115,6 +115,7 @@ PASS_THROUGH = (
     "Sample",  # the kept rows are the ones this run kept; see _rewrite_stable
     "RebalancePartitions",
     "WindowGroupLimit",  # the rank-limit filter Spark inserts below rank() <= n
+    "AttachDistributedSequence",  # pandas API on Spark's default index: a row number added
 )
 # the optimizer moves row-level Python UDFs (plain, Arrow, pandas scalar) out of their
 # Project into one of these: the child's rows, each with the UDF results appended
@@ -744,13 +745,15 @@ class Rewriter:
             return "a non-deterministic expression"
         if b.has_pattern(node, "LIMIT"):
             return "LIMIT"
-        if self.classes is not None and "Sample" not in self.classes:
+        if self.classes is not None and self.classes.isdisjoint(("Sample", "AttachDistributedSequence")):
             return None
         op = b.node_name(node)
         if op in ("GlobalLimit", "LocalLimit"):
             return "LIMIT"
         if op == "Sample":
             return "sample"
+        if op == "AttachDistributedSequence":  # numbers rows in the order they arrive
+            return "a row number (pandas API on Spark's default index)"
         for e in b.expressions(node):
             if not b.is_deterministic(e):
                 return f"non-deterministic expression {b.expr_sql(e)[:80]}"
