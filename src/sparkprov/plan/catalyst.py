@@ -32,6 +32,10 @@ _HIDING_RULES = (
     f"{_CAT}.optimizer.ConvertToLocalRelation",
     "org.apache.spark.sql.execution.dynamicpruning.PartitionPruning",
     f"{_CAT}.optimizer.InjectRuntimeFilter",
+    # removes a Window (or other operator) whose results nothing reads: the rows it
+    # read would drop out of the lineage. The plan capture runs is optimized again,
+    # with column pruning, so scans still read only the columns they need.
+    f"{_CAT}.optimizer.ColumnPruning",
 )
 _CLASS = re.compile(r'"class":"([^"]+)"')
 _EMPTY_AUTHORITY = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*):///")
