@@ -36,6 +36,7 @@ class Suite:
     register: Callable[[SparkSession, object], None]  # temp views over the data
     queries: Callable[[], list[str]]  # query names, in run order
     text: Callable[[str], str]  # query name -> SQL
+    adapt: Callable[[SparkSession], None] = lambda spark: None  # fix-ups after views are (re)registered
 
 
 def _tpch_suite() -> Suite:
@@ -55,6 +56,7 @@ def _tpcds_suite() -> Suite:
         register=tpcds.register,
         queries=lambda: list(tpcds.QUERIES),
         text=tpcds.query,
+        adapt=tpcds.v1_names,
     )
 
 
@@ -92,6 +94,7 @@ def check_query(spark: SparkSession, session, data, s: Suite, query: str, rows: 
             try:
                 for name, df in restricted.items():
                     df.createOrReplaceTempView(name)
+                s.adapt(spark)
                 result = spark.sql(text)
                 return spark.createDataFrame(result.collect(), result.schema)
             finally:
@@ -179,7 +182,10 @@ def main(args) -> int:
 
     queries = [q.strip() if q.strip().startswith("q") else f"q{q.strip()}" for q in (args.queries or "").split(",")]
     queries = [q for q in queries if q != "q"]
-    spark = local_session("sparkprov-coverage", shuffle_partitions=4, driver_memory="6g")
+    # one line per query is the progress report; Spark's stage bars would bury it
+    spark = local_session(
+        "sparkprov-coverage", shuffle_partitions=4, driver_memory="6g", **{"spark.ui.showConsoleProgress": "false"}
+    )
     try:
 
         def progress(entry: dict) -> None:

@@ -65,8 +65,15 @@ def generate(scale_factor: float, directory: str | Path) -> Path:
 def register(spark: SparkSession, path: str | Path) -> None:
     """Register every TPC-DS table under ``path`` as a temporary view named after the table."""
     datagen.register(spark, path, TABLES, "TPC-DS")
-    # tpcgen-cli follows TPC-DS v2+, which renamed customer.c_last_review_date to
-    # c_last_review_date_sk; Spark's query texts (q30) use the v1 name
+    v1_names(spark)
+
+
+def v1_names(spark: SparkSession) -> None:
+    """Give the ``customer`` view the TPC-DS v1 column name Spark's query texts use.
+
+    tpcgen-cli follows TPC-DS v2+, which renamed ``c_last_review_date`` to
+    ``c_last_review_date_sk``; q30 asks for the v1 name.
+    """
     customer = spark.table("customer")
     if "c_last_review_date" not in customer.columns and "c_last_review_date_sk" in customer.columns:
         customer.withColumn("c_last_review_date", customer["c_last_review_date_sk"]).createOrReplaceTempView("customer")
