@@ -299,3 +299,13 @@ def test_pandas_api_on_spark(spark, session, tmp_path):
     got = lineage_by_output(cap)
     assert {values[1]: lineage for values, lineage in got.items()} == {k: {(name, k)} for k in (3, 4, 5)}
     assert "AttachDistributedSequence" in cap.explain()
+
+
+def test_uncorrelated_exists_keeps_every_matching_row(spark, session, keyed):
+    other = session.source(spark.createDataFrame([(5,), (6,), (-1,)], "k int"), "u")
+    keyed.createOrReplaceTempView("sp_keyed")
+    other.createOrReplaceTempView("sp_other")
+    query = spark.sql("SELECT k FROM sp_keyed WHERE k < 2 AND EXISTS (SELECT 1 FROM sp_other WHERE k > 0)")
+    got = lineage_by_output(session.capture(query, name="ex"), key="k")
+    # Spark would check for one row (LIMIT 1); every row the subquery returns matches
+    assert got == {(0,): {("t", 0), ("u", 5), ("u", 6)}, (1,): {("t", 1), ("u", 5), ("u", 6)}}

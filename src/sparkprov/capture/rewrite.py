@@ -281,6 +281,12 @@ class Rewriter:
             node = b.with_new_children(node, new)
         if b.is_except_all(node):
             return self._except_all(node)
+        # The optimizer would turn an uncorrelated EXISTS into "the first row of the
+        # subquery exists" (a LIMIT 1): its lineage would be one matching row, not all
+        # of them. As a semi join without condition, every row of the subquery counts.
+        exists, rest = b.uncorrelated_exists_conjuncts(node)
+        if exists:
+            node = b.filter_semi_joins(node, exists, rest)
         for plan in self._subquery_plans(node):
             if self._has_except_all(plan):
                 raise UnsupportedOperation("EXCEPT ALL inside a subquery expression", self._where(node))

@@ -466,6 +466,37 @@ class Bridge:
         inner = self.jvm.org.apache.spark.sql.catalyst.plans.JoinType.apply("inner")
         return self._logical.Join(left, right, inner, join.condition(), join.hint())
 
+    def uncorrelated_exists_conjuncts(self, node: JPlan) -> tuple[list[JPlan], list[JExpr]]:
+        """For a Filter: the plans of its top-level ``EXISTS`` conjuncts without outer
+        references, and its other conjuncts."""
+        if self.node_name(node) != "Filter" or not self.has_pattern(node.condition(), "EXISTS_SUBQUERY"):
+            return [], []
+        plans, rest, todo = [], [], [node.condition()]
+        while todo:
+            e = todo.pop(0)
+            name = self.node_name(e)
+            if name == "And":
+                todo[:0] = [e.left(), e.right()]
+            elif name == "Exists" and e.outerAttrs().isEmpty():
+                plans.append(e.plan())
+            else:
+                rest.append(e)
+        return plans, rest
+
+    def filter_semi_joins(self, node: JPlan, plans: list[JPlan], rest: list[JExpr]) -> JPlan:
+        """``node`` (a Filter) as left semi joins with ``plans`` (no condition), then a
+        Filter on the ``rest`` of its conjuncts."""
+        child = node.child()
+        semi = self.jvm.org.apache.spark.sql.catalyst.plans.JoinType.apply("leftsemi")
+        for plan in plans:
+            child = self._logical.Join(child, plan, semi, self.none(), self._logical.JoinHint.NONE())
+        if not rest:
+            return child
+        cond = rest[0]
+        for e in rest[1:]:
+            cond = self._expr.And(cond, e)
+        return self._logical.Filter(cond, child)
+
     def with_new_children(self, node: JPlan, children: list[JPlan]) -> JPlan:
         return node.withNewChildren(self.seq(children))
 
