@@ -286,6 +286,10 @@ class Rewriter:
         # of them. As a semi join without condition, every row of the subquery counts.
         exists, rest = b.uncorrelated_exists_conjuncts(node)
         if exists:
+            if any(b.outputs_overlap(b.children(node)[0], plan) for plan in exists):
+                raise UnsupportedOperation(
+                    "uncorrelated EXISTS", self._where(node), "its subquery reads the same relation as the query"
+                )
             node = b.filter_semi_joins(node, exists, rest)
         for plan in self._subquery_plans(node):
             if self._has_except_all(plan):

@@ -36,6 +36,9 @@ _HIDING_RULES = (
     # read would drop out of the lineage. The plan capture runs is optimized again,
     # with column pruning, so scans still read only the columns they need.
     f"{_CAT}.optimizer.ColumnPruning",
+    # puts LIMIT 1 under the right side of a semi join without condition (EXISTS): the
+    # lineage would keep one row per partition of the right side instead of all
+    f"{_CAT}.optimizer.LimitPushDown",
 )
 _CLASS = re.compile(r'"class":"([^"]+)"')
 _EMPTY_AUTHORITY = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*):///")
@@ -482,6 +485,10 @@ class Bridge:
             else:
                 rest.append(e)
         return plans, rest
+
+    @staticmethod
+    def outputs_overlap(a: JPlan, b: JPlan) -> bool:
+        return not a.outputSet().intersect(b.outputSet()).isEmpty()
 
     def filter_semi_joins(self, node: JPlan, plans: list[JPlan], rest: list[JExpr]) -> JPlan:
         """``node`` (a Filter) as left semi joins with ``plans`` (no condition), then a
