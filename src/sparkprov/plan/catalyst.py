@@ -353,7 +353,10 @@ class Bridge:
         return self._expr.Literal.create(int(value), self.jvm.org.apache.spark.sql.types.DataTypes.IntegerType)
 
     def struct(self, exprs: list[JExpr]) -> JExpr:
-        return self._expr.CreateStruct.apply(self.seq(exprs))
+        """A struct of ``exprs`` with positional field names (``_0``, ``_1``...): the
+        expressions' own names may repeat (two ``ca_city`` of two joined tables), and
+        Parquet cannot read back a struct with repeated field names."""
+        return self.named_struct([(f"_{i}", e) for i, e in enumerate(exprs)])
 
     def project(self, exprs: list[JExpr], child: JPlan) -> JPlan:
         return self._logical.Project(self.seq(exprs), child)
