@@ -665,8 +665,15 @@ class Rewriter:
         plan = b.with_new_children(node, [lw.plan, rw.plan])
         if kind == "LeftAnti":  # the left row only: an absence of matches is not a dependency
             return Rewritten(plan, lw.slots)
-        # inner, cross, outer: a NULL-padded side has NULL slots, so that row keeps only its preserved side
-        return Rewritten(plan, lw.slots + rw.slots)
+        # inner, cross, outer: a NULL-padded side has NULL slots, so that row keeps only
+        # its preserved side. The slots are the join's own output attributes: an outer
+        # join makes the padded side's nullable, and operators above (Expand's generated
+        # code) must not assume they are never NULL.
+        if kind == "Inner" or kind == "Cross":
+            return Rewritten(plan, lw.slots + rw.slots)
+        by_id = {b.expr_id(a): a for a in b.output(plan)}
+        slots = [Slot(s.name, s.kind, s.ref, by_id.get(b.expr_id(s.attr), s.attr)) for s in lw.slots + rw.slots]
+        return Rewritten(plan, slots)
 
     def _semi_join(self, node: JPlan, left: JPlan, right: JPlan) -> Rewritten:
         # The left row and every right row it matches (a semi join, or the existence

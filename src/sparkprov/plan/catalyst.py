@@ -28,6 +28,7 @@ _CAT = "org.apache.spark.sql.catalyst"
 
 SUPPORTED_SPARK = (4, 3)  # the verified line: Catalyst constructors differ between lines
 _EXCLUDED_RULES = "spark.sql.optimizer.excludedRules"
+_DECORRELATE = "spark.sql.optimizer.decorrelateInnerQuery.enabled"
 _HIDING_RULES = (
     f"{_CAT}.optimizer.ConvertToLocalRelation",
     "org.apache.spark.sql.execution.dynamicpruning.PartitionPruning",
@@ -525,16 +526,25 @@ class Bridge:
         is optimized for execution.
         """
         conf = self.jsession.sessionState().conf()
-        had = conf.contains(_EXCLUDED_RULES)
         before = conf.getConfString(_EXCLUDED_RULES, "")
-        conf.setConfString(_EXCLUDED_RULES, ",".join([r for r in before.split(",") if r] + list(_HIDING_RULES)))
+        settings = {
+            _EXCLUDED_RULES: ",".join([r for r in before.split(",") if r] + list(_HIDING_RULES)),
+            # the newer decorrelation joins a correlated subquery with the distinct
+            # outer values it needs, re-read from the outer relation: those rows would
+            # enter the lineage of every row sharing the value
+            _DECORRELATE: "false",
+        }
+        saved = {k: conf.getConfString(k) if conf.contains(k) else None for k in settings}
+        for k, v in settings.items():
+            conf.setConfString(k, v)
         try:
             return self.jsession.sessionState().optimizer().execute(plan.clone())
         finally:
-            if had:
-                conf.setConfString(_EXCLUDED_RULES, before)
-            else:
-                conf.unsetConf(_EXCLUDED_RULES)
+            for k, v in saved.items():
+                if v is None:
+                    conf.unsetConf(k)
+                else:
+                    conf.setConfString(k, v)
 
     def to_dataframe(self, plan: JPlan) -> DataFrame:
         jdf = self.jvm.org.apache.spark.sql.classic.Dataset.ofRows(self.jsession, plan)
