@@ -257,10 +257,10 @@ class LineageSession:
         """The capture that wrote exactly the files ``info`` read, if any."""
         if info.kind != "parquet" or not info.original:
             return None
-        files = [list(f) for f in info.original]
+        files = _fingerprint(info.original)
         for entry in self._entries():
             written = entry.get("written")
-            if written and [list(f) for f in written["files"]] == files:
+            if written and _fingerprint(written["files"]) == files:
                 return Capture(self, entry)
         return None
 
@@ -269,11 +269,11 @@ class LineageSession:
         written = cap._entry.get("written")
         if not written:
             return []
-        files = [list(f) for f in written["files"]]  # JSON has lists; a fresh entry may have tuples
+        files = _fingerprint(written["files"])
         found = []
         for entry in (self.store.load(n) for n in self.store.names()):  # newest versions
             for name, src in entry["sources"].items():
-                if src["kind"] == "parquet" and [list(f) for f in src["original"]] == files:
+                if src["kind"] == "parquet" and _fingerprint(src["original"]) == files:
                     found.append((Capture(self, entry), name))
         return found
 
@@ -284,6 +284,12 @@ class LineageSession:
     def captures(self) -> list[str]:
         """Names of the captures in the store."""
         return self.store.names()
+
+
+def _fingerprint(files) -> list[tuple]:
+    """File fingerprints (path, size, mtime) in one comparable form: the catalog's JSON
+    has lists, a fresh entry or a SourceInfo has tuples."""
+    return [tuple(f) for f in files]
 
 
 def _leaves(bridge: Bridge, plan: Any) -> list:
