@@ -13,7 +13,8 @@ table per source (Smoke's propagation: no per-operator lineage is kept).
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
@@ -31,6 +32,7 @@ SHARED_SCHEMA = f"{REF} int, {SRC} int, {IN} long"
 HANDLE = "__sp_h"
 _PROBE = "__sp_probe"
 _TOP = "__sp_top"
+_KEY = "__sp_key"
 _LO, _HI = "__sp_lo", "__sp_hi"
 POS = "__sp_pos"
 
@@ -40,52 +42,96 @@ def ref_source(side: int) -> int:
     return -(side + 1)
 
 
-def source_pairs(
-    rows: DataFrame,
-    slots: list[Slot],
-    side: Callable[[int], tuple[DataFrame, list[Slot]]],
-    source_of: Callable[[int], int],
-    shared: Callable[[int], bool] = lambda k: False,
-    ranged: Callable[[int], bool] = lambda k: False,
-) -> dict[int, list[DataFrame]]:
+@dataclass(frozen=True)
+class SideGraph:
+    """A capture's side relations, as resolving needs them.
+
+    ``sides[k]`` has ``slots``, ``shared`` and ``ranged`` (a ``SideRelation``);
+    ``relation(k)`` gives its rows (column ``__sp_h`` plus its slots);
+    ``source_of(i)`` the source of slot instance ``i``; ``keep(df)`` materializes an
+    intermediate result (written once, read back) so it is neither recomputed nor
+    repeated in the plans built on it.
+    """
+
+    sides: Sequence
+    relation: Callable[[int], DataFrame]
+    source_of: Callable[[int], int]
+    keep: Callable[[DataFrame], DataFrame] = lambda df: df
+
+
+def source_pairs(rows: DataFrame, slots: list[Slot], graph: SideGraph) -> dict[int, list[DataFrame]]:
     """Pair DataFrames ``(out_rid, in_rid)`` per source index.
 
-    ``rows`` has column ``out_rid`` and the columns of ``slots``; ``side(k)`` gives
-    side relation ``k`` (column ``__sp_h`` plus its slots) and ``source_of(i)`` the
-    source of slot instance ``i``. A group slot of a ``shared(k)`` side relation is
-    not resolved: the row gets a reference ``(out_rid, 0)`` under source number
-    ``ref_source(k)``, and the side's own lineage is stored once (``shared_pairs``).
-    A slot of a ``ranged(k)`` side (a window's) holds ``(h, lo, hi)`` and stands for
-    the side rows with handle ``h`` at positions ``lo..hi``.
+    ``rows`` has column ``out_rid`` and the columns of ``slots``. A group slot of a
+    shared side ``k`` is not resolved: the row gets a reference ``(out_rid, 0)`` under
+    source number ``ref_source(k)``, and the side's own lineage is stored once
+    (``shared_pairs``). A slot of a ranged side (a window's) holds ``(h, lo, hi)`` and
+    stands for the side rows with handle ``h`` at positions ``lo..hi``.
+
+    Sides are resolved one at a time, parents before children, each from the
+    distinct ``(out_rid, handle)`` pairs that reach it: an output row that reaches an
+    inner group along many paths (every row of a semi join's left side meeting the
+    same aggregated right row) is joined with that group once, not once per path.
     """
     found: dict[int, list[DataFrame]] = defaultdict(list)
+    probes: dict[int, list[DataFrame]] = defaultdict(list)  # side -> parts of (out_rid, probe)
+    derived: set[int] = set()  # sides reached through another side: their probes are joins
+    _visit(rows, slots, graph, found, probes)
+    for k in _parents_first(set(probes), graph):
+        parts = probes.pop(k)
+        frontier = union_pairs(parts, distinct=len(parts) > 1 or k in derived)
+        if k in derived:
+            frontier = graph.keep(frontier)
+        side_df = graph.relation(k)
+        if graph.sides[k].ranged:
+            joined = _range_join(frontier, side_df)
+        else:
+            joined = frontier.join(side_df, frontier[_PROBE].eqNullSafe(side_df[HANDLE])).drop(_PROBE, HANDLE)
+        side_slots = graph.sides[k].slots
+        if len(side_slots) > 1:  # read once per slot: compute it once
+            joined = graph.keep(joined)
+        _visit(joined, side_slots, graph, found, probes)
+        derived.update(s.ref for s in side_slots if s.kind != "source")
+    return found
+
+
+def _visit(rows: DataFrame, slots: list[Slot], graph: SideGraph, found, probes) -> None:
     for slot in slots:
         present = rows.where(F.col(slot.name).isNotNull())
         if slot.kind == "source":
-            found[source_of(slot.ref)].append(present.select(F.col(OUT), F.col(slot.name).alias(IN)))
-            continue
-        if shared(slot.ref):
+            found[graph.source_of(slot.ref)].append(present.select(F.col(OUT), F.col(slot.name).alias(IN)))
+        elif graph.sides[slot.ref].shared:
             found[ref_source(slot.ref)].append(present.select(F.col(OUT), F.lit(0).cast("long").alias(IN)))
-            continue
-        side_df, side_slots = side(slot.ref)
-        if ranged(slot.ref):
-            joined = _range_join(present.select(F.col(OUT), F.col(slot.name)), slot.name, side_df)
         else:
-            handles = present.select(F.col(OUT), F.col(slot.name).alias(_PROBE))
-            joined = handles.join(side_df, handles[_PROBE].eqNullSafe(side_df[HANDLE])).drop(_PROBE, HANDLE)
-        for src, parts in source_pairs(joined, side_slots, side, source_of, shared, ranged).items():
-            found[src].extend(parts)
-    return found
+            probes[slot.ref].append(present.select(F.col(OUT), F.col(slot.name).alias(_PROBE)))
+
+
+def _parents_first(start: set[int], graph: SideGraph) -> list[int]:
+    # every side reachable from ``start``, each after all the sides whose slots lead to it
+    order: list[int] = []
+    seen: set[int] = set()
+
+    def visit(k: int) -> None:
+        seen.add(k)
+        for s in graph.sides[k].slots:
+            if s.kind != "source" and not graph.sides[s.ref].shared and s.ref not in seen:
+                visit(s.ref)
+        order.append(k)
+
+    for k in sorted(start):
+        if k not in seen:
+            visit(k)
+    return order[::-1]
 
 
 MAX_WINDOW_PAIRS = 50_000_000
 
 
-def _range_join(probes: DataFrame, column: str, side_df: DataFrame) -> DataFrame:
+def _range_join(frontier: DataFrame, side_df: DataFrame) -> DataFrame:
     # Flattened window lineage grows with the frames' sizes: refuse what would not fit
     # rather than fill the disk (a factorized form is future work).
-    lo, hi = F.col(f"{column}.lo"), F.col(f"{column}.hi")
-    total = probes.select(F.sum(F.greatest(hi - lo + 1, F.lit(0)))).first()[0] or 0
+    lo, hi = F.col(f"{_PROBE}.lo"), F.col(f"{_PROBE}.hi")
+    total = frontier.select(F.sum(F.greatest(hi - lo + 1, F.lit(0)))).first()[0] or 0
     if total > MAX_WINDOW_PAIRS:
         raise UnsupportedOperation(
             "Window",
@@ -93,18 +139,12 @@ def _range_join(probes: DataFrame, column: str, side_df: DataFrame) -> DataFrame
             f"its lineage has {total:,} (row, input row) pairs, more than {MAX_WINDOW_PAIRS:,}: "
             "window frames that large need factorized lineage, which is not implemented yet",
         )
-    p = probes.select(F.col(OUT), F.col(f"{column}.h").alias(_PROBE), lo.alias(_LO), hi.alias(_HI))
-    cond = p[_PROBE].eqNullSafe(side_df[HANDLE]) & side_df[POS].between(p[_LO], p[_HI])
-    return p.join(side_df, cond).drop(_PROBE, _LO, _HI, HANDLE, POS)
+    p = frontier.select(F.col(OUT), F.col(f"{_PROBE}.h").alias(_KEY), lo.alias(_LO), hi.alias(_HI))
+    cond = p[_KEY].eqNullSafe(side_df[HANDLE]) & side_df[POS].between(p[_LO], p[_HI])
+    return p.join(side_df, cond).drop(_KEY, _LO, _HI, HANDLE, POS)
 
 
-def shared_pairs(
-    referenced: set[int],
-    side: Callable[[int], tuple[DataFrame, list[Slot]]],
-    source_of: Callable[[int], int],
-    shared: Callable[[int], bool],
-    ranged: Callable[[int], bool] = lambda k: False,
-) -> list[DataFrame]:
+def shared_pairs(referenced: set[int], graph: SideGraph) -> list[DataFrame]:
     """The lineage of every shared side reachable from ``referenced``, once each.
 
     Rows ``(ref, src, in_rid)``: shared side ``ref`` depends on row ``in_rid`` of
@@ -116,9 +156,11 @@ def shared_pairs(
         if k in done:
             continue
         done.add(k)
-        side_df, side_slots = side(k)
-        rows = side_df.withColumn(OUT, F.lit(0).cast("long"))
-        for src, found in source_pairs(rows, side_slots, side, source_of, shared, ranged).items():
+        side_slots = graph.sides[k].slots
+        rows = graph.relation(k).withColumn(OUT, F.lit(0).cast("long"))
+        if len(side_slots) > 1:
+            rows = graph.keep(rows)
+        for src, found in source_pairs(rows, side_slots, graph).items():
             parts.extend(p.select(F.lit(k).alias(REF), F.lit(src).alias(SRC), F.col(IN)) for p in found)
             if src < 0:
                 todo.append(-src - 1)

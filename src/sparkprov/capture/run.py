@@ -7,6 +7,7 @@
 
 from __future__ import annotations
 
+import itertools
 import logging
 import re
 import shutil
@@ -19,7 +20,7 @@ from pyspark.sql import functions as F
 
 from ..plan.catalyst import Bridge, JPlan
 from ..store.catalog import Store
-from .lineage import OUT, PAIRS_SCHEMA, SHARED_SCHEMA, SRC, shared_pairs, source_pairs, union_pairs
+from .lineage import OUT, PAIRS_SCHEMA, SHARED_SCHEMA, SRC, SideGraph, shared_pairs, source_pairs, union_pairs
 from .rewrite import Rewriter
 from .sources import RID, ROW_BITS
 
@@ -116,36 +117,25 @@ def _run_rewritten(bridge, name, capture_id, data, out, rewriter, write: Write |
         written = _write_for_user(bridge, staged, display, write, output_path)
 
     # A side relation is built only when a slot of the output leads to it (an anti
-    # join's right side never does). It is joined once, then read once per slot it
-    # carries: one with several slots is written once rather than recomputed for each.
+    # join's right side never does), and joined once with the handles that reach it.
     spark = bridge.spark
     work = data / "work"
+    kept = itertools.count()
 
-    built: dict[int, DataFrame] = {}
+    def keep(df: DataFrame) -> DataFrame:
+        path = str(work / f"step{next(kept)}")
+        df.write.parquet(path)
+        return spark.read.parquet(path)
 
-    def side(k: int) -> tuple[DataFrame, list]:
-        # several slots may lead to one side relation (a window's functions): build it once
-        relation = rewriter.sides[k]
-        if k not in built:
-            side_df = bridge.to_dataframe(relation.plan)
-            if len(relation.slots) > 1:
-                path = str(work / f"side{k}")
-                side_df.write.parquet(path)
-                side_df = spark.read.parquet(path)
-            built[k] = side_df
-        return built[k], relation.slots
-
-    def source_of(i: int) -> int:
-        return rewriter.instances[i].source
-
-    def is_shared(k: int) -> bool:
-        return rewriter.sides[k].shared
-
-    def is_ranged(k: int) -> bool:
-        return rewriter.sides[k].ranged
+    graph = SideGraph(
+        sides=rewriter.sides,
+        relation=lambda k: bridge.to_dataframe(rewriter.sides[k].plan),
+        source_of=lambda i: rewriter.instances[i].source,
+        keep=keep,
+    )
 
     rows = spark.read.parquet(output_path).select(F.col(RID).alias(OUT), *slot_names)
-    pairs = source_pairs(rows, slots, side=side, source_of=source_of, shared=is_shared, ranged=is_ranged)
+    pairs = source_pairs(rows, slots, graph)
     # One job writes the pairs of every source, partitioned by source number.
     parts = [part.withColumn(SRC, F.lit(index)) for index, found in pairs.items() for part in found]
     lineage_path = str(data / "lineage")
@@ -161,7 +151,7 @@ def _run_rewritten(bridge, name, capture_id, data, out, rewriter, write: Write |
     shared_path = None
     if referenced:
         shared_path = str(data / "shared")
-        shared = shared_pairs(referenced, side, source_of, is_shared, is_ranged)
+        shared = shared_pairs(referenced, graph)
         table = union_pairs(shared) if shared else spark.createDataFrame([], SHARED_SCHEMA)
         table.write.parquet(shared_path)
     shutil.rmtree(work, ignore_errors=True)
