@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from collections import Counter
 
+import pytest
+
 from sparkprov.capture.lineage import HANDLE, OUT, POS, SideGraph, shared_pairs, source_pairs, union_pairs
 from sparkprov.capture.rewrite import SideRelation, Slot
 
@@ -35,13 +37,16 @@ class _Graph:
         return kept
 
 
-def test_a_group_reached_along_many_paths_is_joined_once_per_output_row(spark):
-    # TPC-DS q70's shape: every left row of a semi join (side 1) meets the same
-    # aggregated right row, whose group (side 0) holds all 200 input rows.
+@pytest.mark.parametrize("own_rows", [True, False])
+def test_a_group_reached_along_many_paths_is_joined_once_per_output_row(spark, own_rows):
+    # TPC-DS q70's shape: every row of side 1 (a semi join's left side, or a group
+    # over a join) meets the same aggregated row, whose group (side 0) holds all 200
+    # input rows. With ``own_rows`` side 1 also has a source slot of its own.
     n = 200
+    own = [Slot("s1", "source", 1)] if own_rows else []
     sides = [
         SideRelation(0, "Aggregate", None, [Slot("s0", "source", 0)]),
-        SideRelation(1, "Join", None, [Slot("s1", "source", 1), Slot("g0", "group", 0)]),
+        SideRelation(1, "Join", None, [*own, Slot("g0", "group", 0)]),
     ]
     g = _Graph(
         spark,
@@ -49,15 +54,16 @@ def test_a_group_reached_along_many_paths_is_joined_once_per_output_row(spark):
         rows={0: [("TN", i) for i in range(n)], 1: [(i, i, "TN") for i in range(n)]},
         schemas={0: f"{HANDLE} string, s0 long", 1: f"{HANDLE} long, s1 long, g0 string"},
     )
-    # two output rows: one over every left row, one over the first ten
+    # two output rows: one over every row of side 1, one over the first ten
     outputs = spark.createDataFrame([(0, i) for i in range(n)] + [(1, i) for i in range(10)], f"{OUT} long, g1 long")
-    found = source_pairs(outputs, [Slot("g1", "group", 1)], g.graph)
-    pairs = _pairs(found)
-    assert pairs[1] == {(0, i) for i in range(n)} | {(1, i) for i in range(10)}
-    assert pairs[0] == {(o, i) for o in (0, 1) for i in range(n)}  # through the right row: the whole group
+    pairs = _pairs(source_pairs(outputs, [Slot("g1", "group", 1)], g.graph))
+    assert pairs[0] == {(o, i) for o in (0, 1) for i in range(n)}  # through the aggregated row: its whole group
+    if own_rows:
+        assert pairs[1] == {(0, i) for i in range(n)} | {(1, i) for i in range(10)}
+        assert g.kept_rows == [n + 10]  # side 1's join, read once per slot
+    else:
+        assert g.kept_rows == [2]  # side 0 is probed with the distinct (output row, handle) pairs: 2, not 210
     assert g.built == {0: 1, 1: 1}
-    # side 0 is probed with the distinct (output row, handle) pairs: 2, not 210
-    assert 2 in g.kept_rows and max(g.kept_rows) <= n + 10
 
 
 def test_a_side_shared_by_two_parents_is_resolved_once(spark):

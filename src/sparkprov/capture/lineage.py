@@ -74,13 +74,17 @@ def source_pairs(rows: DataFrame, slots: list[Slot], graph: SideGraph) -> dict[i
     same aggregated right row) is joined with that group once, not once per path.
     """
     found: dict[int, list[DataFrame]] = defaultdict(list)
-    probes: dict[int, list[DataFrame]] = defaultdict(list)  # side -> parts of (out_rid, probe)
-    derived: set[int] = set()  # sides reached through another side: their probes are joins
-    _visit(rows, slots, graph, found, probes)
+    # side -> parts of (out_rid, probe), each with whether it is cheap to read again
+    # (stored rows, not a join that would re-run a side relation's plan)
+    probes: dict[int, list[tuple[DataFrame, bool]]] = defaultdict(list)
+    derived: set[int] = set()  # sides reached through another side: paths may repeat a probe
+    _visit(rows, slots, graph, found, probes, cheap=True)
     for k in _parents_first(set(probes), graph):
-        parts = probes.pop(k)
-        frontier = union_pairs(parts, distinct=len(parts) > 1 or k in derived)
-        if k in derived:
+        parts = probes.pop(k, [])
+        if not parts:
+            continue
+        frontier = union_pairs([p for p, _ in parts], distinct=len(parts) > 1 or k in derived)
+        if k in derived and not all(cheap for _, cheap in parts):
             frontier = graph.keep(frontier)
         side_df = graph.relation(k)
         if graph.sides[k].ranged:
@@ -88,14 +92,15 @@ def source_pairs(rows: DataFrame, slots: list[Slot], graph: SideGraph) -> dict[i
         else:
             joined = frontier.join(side_df, frontier[_PROBE].eqNullSafe(side_df[HANDLE])).drop(_PROBE, HANDLE)
         side_slots = graph.sides[k].slots
-        if len(side_slots) > 1:  # read once per slot: compute it once
+        kept = len(side_slots) > 1  # read once per slot: compute it once
+        if kept:
             joined = graph.keep(joined)
-        _visit(joined, side_slots, graph, found, probes)
+        _visit(joined, side_slots, graph, found, probes, cheap=kept)
         derived.update(s.ref for s in side_slots if s.kind != "source")
     return found
 
 
-def _visit(rows: DataFrame, slots: list[Slot], graph: SideGraph, found, probes) -> None:
+def _visit(rows: DataFrame, slots: list[Slot], graph: SideGraph, found, probes, cheap: bool) -> None:
     for slot in slots:
         present = rows.where(F.col(slot.name).isNotNull())
         if slot.kind == "source":
@@ -103,7 +108,7 @@ def _visit(rows: DataFrame, slots: list[Slot], graph: SideGraph, found, probes) 
         elif graph.sides[slot.ref].shared:
             found[ref_source(slot.ref)].append(present.select(F.col(OUT), F.lit(0).cast("long").alias(IN)))
         else:
-            probes[slot.ref].append(present.select(F.col(OUT), F.col(slot.name).alias(_PROBE)))
+            probes[slot.ref].append((present.select(F.col(OUT), F.col(slot.name).alias(_PROBE)), cheap))
 
 
 def _parents_first(start: set[int], graph: SideGraph) -> list[int]:
