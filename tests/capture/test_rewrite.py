@@ -257,6 +257,74 @@ def test_python_functions_over_groups_and_partitions(session, keyed):
         assert "1 coarse" in cap.explain().splitlines()[0]
 
 
+class Tens:  # a Python UDTF: each call yields rows made from its argument alone
+    def eval(self, x):
+        yield (x,)
+        yield (x * 10,)
+
+
+class Counted:  # terminate() yields after the whole partition
+    def __init__(self):
+        self.n = 0
+
+    def eval(self, x):
+        self.n += 1
+        yield (x, 0)
+
+    def terminate(self):
+        yield (-1, self.n)
+
+
+class Groups:  # takes a table argument: whole partitions of rows
+    def __init__(self):
+        self.keys = []
+
+    def eval(self, row):
+        self.keys.append(row["k"])
+
+    def terminate(self):
+        if self.keys:
+            yield (min(self.keys), len(self.keys))
+
+
+def test_python_udtfs(spark, session, keyed):
+    spark.udtf.register("sp_tens", F.udtf(Tens, returnType="v int"))
+    spark.udtf.register("sp_counted", F.udtf(Counted, returnType="v int, n int"))
+    spark.udtf.register("sp_groups", F.udtf(Groups, returnType="first int, n int"))
+    two = keyed.repartition(2, "g")
+    two.createOrReplaceTempView("sp_two")
+    parts = {}
+    for r in two.select("k", F.spark_partition_id().alias("p")).collect():
+        parts.setdefault(r["p"], set()).add(r["k"])
+
+    # LATERAL without terminate(): every output row comes from the row it was called on
+    spark.udtf.register("sp_tens_rows", F.udtf(Tens, returnType="v int", useArrow=False))
+    for udtf in ("sp_tens", "sp_tens_rows"):  # evaluated with Arrow, and row by row
+        tens = session.capture(spark.sql(f"SELECT t.k, u.v FROM sp_two t, LATERAL {udtf}(t.k) u"), name=udtf)
+        assert lineage_by_output(tens) == {(k, v): {("t", k)} for k in range(5) for v in (k, 10 * k)}
+        assert "1 coarse" not in tens.explain().splitlines()[0]
+
+    # with terminate(): its rows (v = -1) count the whole partition, so every row's
+    # lineage is its input partition
+    counted = session.capture(spark.sql("SELECT u.v, u.n FROM sp_two t, LATERAL sp_counted(t.k) u"), name="counted")
+    got = lineage_by_output(counted, key="k")
+    ends = {n for (v, n) in got if v == -1}
+    assert sorted(ends) == sorted(len(ks) for ks in parts.values() if ks)
+    for (v, n), lineage in got.items():
+        (part,) = [ks for ks in parts.values() if (v in ks if v >= 0 else len(ks) == n)]
+        assert lineage == {("t", x) for x in part}
+    assert "has terminate()" in counted.explain()
+
+    # a table argument, partitioned by g: each group's row is in the lineage of its output row
+    groups = session.capture(spark.sql("SELECT * FROM sp_groups(TABLE(sp_two) PARTITION BY g)"), name="groups")
+    got = lineage_by_output(groups)
+    assert sorted(n for _, n in got) == [1, 2, 2]
+    groups_of = {0: {0, 1}, 2: {2, 3}, 4: {4}}  # smallest k of each g -> the group's ks
+    for (first, _), lineage in got.items():
+        assert {("t", k) for k in groups_of[first]} <= lineage
+    assert "takes a table argument" in groups.explain()
+
+
 def test_cogrouped_python_function(spark, session, keyed):
     other = session.source(spark.createDataFrame([(10, "a"), (11, "a"), (12, "z")], "k int, g string"), "o")
 

@@ -304,10 +304,21 @@ class CorrelatedCount(WithSubquery):
 class Explode(Node):
     child: Node = None
     sources: list[str] = field(default_factory=list)
+    udtf: bool = False  # the same rows from a Python UDTF called on each row (a lateral join)
 
     def spark(self, dfs):
+        df = self.child.spark(dfs)
+        if self.udtf:
+
+            class Each:  # defined here, so the workers get it by value
+                def eval(self, *xs):
+                    for x in xs:
+                        yield (x,)
+
+            each = F.udtf(Each, returnType=f"{self.columns[-1]} long")
+            return df.lateralJoin(each(*[F.col(c).outer() for c in self.sources]))
         arr = F.array(*[F.col(c) for c in self.sources])
-        return self.child.spark(dfs).select("*", F.explode(arr).alias(self.columns[-1]))
+        return df.select("*", F.explode(arr).alias(self.columns[-1]))
 
     def ref(self, tables):
         return R.explode(self.child.ref(tables), self.sources, self.columns[-1])
@@ -480,7 +491,8 @@ def pipelines(draw, max_depth: int = 3) -> Node:
             return Repartition(child.columns, child.ints, child, draw(st.sampled_from([None, *child.columns])))
         if kind == "explode" and ints:
             name = fresh("e")
-            return Explode(child.columns + [name], child.ints | {name}, child, draw(st.permutations(ints))[:2])
+            sources = draw(st.permutations(ints))[:2]
+            return Explode(child.columns + [name], child.ints | {name}, child, sources, draw(st.booleans()))
         if kind == "rollup" and child.columns:
             keys = draw(st.permutations(child.columns))[: draw(st.integers(1, 2))]
             name = fresh("n")

@@ -75,6 +75,7 @@ class ExplainLine:
 class Rewritten:
     plan: JPlan
     slots: list[Slot]
+    coarse: str | None = None  # why this operator's lineage is coarse, when only some of its cases are
 
 
 @dataclass
@@ -120,6 +121,7 @@ PASS_THROUGH = (
 # the optimizer moves row-level Python UDFs (plain, Arrow, pandas scalar) out of their
 # Project into one of these: the child's rows, each with the UDF results appended
 PYTHON_EVAL = ("BatchEvalPython", "ArrowEvalPython")
+PYTHON_UDTF = ("BatchEvalPythonUDTF", "ArrowEvalPythonUDTF")  # where the optimizer puts Python UDTF calls
 LEAVES = ("LogicalRelation", "LogicalRDD", "LocalRelation", "Range", "OneRowRelation")
 JOIN_TYPES = ("Inner", "Cross", "LeftOuter", "RightOuter", "FullOuter", "LeftSemi", "LeftAnti", "ExistenceJoin")
 _RANK_LIKE = ("RowNumber", "Rank", "DenseRank")
@@ -131,6 +133,7 @@ _COUNT = "__sp_count"
 _SUBQUERY_HOSTS = ("Filter", "Project", "Aggregate")  # operators whose every row depends on the subquery
 
 _CARRIED = "1:1: slot columns carried through"
+_BY_PARTITION = "partition: the partition number added to the function's output; side relation (partition, input slots)"
 _STRATEGY = {
     **dict.fromkeys(PASS_THROUGH, _CARRIED),
     "Project": "1:1: slot columns appended",
@@ -145,10 +148,8 @@ _STRATEGY = {
         ("FlatMapGroupsInPandas", "FlatMapCoGroupsInPandas"),
         "group: the group's handle copied through the Python function; side relation (handle, input slots)",
     ),
-    **dict.fromkeys(
-        ("MapInPandas", "MapInArrow"),
-        "partition: the partition number added to the function's output; side relation (partition, input slots)",
-    ),
+    **dict.fromkeys(("MapInPandas", "MapInArrow"), _BY_PARTITION),
+    **dict.fromkeys(PYTHON_UDTF, "1:N: each row eval() yields keeps its input row's slots"),
     "Window": "own slots plus, per function, a range of positions in the partition; "
     "side relation (partition, position, input slots)",
 }
@@ -167,7 +168,9 @@ _COARSE = {
 _HANDLE = "__sp_handle"
 _SUBQUERY_STRATEGY = "scalar subquery: its lineage stored once; rows carry a reference"
 
-# expression classes that capture does not yet verify (a later issue covers them)
+_UDTF_COARSE = "coarse: the Python UDTF {}; every row of its input partition"
+# expression classes that capture does not verify. The optimizer takes every Python
+# UDTF call out into a PYTHON_UDTF node (checked there); one left anywhere else is refused.
 _UNSUPPORTED_EXPRESSIONS = {
     "PythonUDTF": "Python UDTF",
 }
@@ -267,8 +270,8 @@ class Rewriter:
         elif op == "Join":
             strategy = _JOIN_STRATEGY.get(b.join_type(node).split("(")[0], "")
         else:
-            strategy = _STRATEGY.get(op, "")
-        granularity = _COARSE.get(op, "exact")
+            strategy = _BY_PARTITION if rw.coarse else _STRATEGY.get(op, "")
+        granularity = rw.coarse or _COARSE.get(op, "exact")
         return ExplainLine(self._depth + 1, b.simple_string(node), granularity, strategy)  # the root is depth 1
 
     def _prepare(self, node: JPlan) -> JPlan:
@@ -363,7 +366,7 @@ class Rewriter:
         for e in b.expressions(node):
             if b.contains_subquery(e):
                 self._check_subqueries(node, op, e)
-            for cls in b.expression_classes(e) if self._may_be_unsupported() else ():
+            for cls in b.expression_classes(e) if self._may_be_unsupported() and op not in PYTHON_UDTF else ():
                 if cls in _UNSUPPORTED_EXPRESSIONS:
                     raise UnsupportedOperation(_UNSUPPORTED_EXPRESSIONS[cls], self._where(node), f"in {op}")
 
@@ -857,6 +860,28 @@ class Rewriter:
             result = data.mapInArrow(P.arrow_batches(func, f"{_HANDLE}0"), schema, barrier=barrier)
         return self._python_output(node, result, [slot])
 
+    def rule_python_udtf(self, node: JPlan) -> Rewritten:
+        # Spark pairs the rows eval() yields with the input row it was called on, so
+        # each such row comes from that one row (1:N, like a generator). Rows yielded by
+        # terminate() come after the whole partition (Spark pairs them with its last
+        # row), and a table argument hands the function whole partitions: then every
+        # output row may come from any row of its input partition (coarse, as for
+        # mapInPandas: the input is computed once so both sides see the same partitions).
+        b = self.bridge
+        (child,) = b.children(node)
+        handler, takes_table = b.python_udtf(node)
+        inner = self.rewrite(child)
+        if not takes_table and not callable(getattr(handler, "terminate", None)):
+            passed = b.udtf_passed_columns(node) + [s.attr for s in inner.slots]
+            return Rewritten(b.udtf_generate(node, passed, inner.plan), inner.slots)
+        kept = self._kept(inner.plan)
+        slot = self._new_slot("group", self._side(b.node_name(node), b.partition_id(), Rewritten(kept, inner.slots)))
+        called = b.udtf_generate(node, b.udtf_passed_columns(node), kept)
+        plan = b.project(b.output(called) + [b.alias(b.partition_id(), slot.name)], called)
+        slot.attr = b.output(plan)[-1]
+        why = "takes a table argument" if takes_table else "has terminate()"
+        return Rewritten(plan, [slot], coarse=_UDTF_COARSE.format(why))
+
     def _python_output(self, node: JPlan, result, slots: list[Slot]) -> Rewritten:
         # the function's columns under the node's own attribute ids, so the operators
         # above still resolve, then the handles as group slots
@@ -913,6 +938,7 @@ RULES: dict[str, Callable[[Rewriter, JPlan], Rewritten]] = {
     "FlatMapGroupsInPandas": Rewriter.rule_flat_map_groups,
     "FlatMapCoGroupsInPandas": Rewriter.rule_flat_map_cogroups,
     "MapInPandas": Rewriter.rule_map_in_batches,
+    **dict.fromkeys(PYTHON_UDTF, Rewriter.rule_python_udtf),
     "MapInArrow": Rewriter.rule_map_in_batches,
 }
 

@@ -232,6 +232,29 @@ class Bridge:
         func, return_type = CloudPickleSerializer().loads(bytes(raw))
         return func, return_type, self.to_list(udf.children())
 
+    def python_udtf(self, node: JPlan) -> tuple[type, bool]:
+        """A Python UDTF node's handler class (unpickled as PySpark pickled it) and
+        whether it takes a table argument (``f(TABLE(t))``: whole partitions)."""
+        from pyspark.serializers import CloudPickleSerializer
+
+        udtf = node.udtf()
+        raw = udtf.func().command().toArray(self.jvm.scala.reflect.ClassTag.Byte())
+        table_args = udtf.tableArguments()
+        takes_table = not table_args.isEmpty() and any(self.to_list(table_args.get()))
+        return CloudPickleSerializer().loads(bytes(raw)), takes_table
+
+    def udtf_generate(self, node: JPlan, passed: list[JExpr], child: JPlan) -> JPlan:
+        """A Python UDTF node as the Generate it was before the optimizer took the call
+        out (a plan holding the extracted node is refused by the analyzer); ``passed``
+        child columns come through, followed by the function's. The optimizer extracts
+        the call again when the plan runs."""
+        wanted = {self.expr_id(a) for a in passed}
+        dropped = [i for i, a in enumerate(self.output(child)) if self.expr_id(a) not in wanted]
+        return self._logical.Generate(node.udtf(), self.seq(dropped), False, self.none(), node.resultAttrs(), child)
+
+    def udtf_passed_columns(self, node: JPlan) -> list[JExpr]:
+        return self.to_list(node.requiredChildOutput())
+
     def grouping_attributes(self, node: JPlan) -> list[JExpr]:
         return self.to_list(node.groupingAttributes())
 
