@@ -114,7 +114,6 @@ def test_errors_are_clear(spark, session, people, tmp_path):
         sp.LineageSession("not a session")
     w = Window.partitionBy("country").orderBy("amount")
     cases = {
-        "FlatMapGroupsInArrow": df.groupBy("country").applyInArrow(lambda t: t, df.schema),
         # found while rewriting, after work has started: nothing may be left behind
         "Window (lag IGNORE NULLS)": df.withColumn("r", F.row_number().over(w)).selectExpr(
             "*", "lag(amount) IGNORE NULLS OVER (PARTITION BY country ORDER BY r) AS prev"

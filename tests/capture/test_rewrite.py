@@ -4,8 +4,11 @@ empty inputs, LIMIT and rand() below a grouping operator, constants, unions."""
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 
 import pandas as pd
+import pyarrow as pa
+import pyarrow.compute as pc
 import pytest
 from pyspark.sql import functions as F
 
@@ -255,6 +258,49 @@ def test_python_functions_over_groups_and_partitions(session, keyed):
             (part,) = [p for p, ks in parts.items() if k in ks]
             assert lineage == {("t", x) for x in parts[part]}
         assert "1 coarse" in cap.explain().splitlines()[0]
+
+
+def test_python_functions_in_arrow_and_iterator_forms(spark, session, keyed):
+    # applyInArrow, and both APIs' iterator forms (chosen by PySpark from the type
+    # hints): each output row's lineage is its whole group, as for applyInPandas
+    groups = {(None,): {("t", 0), ("t", 1)}, ("a",): {("t", 2), ("t", 3)}, ("b",): {("t", 4)}}
+
+    def size_table(key, table):
+        return pa.table({"g": pa.array([key[0].as_py()], pa.string()), "n": [table.num_rows]})
+
+    def size_arrow_iter(key: tuple[pa.Scalar, ...], batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        n = sum(b.num_rows for b in batches)
+        yield pa.RecordBatch.from_pydict({"g": pa.array([key[0].as_py()], pa.string()), "n": pa.array([n], pa.int64())})
+
+    def size_pandas_iter(batches: Iterator[pd.DataFrame]) -> Iterator[pd.DataFrame]:
+        frames = list(batches)
+        yield pd.DataFrame({"g": [frames[0]["g"].iloc[0]], "n": [sum(len(f) for f in frames)]})
+
+    def largest(table):  # no key; the Table form
+        return table.take([pc.index(table.column("k"), pc.max(table.column("k"))).as_py()]).select(["g"])
+
+    by_g = keyed.groupBy("g")
+    queries = {
+        "aa": by_g.applyInArrow(size_table, "g string, n long"),
+        "aai": by_g.applyInArrow(size_arrow_iter, "g string, n long"),
+        "api": by_g.applyInPandas(size_pandas_iter, "g string, n long"),
+        "aal": by_g.applyInArrow(largest, "g string"),
+    }
+    for name, query in queries.items():
+        got = lineage_by_output(session.capture(query, name=name))
+        assert {k[:1]: v for k, v in got.items()} == groups, name
+        if name != "aal":
+            assert {k[0]: k[1] for k in got} == {None: 2, "a": 2, "b": 1}, name
+
+    other = session.source(spark.createDataFrame([(10, "a"), (12, "z")], "k int, g string"), "o")
+
+    def both(left, right):
+        return pa.table({"n": [left.num_rows * 10 + right.num_rows]})
+
+    cogrouped = by_g.cogroup(other.groupBy("g")).applyInArrow(both, "n long")
+    got = lineage_by_output(session.capture(cogrouped, name="coa"))
+    a_groups = {("t", 2), ("t", 3), ("o", 10)}
+    assert got == {(20,): groups[(None,)], (21,): a_groups, (10,): groups[("b",)], (1,): {("o", 12)}}
 
 
 class Tens:  # a Python UDTF: each call yields rows made from its argument alone

@@ -1,11 +1,12 @@
-"""Wrappers around the user's Python functions of applyInPandas and mapInPandas/mapInArrow.
+"""Wrappers around the user's Python functions of applyInPandas/applyInArrow and mapInPandas/mapInArrow.
 
 The functions are opaque: capture cannot see which input rows an output row came
 from. It calls them as the user's query does, on the same rows, and adds to every
 output row one column naming the rows it may depend on:
 
-* applyInPandas: the group (a handle computed in Spark and the same for all the
-  group's rows, copied from the input), so the lineage is every row of the group;
+* applyInPandas / applyInArrow (and their cogroup and iterator forms): the group (a
+  handle computed in Spark and the same for all the group's rows, copied from the
+  input), so the lineage is every row of the group;
 * mapInPandas / mapInArrow: the partition number, so the lineage is every row of the
   input partition (coarse, and ``explain()`` says so).
 
@@ -30,15 +31,39 @@ def _user_part(pdf, names: list[str], offset: int):
     return user
 
 
+def _user_arrow(data, names: list[str], offset: int):
+    # a pyarrow Table or RecordBatch: the function's columns under their names
+    return data.select(list(range(offset, offset + len(names)))).rename_columns(names)
+
+
 def _handle_of(pdf, handle: str):
     return pdf[handle].iloc[0] if len(pdf) else None  # an empty side of a cogroup: no rows
+
+
+def _arrow_handle_of(data, handle: str):
+    return data.column(handle)[0].as_py() if data.num_rows else None
+
+
+def _with_arrow_handles(out, handles: dict):
+    import pyarrow as pa
+
+    arrays = [pa.array([h] * out.num_rows, pa.string()) for h in handles.values()]
+    if isinstance(out, pa.RecordBatch):
+        return pa.RecordBatch.from_arrays([*out.columns, *arrays], names=[*out.schema.names, *handles])
+    for name, array in zip(handles, arrays):
+        out = out.append_column(name, array)
+    return out
+
+
+def _takes_key(func: Callable, data_args: int) -> bool:
+    return len(inspect.getfullargspec(func).args) == data_args + 1  # as PySpark decides: f(data) or f(key, data)
 
 
 def grouped_map(func: Callable, names: list[str], offset: int, handle: str) -> Callable:
     """``func`` of applyInPandas, called on columns ``offset .. offset+len(names)`` of
     the group under their original ``names``; every output row gets the group's
     ``handle`` (in column ``handle + "0"``)."""
-    with_key = len(inspect.getfullargspec(func).args) == 2  # as PySpark decides: f(pdf) or f(key, pdf)
+    with_key = _takes_key(func, 1)
 
     def wrapped(key, pdf):
         user = _user_part(pdf, names, offset)
@@ -49,16 +74,62 @@ def grouped_map(func: Callable, names: list[str], offset: int, handle: str) -> C
     return wrapped
 
 
-def cogrouped_map(func: Callable, left: list[str], right: list[str], offset: int, handle: str) -> Callable:
-    """``func`` of cogroup().applyInPandas; output rows get both groups' handles."""
-    with_key = len(inspect.getfullargspec(func).args) == 3  # f(l, r) or f(key, l, r)
+def grouped_map_iter(func: Callable, names: list[str], offset: int, handle: str, arrow: bool) -> Callable:
+    """``func`` of applyInPandas / applyInArrow in their iterator forms (batches of one
+    group in, batches out); the wrapper is annotated so PySpark picks that form too."""
+    import itertools
+    from typing import Any
+
+    import pandas as pd
+    import pyarrow as pa
+
+    with_key = _takes_key(func, 1)
+    user_part, handle_of = (_user_arrow, _arrow_handle_of) if arrow else (_user_part, _handle_of)
+
+    def wrapped(key, batches):
+        first = next(batches, None)
+        if first is None:
+            return
+        h = handle_of(first, handle)
+        user = (user_part(b, names, offset) for b in itertools.chain([first], batches))
+        for out in func(key, user) if with_key else func(user):
+            yield _with_arrow_handles(out, {f"{handle}0": h}) if arrow else out.assign(**{f"{handle}0": h})
+
+    batch = pa.RecordBatch if arrow else pd.DataFrame
+    wrapped.__annotations__ = {
+        "key": tuple[pa.Scalar, ...] if arrow else tuple[Any, ...],
+        "batches": Iterator[batch],
+        "return": Iterator[batch],
+    }
+    return wrapped
+
+
+def grouped_arrow(func: Callable, names: list[str], offset: int, handle: str) -> Callable:
+    """``func`` of applyInArrow (a Table per group), as ``grouped_map`` for pandas."""
+    with_key = _takes_key(func, 1)
+
+    def wrapped(key, table):
+        user = _user_arrow(table, names, offset)
+        out = func(key, user) if with_key else func(user)
+        return _with_arrow_handles(out, {f"{handle}0": _arrow_handle_of(table, handle)})
+
+    return wrapped
+
+
+def cogrouped_map(
+    func: Callable, left: list[str], right: list[str], offset: int, handle: str, arrow: bool = False
+) -> Callable:
+    """``func`` of cogroup().applyInPandas / applyInArrow; output rows get both groups' handles."""
+    with_key = _takes_key(func, 2)
+    user_part, handle_of = (_user_arrow, _arrow_handle_of) if arrow else (_user_part, _handle_of)
 
     def wrapped(key, lp, rp):  # three parameters: PySpark then passes the key too
-        lu, ru = _user_part(lp, left, offset), _user_part(rp, right, offset)
-        out = (func(key, lu, ru) if with_key else func(lu, ru)).copy()
-        out[f"{handle}0"] = _handle_of(lp, handle)
-        out[f"{handle}1"] = _handle_of(rp, handle)
-        return out
+        lu, ru = user_part(lp, left, offset), user_part(rp, right, offset)
+        out = func(key, lu, ru) if with_key else func(lu, ru)
+        handles = {f"{handle}0": handle_of(lp, handle), f"{handle}1": handle_of(rp, handle)}
+        if arrow:
+            return _with_arrow_handles(out, handles)
+        return out.copy().assign(**handles)
 
     return wrapped
 

@@ -29,6 +29,7 @@ from typing import Any
 from pyspark.sql import Column, Window
 from pyspark.sql import functions as F
 from pyspark.sql.types import IntegerType, StringType, StructField, StructType
+from pyspark.util import PythonEvalType
 
 from ..errors import UnsupportedOperation
 from ..plan.catalyst import Bridge, JExpr, JPlan
@@ -145,7 +146,7 @@ _STRATEGY = {
     "Generate": "1:N: each generated row keeps its input row's slots",
     "Expand": "1:N: each copy keeps its input row's slots",
     **dict.fromkeys(
-        ("FlatMapGroupsInPandas", "FlatMapCoGroupsInPandas"),
+        ("FlatMapGroupsInPandas", "FlatMapCoGroupsInPandas", "FlatMapGroupsInArrow", "FlatMapCoGroupsInArrow"),
         "group: the group's handle copied through the Python function; side relation (handle, input slots)",
     ),
     **dict.fromkeys(("MapInPandas", "MapInArrow"), _BY_PARTITION),
@@ -166,6 +167,7 @@ _COARSE = {
     for op in ("MapInPandas", "MapInArrow")
 }
 _HANDLE = "__sp_handle"
+_GROUPED_ITER = (PythonEvalType.SQL_GROUPED_MAP_PANDAS_ITER_UDF, PythonEvalType.SQL_GROUPED_MAP_ARROW_ITER_UDF)
 _SUBQUERY_STRATEGY = "scalar subquery: its lineage stored once; rows carry a reference"
 
 _UDTF_COARSE = "coarse: the Python UDTF {}; every row of its input partition"
@@ -785,22 +787,29 @@ class Rewriter:
 
     # ---- Python functions over groups and partitions ------------------------------
     def rule_flat_map_groups(self, node: JPlan) -> Rewritten:
-        # applyInPandas: an output row may come from any row of its group. Each input
-        # row gets the group's handle (see _keyed_input), the wrapper copies it to the
-        # group's output rows, and the side relation maps it back to the group's rows.
+        # applyInPandas / applyInArrow: an output row may come from any row of its
+        # group. Each input row gets the group's handle (see _keyed_input), the wrapper
+        # copies it to the group's output rows, and the side relation maps it back to
+        # the group's rows. The function is called in the form the user's call used.
         b = self.bridge
         (child,) = b.children(node)
         func, _, args = b.python_function(node)
         grouping = b.grouping_attributes(node)
         keyed, slot = self._keyed_input(node, grouping, args, self._rewrite_stable(child, node))
-        wrapped = P.grouped_map(func, [b.attr_name(a) for a in args], len(grouping), _HANDLE)
-        keys = keyed.columns[: len(grouping)]
-        result = keyed.groupBy(*keys).applyInPandas(wrapped, self._python_schema(node, StringType()))
+        names, offset = [b.attr_name(a) for a in args], len(grouping)
+        arrow = b.node_name(node) == "FlatMapGroupsInArrow"
+        if b.python_eval_type(node) in _GROUPED_ITER:
+            wrapped = P.grouped_map_iter(func, names, offset, _HANDLE, arrow)
+        else:
+            wrapped = (P.grouped_arrow if arrow else P.grouped_map)(func, names, offset, _HANDLE)
+        grouped = keyed.groupBy(*keyed.columns[:offset])
+        schema = self._python_schema(node, StringType())
+        result = grouped.applyInArrow(wrapped, schema) if arrow else grouped.applyInPandas(wrapped, schema)
         return self._python_output(node, result, [slot])
 
     def rule_flat_map_cogroups(self, node: JPlan) -> Rewritten:
-        # cogroup().applyInPandas: an output row may come from any row of both groups
-        # with its key; each side's group is named as for applyInPandas.
+        # cogroup().applyInPandas / applyInArrow: an output row may come from any row of
+        # both groups with its key; each side's group is named as for applyInPandas.
         b = self.bridge
         func, _, _ = b.python_function(node)
         sides, slots, names = [], [], []
@@ -810,9 +819,12 @@ class Rewriter:
             sides.append(keyed.groupBy(*keyed.columns[:n]))
             slots.append(slot)
             names.append([b.attr_name(a) for a in out[n:]])
-        wrapped = P.cogrouped_map(func, names[0], names[1], node.leftGroupingLen(), _HANDLE)
+        arrow = b.node_name(node) == "FlatMapCoGroupsInArrow"
+        wrapped = P.cogrouped_map(func, names[0], names[1], node.leftGroupingLen(), _HANDLE, arrow)
         schema = self._python_schema(node, StringType(), StringType())
-        return self._python_output(node, sides[0].cogroup(sides[1]).applyInPandas(wrapped, schema), slots)
+        cogrouped = sides[0].cogroup(sides[1])
+        result = cogrouped.applyInArrow(wrapped, schema) if arrow else cogrouped.applyInPandas(wrapped, schema)
+        return self._python_output(node, result, slots)
 
     def _keyed_input(self, node: JPlan, grouping: list[JExpr], args: list[JExpr], inner: Rewritten):
         """The grouped function's input as a DataFrame of keys, arguments and a group
@@ -935,8 +947,8 @@ RULES: dict[str, Callable[[Rewriter, JPlan], Rewritten]] = {
     "Generate": Rewriter.rule_generate,
     "Expand": Rewriter.rule_expand,
     "Window": Rewriter.rule_window,
-    "FlatMapGroupsInPandas": Rewriter.rule_flat_map_groups,
-    "FlatMapCoGroupsInPandas": Rewriter.rule_flat_map_cogroups,
+    **dict.fromkeys(("FlatMapGroupsInPandas", "FlatMapGroupsInArrow"), Rewriter.rule_flat_map_groups),
+    **dict.fromkeys(("FlatMapCoGroupsInPandas", "FlatMapCoGroupsInArrow"), Rewriter.rule_flat_map_cogroups),
     "MapInPandas": Rewriter.rule_map_in_batches,
     **dict.fromkeys(PYTHON_UDTF, Rewriter.rule_python_udtf),
     "MapInArrow": Rewriter.rule_map_in_batches,

@@ -232,6 +232,11 @@ class Bridge:
         func, return_type = CloudPickleSerializer().loads(bytes(raw))
         return func, return_type, self.to_list(udf.children())
 
+    @staticmethod
+    def python_eval_type(node: JPlan) -> int:
+        """How PySpark calls a node's Python function (``pyspark.util.PythonEvalType``)."""
+        return int(node.functionExpr().evalType())
+
     def python_udtf(self, node: JPlan) -> tuple[type, bool]:
         """A Python UDTF node's handler class (unpickled as PySpark pickled it) and
         whether it takes a table argument (``f(TABLE(t))``: whole partitions)."""
