@@ -10,6 +10,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 import pytest
+from pyspark.sql import Observation
 from pyspark.sql import functions as F
 
 import sparkprov as sp
@@ -54,6 +55,10 @@ def test_limit_and_rand_below_grouping(session, keyed):
         (None, 2): {("t", 0), ("t", 1)},
         ("a", 1): {("t", 2)},
     }
+    # OFFSET skips rows by order, as LIMIT keeps them
+    skipped = keyed.orderBy("k").offset(2).groupBy("g").agg(F.count("*").alias("n"))
+    got = lineage_by_output(session.capture(skipped, name="off"))
+    assert got == {("a", 2): {("t", 2), ("t", 3)}, ("b", 1): {("t", 4)}}
     sampled = keyed.where(F.rand(7) < 0.6).agg(F.collect_list("k").alias("ks"))
     cap = session.capture(sampled, name="rand")
     (row,) = cap.output.collect()
@@ -387,7 +392,7 @@ def test_cogrouped_python_function(spark, session, keyed):
     }
 
 
-def test_pivot_unpivot_cache_and_hints(session, keyed):
+def test_pivot_unpivot_cache_hints_and_observe(session, keyed):
     pivoted = keyed.groupBy("g").pivot("k", [0, 2, 4]).agg(F.max("x"))
     got = lineage_by_output(session.capture(pivoted, name="pivot"))
     # a pivoted row is its group: every row with that g, whichever k they have
@@ -397,8 +402,11 @@ def test_pivot_unpivot_cache_and_hints(session, keyed):
         "b": {("t", 4)},
     }
     long = keyed.unpivot("k", ["x"], "name", "value").cache()
-    got = lineage_by_output(session.capture(long.hint("broadcast").where("k < 2"), name="unpivot"))
+    seen = Observation("seen")
+    observed = long.hint("broadcast").observe(seen, F.count(F.lit(1)).alias("rows")).where("k < 2")
+    got = lineage_by_output(session.capture(observed, name="unpivot"))
     assert got == {(0, "x", 1.0): {("t", 0)}, (1, "x", -0.0): {("t", 1)}}
+    assert seen.get == {"rows": 5}  # df.observe() still reports to the user
     long.unpersist()
 
 

@@ -111,6 +111,8 @@ PASS_THROUGH = (
     "View",
     "GlobalLimit",
     "LocalLimit",
+    "Offset",  # the rows kept depend on the order, as for LIMIT; see _nondeterminism
+    "CollectMetrics",  # df.observe(): metrics over the rows that pass
     "Repartition",  # repartition(n), coalesce(n)
     "RepartitionByExpression",  # repartition(n, cols), DISTRIBUTE BY
     "ResolvedHint",  # broadcast() and other hints: kept, so the planner still sees them
@@ -767,11 +769,13 @@ class Rewriter:
             return "a non-deterministic expression"
         if b.has_pattern(node, "LIMIT"):
             return "LIMIT"
-        if self.classes is not None and self.classes.isdisjoint(("Sample", "AttachDistributedSequence")):
+        if self.classes is not None and self.classes.isdisjoint(("Sample", "AttachDistributedSequence", "Offset")):
             return None
         op = b.node_name(node)
         if op in ("GlobalLimit", "LocalLimit"):
             return "LIMIT"
+        if op == "Offset":
+            return "OFFSET"
         if op == "Sample":
             return "sample"
         if op == "AttachDistributedSequence":  # numbers rows in the order they arrive
