@@ -206,6 +206,25 @@ def test_partitioned_parquet_and_awkward_names(spark, session, tmp_path):
     assert src.columns == ["x", "x", "_sp_rid"] and src.count() == 2  # the source's own names
 
 
+def test_checkpoints_keep_or_cut_lineage(spark, session, tmp_path):
+    orders = session.source(
+        spark.createDataFrame([(1, "NL", 5), (2, "NL", -1), (3, "BE", 7), (4, "NL", 9)], "id int, c string, n int"),
+        "orders",
+    )
+    # session.checkpoint: stored like df.checkpoint(), and traced through
+    stage = session.checkpoint(orders.where("n > 0"), "stage")
+    cap = session.capture(stage.groupBy("c").agg(F.sum("n").alias("total")), name="totals")
+    (nl,) = cap.output.where("c = 'NL'").collect()
+    through = cap.backward([nl["_sp_rid"]], end_to_end=True)
+    assert list(through) == ["stage/orders"]
+    assert sorted(r["id"] for r in through["stage/orders"].collect()) == [1, 4]
+    # df.localCheckpoint() cuts the plan: lineage stops at its rows, and explain() says so
+    cut = session.capture(orders.where("n > 0").localCheckpoint().groupBy("c").count(), name="cut")
+    (src,) = cut.sources
+    assert src != "orders"
+    assert "a checkpoint" in cut.explain()
+
+
 def test_pipeline_of_captures_traces_end_to_end(spark, session, tmp_path):
     orders = spark.createDataFrame(
         [(1, "NL", 5), (2, "NL", -1), (3, "BE", 7), (4, "NL", 9), (5, "BE", 2)], "id int, country string, amount int"

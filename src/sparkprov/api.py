@@ -15,6 +15,7 @@
 from __future__ import annotations
 
 import os
+import uuid
 from dataclasses import dataclass
 from typing import Any
 
@@ -244,6 +245,23 @@ class LineageSession:
                 )
             write = Write(str(path) if path is not None else None, table, mode)
         return Capture(self, self._capture(df, name, write=write))
+
+    def checkpoint(self, df: DataFrame, name: str) -> DataFrame:
+        """``df`` computed once and stored, as ``df.checkpoint()`` does, but traceable.
+
+        ``df.checkpoint()`` cuts the plan, so a capture over its result starts at its
+        rows. This captures ``df`` under ``name``, writing its rows into the store, and
+        returns a DataFrame reading them: a later capture over it traces on through
+        ``name`` with ``backward(..., end_to_end=True)`` and ``forward(..., end_to_end=True)``.
+
+        >>> stage = session.checkpoint(df.where("v > 1"), "stage")  # doctest: +SKIP
+        >>> cap = session.capture(stage.groupBy("k").count(), "counts")  # doctest: +SKIP
+        >>> list(cap.backward([0], end_to_end=True))  # doctest: +SKIP
+        ['stage/dataframe_0']
+        """
+        path = self.store.root / "checkpoints" / f"{check_name(name)}-{uuid.uuid4().hex}"
+        self.capture(df, name, path=path)
+        return self.spark.read.parquet(str(path))
 
     def _capture(self, df: DataFrame, name: str, by_occurrence: bool = False, write: Write | None = None) -> dict:
         return run_capture(self._bridge, self.store, df, name, self._named, by_occurrence, write)

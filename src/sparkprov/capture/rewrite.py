@@ -269,6 +269,11 @@ class Rewriter:
                 use = self.sources[self.instances[rw.slots[0].ref].source]
                 if use.info.kind == "parquet":
                     strategy = f"source {use.info.name}: rid = file number and Parquet row index, read in place"
+                elif b.is_checkpoint(node):
+                    strategy = (
+                        f"source {use.info.name}: a checkpoint, which cut the plan: lineage stops at its rows "
+                        "(session.checkpoint() keeps it)"
+                    )
                 else:
                     strategy = f"source {use.info.name}: rid = position in a Parquet copy made at capture"
         elif op == "Join":
@@ -514,6 +519,8 @@ class Rewriter:
             return self._unique(S.display_path(b.root_paths(fs)))
         if fmt == "range":
             return self._unique(f"range_{len(self.sources)}")
+        if b.is_checkpoint(leaf):
+            return self._unique(f"checkpoint_{len(self.sources)}")
         return self._unique(f"dataframe_{len(self.sources)}")
 
     def _unique(self, name: str) -> str:

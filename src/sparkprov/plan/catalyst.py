@@ -232,6 +232,10 @@ class Bridge:
         func, return_type = CloudPickleSerializer().loads(bytes(raw))
         return func, return_type, self.to_list(udf.children())
 
+    def is_checkpoint(self, leaf: JPlan) -> bool:
+        """Whether a leaf is the result of ``df.checkpoint()`` / ``localCheckpoint()``."""
+        return self.node_name(leaf) == "LogicalRDD" and bool(leaf.rdd().isCheckpointed())
+
     @staticmethod
     def python_eval_type(node: JPlan) -> int:
         """How PySpark calls a node's Python function (``pyspark.util.PythonEvalType``)."""
