@@ -303,9 +303,12 @@ class Rewriter:
                     "uncorrelated EXISTS", self._where(node), "its subquery reads the same relation as the query"
                 )
             node = b.filter_semi_joins(node, exists, rest)
-        for plan in self._subquery_plans(node):
-            if self._has_except_all(plan):
-                raise UnsupportedOperation("EXCEPT ALL inside a subquery expression", self._where(node))
+        if any(self._has_except_all(plan) for plan in self._subquery_plans(node)):
+            if b.node_name(node) not in _SUBQUERY_HOSTS:
+                raise UnsupportedOperation(
+                    f"EXCEPT ALL inside a subquery expression of {b.node_name(node)}", self._where(node)
+                )
+            node = b.map_subquery_plans(node, lambda p: self._prepare(p) if self._has_except_all(p) else p)
         return node
 
     def _has_except_all(self, node: JPlan) -> bool:

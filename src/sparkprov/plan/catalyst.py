@@ -17,6 +17,7 @@ Supported: PySpark 4.3 in classic mode (not Spark Connect).
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from typing import Any
 
 from pyspark.sql import DataFrame, SparkSession
@@ -174,20 +175,44 @@ class Bridge:
         target = self.expr_id(subquery)
         replacement = subquery.withNewPlan(plan)
 
-        def swap(e: JExpr) -> JExpr:
+        def swap(e: JExpr) -> JExpr | None:
             if self.node_name(e) == "ScalarSubquery" and self.expr_id(e) == target:
                 return replacement
+            return None
+
+        return self._map_expressions(node, swap)
+
+    def map_subquery_plans(self, node: JPlan, fn: Callable[[JPlan], JPlan]) -> JPlan:
+        """``node`` (Filter, Project or Aggregate) with every subquery expression's plan
+        ``p`` replaced by ``fn(p)`` (``fn`` returns ``p`` itself to keep it)."""
+        cls = self.jvm.java.lang.Class.forName(f"{_CAT}.expressions.SubqueryExpression")
+
+        def swap(e: JExpr) -> JExpr | None:
+            if not cls.isInstance(e):
+                return None
+            plan = e.plan()
+            new = fn(plan)
+            return e if new is plan else e.withNewPlan(new)
+
+        return self._map_expressions(node, swap)
+
+    def _map_expressions(self, node: JPlan, swap: Callable[[JExpr], JExpr | None]) -> JPlan:
+        # the expressions of node, rebuilt where swap(e) gives a replacement (None: look inside e)
+        def walk(e: JExpr) -> JExpr:
+            found = swap(e)
+            if found is not None:
+                return found
             kids = self.to_list(e.children())
-            new = [swap(k) for k in kids]
+            new = [walk(k) for k in kids]
             return e.withNewChildren(self.seq(new)) if any(n is not k for n, k in zip(new, kids)) else e
 
         op = self.node_name(node)
         if op == "Filter":
-            return node.copy(swap(node.condition()), node.child())
+            return node.copy(walk(node.condition()), node.child())
         if op == "Project":
-            return node.copy(self.seq([swap(e) for e in self.project_list(node)]), node.child())
+            return node.copy(self.seq([walk(e) for e in self.project_list(node)]), node.child())
         if op == "Aggregate":
-            exprs = [swap(e) for e in self.aggregate_expressions(node)]
+            exprs = [walk(e) for e in self.aggregate_expressions(node)]
             return self._logical.Aggregate(node.groupingExpressions(), self.seq(exprs), node.child(), node.hint())
         raise ValueError(f"cannot replace a subquery in {op}")
 
