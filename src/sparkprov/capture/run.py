@@ -134,26 +134,30 @@ def _run_rewritten(bridge, name, capture_id, data, out, rewriter, write: Write |
         keep=keep,
     )
 
-    rows = spark.read.parquet(output_path).select(F.col(RID).alias(OUT), *slot_names)
-    pairs = source_pairs(rows, slots, graph)
-    # One job writes the pairs of every source, partitioned by source number.
-    parts = [part.withColumn(SRC, F.lit(index)) for index, found in pairs.items() for part in found]
-    lineage_path = str(data / "lineage")
-    operators = sorted({bridge.node_name(n) for n in _nodes(bridge, rewriter.optimized)})
-    # With one scan and no join, every (output, input) path is unique: no duplicates to remove.
-    unique = len(rewriter.instances) == 1 and "Join" not in operators
-    if parts:
-        union_pairs(parts, distinct=not unique).write.partitionBy(SRC).parquet(lineage_path)
-    else:  # e.g. a global aggregate over an empty input: no pairs at all
-        spark.createDataFrame([], PAIRS_SCHEMA).write.parquet(lineage_path)
-    # Lineage of scalar subquery results: stored once, referenced from the pairs above.
-    referenced = {-src - 1 for src in pairs if src < 0}
-    shared_path = None
-    if referenced:
-        shared_path = str(data / "shared")
-        shared = shared_pairs(referenced, graph)
-        table = union_pairs(shared) if shared else spark.createDataFrame([], SHARED_SCHEMA)
-        table.write.parquet(shared_path)
+    # Pair tables can be much larger than the query's own shuffles (an output row
+    # times its inputs): more, smaller partitions to start with keep each task's
+    # distinct within memory, and adaptive execution merges the small ones again.
+    with bridge.settings({_INITIAL_PARTITIONS: str(max(LINEAGE_PARTITIONS, _shuffle_partitions(spark)))}):
+        rows = spark.read.parquet(output_path).select(F.col(RID).alias(OUT), *slot_names)
+        pairs = source_pairs(rows, slots, graph)
+        # One job writes the pairs of every source, partitioned by source number.
+        parts = [part.withColumn(SRC, F.lit(index)) for index, found in pairs.items() for part in found]
+        lineage_path = str(data / "lineage")
+        operators = sorted({bridge.node_name(n) for n in _nodes(bridge, rewriter.optimized)})
+        # With one scan and no join, every (output, input) path is unique: no duplicates to remove.
+        unique = len(rewriter.instances) == 1 and "Join" not in operators
+        if parts:
+            union_pairs(parts, distinct=not unique).write.partitionBy(SRC).parquet(lineage_path)
+        else:  # e.g. a global aggregate over an empty input: no pairs at all
+            spark.createDataFrame([], PAIRS_SCHEMA).write.parquet(lineage_path)
+        # Lineage of scalar subquery results: stored once, referenced from the pairs above.
+        referenced = {-src - 1 for src in pairs if src < 0}
+        shared_path = None
+        if referenced:
+            shared_path = str(data / "shared")
+            shared = shared_pairs(referenced, graph)
+            table = union_pairs(shared) if shared else spark.createDataFrame([], SHARED_SCHEMA)
+            table.write.parquet(shared_path)
     shutil.rmtree(work, ignore_errors=True)
 
     return {
@@ -172,6 +176,14 @@ def _run_rewritten(bridge, name, capture_id, data, out, rewriter, write: Write |
         "explain": [line.to_json() for line in rewriter.report],
         "written": written,
     }
+
+
+_INITIAL_PARTITIONS = "spark.sql.adaptive.coalescePartitions.initialPartitionNum"
+LINEAGE_PARTITIONS = 64  # at least this many shuffle partitions (before merging) for lineage jobs
+
+
+def _shuffle_partitions(spark) -> int:
+    return int(spark.conf.get("spark.sql.shuffle.partitions"))
 
 
 _PART = re.compile(r"^part-(\d+)-")

@@ -17,7 +17,8 @@ Supported: PySpark 4.3 in classic mode (not Spark Connect).
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import Any
 
 from pyspark.sql import DataFrame, SparkSession
@@ -584,18 +585,26 @@ class Bridge:
         """
         conf = self.jsession.sessionState().conf()
         before = conf.getConfString(_EXCLUDED_RULES, "")
-        settings = {
-            _EXCLUDED_RULES: ",".join([r for r in before.split(",") if r] + list(_HIDING_RULES)),
-            # the newer decorrelation joins a correlated subquery with the distinct
-            # outer values it needs, re-read from the outer relation: those rows would
-            # enter the lineage of every row sharing the value
-            _DECORRELATE: "false",
-        }
-        saved = {k: conf.getConfString(k) if conf.contains(k) else None for k in settings}
-        for k, v in settings.items():
+        with self.settings(
+            {
+                _EXCLUDED_RULES: ",".join([r for r in before.split(",") if r] + list(_HIDING_RULES)),
+                # the newer decorrelation joins a correlated subquery with the distinct
+                # outer values it needs, re-read from the outer relation: those rows would
+                # enter the lineage of every row sharing the value
+                _DECORRELATE: "false",
+            }
+        ):
+            return self.jsession.sessionState().optimizer().execute(plan.clone())
+
+    @contextmanager
+    def settings(self, values: dict[str, str]) -> Iterator[None]:
+        """SQL settings changed for the duration of a block, then restored."""
+        conf = self.jsession.sessionState().conf()
+        saved = {k: conf.getConfString(k) if conf.contains(k) else None for k in values}
+        for k, v in values.items():
             conf.setConfString(k, v)
         try:
-            return self.jsession.sessionState().optimizer().execute(plan.clone())
+            yield
         finally:
             for k, v in saved.items():
                 if v is None:
