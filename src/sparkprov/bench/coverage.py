@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from ..errors import UnsupportedOperation
+from ..plan.catalyst import Bridge
 from . import checks, tpcds, tpch
 
 if TYPE_CHECKING:
@@ -164,23 +165,13 @@ def run(
     data = s.generate(sf, data_dir)
     s.register(spark, data)
     results = []
-    before = {key: spark.conf.get(key, None) for key, _ in s.conf}
-    try:
-        for key, value in s.conf:
-            spark.conf.set(key, value)
-        with tempfile.TemporaryDirectory(prefix="sparkprov-coverage-") as store:
-            session = sp.LineageSession(spark, store=store)
-            for q in wanted:
-                entry = check_query(spark, session, data, s, q)
-                results.append(entry)
-                if progress:
-                    progress(entry)
-    finally:
-        for key, value in before.items():
-            if value is None:
-                spark.conf.unset(key)
-            else:
-                spark.conf.set(key, value)
+    with Bridge(spark).settings(dict(s.conf)), tempfile.TemporaryDirectory(prefix="sparkprov-coverage-") as store:
+        session = sp.LineageSession(spark, store=store)
+        for q in wanted:
+            entry = check_query(spark, session, data, s, q)
+            results.append(entry)
+            if progress:
+                progress(entry)
     board = scoreboard(results)
     board.update(suite=suite_name, sf=sf)
     return board
