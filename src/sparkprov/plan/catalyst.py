@@ -251,12 +251,16 @@ class Bridge:
     def python_function(self, node: JPlan) -> tuple[Any, Any, list[JExpr]]:
         """The user's Python function of applyInPandas / mapInPandas / mapInArrow:
         ``(function, return type, argument expressions)``, unpickled as PySpark pickled it."""
+        udf = node.functionExpr()
+        func, return_type = self._unpickled(udf.func())
+        return func, return_type, self.to_list(udf.children())
+
+    def _unpickled(self, python_function: Any) -> Any:
+        # what PySpark pickled into a JVM PythonFunction: (function, type) or a UDTF class
         from pyspark.serializers import CloudPickleSerializer
 
-        udf = node.functionExpr()
-        raw = udf.func().command().toArray(self.jvm.scala.reflect.ClassTag.Byte())
-        func, return_type = CloudPickleSerializer().loads(bytes(raw))
-        return func, return_type, self.to_list(udf.children())
+        raw = python_function.command().toArray(self.jvm.scala.reflect.ClassTag.Byte())
+        return CloudPickleSerializer().loads(bytes(raw))
 
     def is_checkpoint(self, leaf: JPlan) -> bool:
         """Whether a leaf is the result of ``df.checkpoint()`` / ``localCheckpoint()``."""
@@ -270,13 +274,10 @@ class Bridge:
     def python_udtf(self, node: JPlan) -> tuple[type, bool]:
         """A Python UDTF node's handler class (unpickled as PySpark pickled it) and
         whether it takes a table argument (``f(TABLE(t))``: whole partitions)."""
-        from pyspark.serializers import CloudPickleSerializer
-
         udtf = node.udtf()
-        raw = udtf.func().command().toArray(self.jvm.scala.reflect.ClassTag.Byte())
         table_args = udtf.tableArguments()
         takes_table = not table_args.isEmpty() and any(self.to_list(table_args.get()))
-        return CloudPickleSerializer().loads(bytes(raw)), takes_table
+        return self._unpickled(udtf.func()), takes_table
 
     def udtf_generate(self, node: JPlan, passed: list[JExpr], child: JPlan) -> JPlan:
         """A Python UDTF node as the Generate it was before the optimizer took the call
