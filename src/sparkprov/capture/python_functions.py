@@ -55,21 +55,32 @@ def _with_arrow_handles(out, handles: dict):
     return out
 
 
+def _with_pandas_handles(out, handles: dict):
+    return out.assign(**handles)  # a new frame: the function's own is left as it was
+
+
+def _form(arrow: bool):
+    # how to take the function's columns, read a handle and add handles, per data form
+    if arrow:
+        return _user_arrow, _arrow_handle_of, _with_arrow_handles
+    return _user_part, _handle_of, _with_pandas_handles
+
+
 def _takes_key(func: Callable, data_args: int) -> bool:
     return len(inspect.getfullargspec(func).args) == data_args + 1  # as PySpark decides: f(data) or f(key, data)
 
 
-def grouped_map(func: Callable, names: list[str], offset: int, handle: str) -> Callable:
-    """``func`` of applyInPandas, called on columns ``offset .. offset+len(names)`` of
-    the group under their original ``names``; every output row gets the group's
-    ``handle`` (in column ``handle + "0"``)."""
+def grouped_map(func: Callable, names: list[str], offset: int, handle: str, arrow: bool = False) -> Callable:
+    """``func`` of applyInPandas (or applyInArrow: a Table per group), called on columns
+    ``offset .. offset+len(names)`` of the group under their original ``names``; every
+    output row gets the group's ``handle`` (in column ``handle + "0"``)."""
     with_key = _takes_key(func, 1)
+    user_part, handle_of, with_handles = _form(arrow)
 
-    def wrapped(key, pdf):
-        user = _user_part(pdf, names, offset)
-        out = (func(key, user) if with_key else func(user)).copy()
-        out[f"{handle}0"] = _handle_of(pdf, handle)
-        return out
+    def wrapped(key, data):
+        user = user_part(data, names, offset)
+        out = func(key, user) if with_key else func(user)
+        return with_handles(out, {f"{handle}0": handle_of(data, handle)})
 
     return wrapped
 
@@ -84,16 +95,16 @@ def grouped_map_iter(func: Callable, names: list[str], offset: int, handle: str,
     import pyarrow as pa
 
     with_key = _takes_key(func, 1)
-    user_part, handle_of = (_user_arrow, _arrow_handle_of) if arrow else (_user_part, _handle_of)
+    user_part, handle_of, with_handles = _form(arrow)
 
     def wrapped(key, batches):
         first = next(batches, None)
         if first is None:
             return
-        h = handle_of(first, handle)
+        handles = {f"{handle}0": handle_of(first, handle)}
         user = (user_part(b, names, offset) for b in itertools.chain([first], batches))
         for out in func(key, user) if with_key else func(user):
-            yield _with_arrow_handles(out, {f"{handle}0": h}) if arrow else out.assign(**{f"{handle}0": h})
+            yield with_handles(out, handles)
 
     batch = pa.RecordBatch if arrow else pd.DataFrame
     wrapped.__annotations__ = {
@@ -104,32 +115,17 @@ def grouped_map_iter(func: Callable, names: list[str], offset: int, handle: str,
     return wrapped
 
 
-def grouped_arrow(func: Callable, names: list[str], offset: int, handle: str) -> Callable:
-    """``func`` of applyInArrow (a Table per group), as ``grouped_map`` for pandas."""
-    with_key = _takes_key(func, 1)
-
-    def wrapped(key, table):
-        user = _user_arrow(table, names, offset)
-        out = func(key, user) if with_key else func(user)
-        return _with_arrow_handles(out, {f"{handle}0": _arrow_handle_of(table, handle)})
-
-    return wrapped
-
-
 def cogrouped_map(
     func: Callable, left: list[str], right: list[str], offset: int, handle: str, arrow: bool = False
 ) -> Callable:
     """``func`` of cogroup().applyInPandas / applyInArrow; output rows get both groups' handles."""
     with_key = _takes_key(func, 2)
-    user_part, handle_of = (_user_arrow, _arrow_handle_of) if arrow else (_user_part, _handle_of)
+    user_part, handle_of, with_handles = _form(arrow)
 
     def wrapped(key, lp, rp):  # three parameters: PySpark then passes the key too
         lu, ru = user_part(lp, left, offset), user_part(rp, right, offset)
         out = func(key, lu, ru) if with_key else func(lu, ru)
-        handles = {f"{handle}0": handle_of(lp, handle), f"{handle}1": handle_of(rp, handle)}
-        if arrow:
-            return _with_arrow_handles(out, handles)
-        return out.copy().assign(**handles)
+        return with_handles(out, {f"{handle}0": handle_of(lp, handle), f"{handle}1": handle_of(rp, handle)})
 
     return wrapped
 

@@ -815,7 +815,7 @@ class Rewriter:
         if b.python_eval_type(node) in _GROUPED_ITER:
             wrapped = P.grouped_map_iter(func, names, offset, _HANDLE, arrow)
         else:
-            wrapped = (P.grouped_arrow if arrow else P.grouped_map)(func, names, offset, _HANDLE)
+            wrapped = P.grouped_map(func, names, offset, _HANDLE, arrow)
         grouped = keyed.groupBy(*keyed.columns[:offset])
         schema = self._python_schema(node, StringType())
         result = grouped.applyInArrow(wrapped, schema) if arrow else grouped.applyInPandas(wrapped, schema)
