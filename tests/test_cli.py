@@ -1,10 +1,12 @@
-"""The command line: listing captures without Spark, and the demo's pipeline."""
+"""The command line: listing and tracing captures without Spark, and the demo's pipeline."""
 
 from __future__ import annotations
 
 import json
 import subprocess
 import sys
+
+from pyspark.sql import functions as F
 
 from sparkprov import demo
 
@@ -16,7 +18,10 @@ def sparkprov_cli(*args: str) -> subprocess.CompletedProcess:
 
 
 def test_captures_lists_the_store_without_spark(session, spark, tmp_path):
-    empty = sparkprov_cli("captures", "--store", str(tmp_path / "empty"))
+    missing = sparkprov_cli("captures", "--store", str(tmp_path / "missing"))
+    assert missing.returncode == 1 and missing.stderr.startswith("sparkprov: error: no sparkprov store at")
+    assert not (tmp_path / "missing").exists()  # listing does not create a store
+    empty = sparkprov_cli("captures", "--store", str(session.store.root))
     assert empty.returncode == 0 and "no captures" in empty.stdout
     session.capture(spark.range(3), name="three")
     listed = sparkprov_cli("captures", "--store", str(session.store.root), "--json")
@@ -24,6 +29,35 @@ def test_captures_lists_the_store_without_spark(session, spark, tmp_path):
     (entry,) = json.loads(listed.stdout)
     assert entry["name"] == "three" and entry["version"] == 1 and entry["sources"] == ["range_0"]
     assert "SparkSession" not in listed.stderr
+
+
+def test_trace_commands_answer_from_the_store(session, spark):
+    df = spark.createDataFrame([("a", 1), ("a", 2), ("b", 5), ("c", 7)], "k string, v int")
+    session.source(df, "numbers")
+    session.capture(df.groupBy("k").agg(F.sum("v").alias("total")), name="sums")
+    store = str(session.store.root)
+    back = sparkprov_cli("trace", "backward", "sums", "--where", "total < 5", "--store", store, "--json")
+    assert back.returncode == 0, back.stderr
+    answer = json.loads(back.stdout)
+    assert answer["engine"] == "embedded" and answer["matched"] == 1
+    rows = answer["relations"]["numbers"]["rows"]
+    assert [(r["k"], r["v"]) for r in rows] == [("a", 1), ("a", 2)]
+    fwd = sparkprov_cli("trace", "forward", "sums", "--source", "numbers", "--where", "v > 4", "--store", store)
+    assert fwd.returncode == 0, fwd.stderr
+    assert "2 source rows matched" in fwd.stdout and "sums: 2 rows" in fwd.stdout
+    limited = sparkprov_cli("trace", "backward", "sums", "--where", "total > 0", "--limit", "1", "--store", store)
+    assert "numbers: 4 rows, showing 1" in limited.stdout
+    for args, message in [
+        (["backward", "nope", "--where", "total > 1"], "no capture named 'nope'"),
+        (["backward", "sums", "--where", "missing > 1"], "cannot evaluate predicate 'missing > 1'"),
+        (["backward", "sums", "--where", "total >"], "cannot parse predicate"),
+        (["forward", "sums", "--source", "other", "--where", "v > 1"], "has no source 'other'"),
+    ]:
+        bad = sparkprov_cli("trace", *args, "--store", store)
+        assert bad.returncode == 1 and message in bad.stderr, (args, bad.stderr)
+        assert len(bad.stderr.strip().splitlines()) == 1
+    gone = sparkprov_cli("trace", "backward", "sums", "--where", "total > 1", "--store", store + "-gone")
+    assert gone.returncode == 1 and "no sparkprov store" in gone.stderr
 
 
 def test_bad_arguments_exit_nonzero(tmp_path):

@@ -6,7 +6,15 @@
 """
 
 from .api import Capture, LineageSession, Source
-from .errors import CaptureNotFound, SourceChanged, SparkprovError, StoreCorrupt, UnsupportedOperation
+from .errors import (
+    CaptureNotFound,
+    LineageTooLarge,
+    SourceChanged,
+    SparkprovError,
+    StoreCorrupt,
+    StoreNotFound,
+    UnsupportedOperation,
+)
 
 __version__ = "0.1.0"
 
@@ -14,10 +22,12 @@ __all__ = [
     "Capture",
     "CaptureNotFound",
     "LineageSession",
+    "LineageTooLarge",
     "Source",
     "SourceChanged",
     "SparkprovError",
     "StoreCorrupt",
+    "StoreNotFound",
     "UnsupportedOperation",
     "__version__",
 ]

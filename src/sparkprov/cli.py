@@ -1,6 +1,7 @@
 """The ``sparkprov`` command line: a thin shell over the public API.
 
-``sparkprov captures`` reads the store's catalog without starting Spark.
+``sparkprov captures`` reads the store's catalog without starting Spark, and
+``sparkprov trace`` answers with the embedded engine unless the lineage is too large.
 
 >>> build_parser().parse_args(["captures", "--store", "x"]).store
 'x'
@@ -27,6 +28,26 @@ def build_parser() -> argparse.ArgumentParser:
     caps.add_argument("--store", default=None, help="store directory (default $SPARKPROV_STORE or ./.sparkprov)")
     caps.add_argument("--json", action="store_true", help="print JSON")
 
+    trace = sub.add_parser("trace", help="trace output rows back to the sources, or source rows forward")
+    trace_sub = trace.add_subparsers(dest="direction", required=True)
+    for direction, text in (
+        ("backward", "the source rows behind the output rows matching --where"),
+        ("forward", "the output rows that the rows of --source matching --where contributed to"),
+    ):
+        t = trace_sub.add_parser(direction, help=text)
+        t.add_argument("name", help="capture name (see `sparkprov captures`)")
+        t.add_argument("--where", required=True, help="Spark SQL predicate picking the rows to trace from")
+        t.add_argument(
+            "--source",
+            required=direction == "forward",
+            help="the source to trace " + ("from" if direction == "forward" else "to (default: every source)"),
+        )
+        t.add_argument("--limit", type=int, default=20, help="rows shown per relation (default 20; counts are exact)")
+        t.add_argument("--version", type=int, default=None, help="capture version (default: the newest)")
+        t.add_argument("--engine", choices=["auto", "embedded", "spark"], default="auto", help="default: auto")
+        t.add_argument("--store", default=None, help="store directory (default $SPARKPROV_STORE or ./.sparkprov)")
+        t.add_argument("--json", action="store_true", help="print JSON")
+
     bench = sub.add_parser("bench", help="benchmarks")
     bench_sub = bench.add_subparsers(dest="bench_command", required=True)
     cap = bench_sub.add_parser("capture", help="capture on/off time ratio on TPC-H queries")
@@ -36,6 +57,15 @@ def build_parser() -> argparse.ArgumentParser:
     cap.add_argument("--repeat", type=int, default=5, help="interleaved on/off pairs per query (default 5)")
     cap.add_argument("--data", default="data/tpch", help="where TPC-H data is generated (default data/tpch)")
     cap.add_argument("--json", dest="json_out", help="write the results as JSON to this file")
+    tr = bench_sub.add_parser("trace", help="trace latency (embedded engine) over captured TPC-H queries")
+    tr.add_argument("--suite", choices=["tpch"], default="tpch")
+    tr.add_argument("--sf", type=float, default=1.0, help="scale factor (default 1)")
+    tr.add_argument("--queries", default="", help="comma-separated query numbers (default: all 22)")
+    tr.add_argument("--samples", type=int, default=50, help="random rows traced per query and direction (default 50)")
+    tr.add_argument("--spark-samples", type=int, default=2, help="backward traces per query on Spark, to compare")
+    tr.add_argument("--data", default="data/tpch", help="where TPC-H data is generated (default data/tpch)")
+    tr.add_argument("--store", default=None, help="keep the captures here and reuse them (default: a temporary store)")
+    tr.add_argument("--json", dest="json_out", help="write the results as JSON to this file")
     cov = bench_sub.add_parser("coverage", help="capture a query suite and check every answer (scoreboard)")
     cov.add_argument("--suite", choices=["tpch", "tpcds"], default="tpch")
     cov.add_argument("--sf", type=float, default=0.1, help="scale factor (default 0.1)")
@@ -45,10 +75,24 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _captures(args: argparse.Namespace) -> int:
+def _store(args: argparse.Namespace):
     from .store.catalog import Store
 
-    store = Store(args.store or os.environ.get("SPARKPROV_STORE") or ".sparkprov")
+    return Store(args.store or os.environ.get("SPARKPROV_STORE") or ".sparkprov", create=False)
+
+
+def _trace(args: argparse.Namespace) -> int:
+    from .query.answers import dumps, trace
+
+    store = _store(args)
+    entry = store.load(args.name, args.version)
+    answer = trace(str(store.root), entry, args.direction, args.where, args.source, args.limit, args.engine)
+    print(dumps(answer) if args.json else answer.to_text())
+    return 0
+
+
+def _captures(args: argparse.Namespace) -> int:
+    store = _store(args)
     rows = []
     for name in store.names():
         e = store.load(name)
@@ -72,6 +116,12 @@ def main(argv: list[str] | None = None) -> int:
             return demo_main(args.store)
         if args.command == "captures":
             return _captures(args)
+        if args.command == "trace":
+            return _trace(args)
+        if args.command == "bench" and args.bench_command == "trace":
+            from .bench.trace import main as trace_main
+
+            return trace_main(args)
         if args.command == "bench" and args.bench_command == "coverage":
             from .bench.coverage import main as coverage_main
 

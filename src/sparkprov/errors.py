@@ -46,3 +46,11 @@ class CaptureNotFound(SparkprovError, KeyError):
 
 class StoreCorrupt(SparkprovError):
     """The store holds an entry this version of sparkprov cannot read."""
+
+
+class StoreNotFound(SparkprovError, FileNotFoundError):
+    """No sparkprov store exists at the given location."""
+
+
+class LineageTooLarge(SparkprovError):
+    """An answer would read more lineage than the embedded engine takes on; Spark answers it."""

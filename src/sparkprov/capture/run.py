@@ -20,7 +20,7 @@ from pyspark.sql import functions as F
 
 from ..plan.catalyst import Bridge, JPlan
 from ..store.catalog import Store
-from .lineage import OUT, PAIRS_SCHEMA, SHARED_SCHEMA, SRC, SideGraph, shared_pairs, source_pairs, union_pairs
+from .lineage import IN, OUT, PAIRS_SCHEMA, SHARED_SCHEMA, SRC, SideGraph, shared_pairs, source_pairs, union_pairs
 from .rewrite import Rewriter
 from .sources import RID, ROW_BITS
 
@@ -147,7 +147,10 @@ def _run_rewritten(bridge, name, capture_id, data, out, rewriter, write: Write |
         # With one scan and no join, every (output, input) path is unique: no duplicates to remove.
         unique = len(rewriter.instances) == 1 and "Join" not in operators
         if parts:
-            union_pairs(parts, distinct=not unique).write.partitionBy(SRC).parquet(lineage_path)
+            # Sorted by output rid in small row groups: a trace of a few output rows
+            # reads a few row groups (their min/max statistics locate them).
+            table = union_pairs(parts, distinct=not unique).sortWithinPartitions(SRC, OUT, IN)
+            table.write.option(_ROW_GROUP, str(ROW_GROUP_BYTES)).partitionBy(SRC).parquet(lineage_path)
         else:  # e.g. a global aggregate over an empty input: no pairs at all
             spark.createDataFrame([], PAIRS_SCHEMA).write.parquet(lineage_path)
         # Lineage of scalar subquery results: stored once, referenced from the pairs above.
@@ -179,6 +182,8 @@ def _run_rewritten(bridge, name, capture_id, data, out, rewriter, write: Write |
 
 
 _INITIAL_PARTITIONS = "spark.sql.adaptive.coalescePartitions.initialPartitionNum"
+_ROW_GROUP = "parquet.block.size"
+ROW_GROUP_BYTES = 1 << 20  # pair tables: small row groups, so lookups by rid read little
 LINEAGE_PARTITIONS = 64  # at least this many shuffle partitions (before merging) for lineage jobs
 
 

@@ -19,6 +19,7 @@ import json
 import re
 from dataclasses import dataclass, field
 from typing import Any
+from urllib.parse import unquote
 
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
@@ -106,7 +107,8 @@ def read_source(bridge: Bridge, info: SourceInfo) -> DataFrame:
     check_unchanged(bridge, info)
     spark: SparkSession = bridge.spark
     schema = StructType.fromJson(json.loads(info.schema))
-    paths = [p for p, _, _ in info.files]
+    # stored as Hadoop spells them (percent-encoded URIs); a path to read is not encoded
+    paths = [unquote(p) for p, _, _ in info.files]
     if not paths:
         return spark.createDataFrame([], schema).withColumn(RID, F.lit(None).cast("long"))
     if info.kind == "snapshot":  # stored with positional names; any name survives that
@@ -114,8 +116,8 @@ def read_source(bridge: Bridge, info: SourceInfo) -> DataFrame:
         cols = [F.col(f"`{c}`").alias(f.name) for c, f in zip(df.columns, schema.fields)]
     else:
         reader = spark.read.schema(schema)
-        if len(info.roots) == 1 and all(p != info.roots[0] for p in paths):
-            reader = reader.option("basePath", info.roots[0])  # keeps partition columns
+        if len(info.roots) == 1 and all(p != info.roots[0] for p, _, _ in info.files):
+            reader = reader.option("basePath", unquote(info.roots[0]))  # keeps partition columns
         df = reader.parquet(*paths)
         cols = [F.col(f"`{c}`") for c in df.columns]
     return df.select(*cols, rid_column(info.files).alias(RID))

@@ -27,7 +27,7 @@ import re
 import uuid
 from pathlib import Path
 
-from ..errors import CaptureNotFound, StoreCorrupt
+from ..errors import CaptureNotFound, StoreCorrupt, StoreNotFound
 
 FORMAT_VERSION = 1
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$")
@@ -45,8 +45,11 @@ def check_name(name: str) -> str:
 class Store:
     """A local directory holding captures."""
 
-    def __init__(self, root: str | os.PathLike) -> None:
+    def __init__(self, root: str | os.PathLike, create: bool = True) -> None:
+        """Open the store at ``root``, creating it unless ``create`` is false (``StoreNotFound``)."""
         self.root = Path(root).expanduser().resolve()
+        if not create and not (self.root / "FORMAT").is_file():
+            raise StoreNotFound(f"no sparkprov store at {self.root}")
         self.root.mkdir(parents=True, exist_ok=True)
         fmt = self.root / "FORMAT"
         if fmt.exists():

@@ -1,0 +1,363 @@
+"""The embedded engine: traces answered in this process from the stored files, no Spark.
+
+It reads a capture's catalog entry and its Parquet files directly: pair tables through
+their row-group statistics (``query/pairs.py``), source rows by file number and row
+index (the rid says which row group of which file to read), and SQL predicates over
+the output or a source with DuckDB, after translating them from Spark SQL with
+sqlglot. Answers are the same as the Spark engine's (``query/trace.py``); tests
+compare them. An answer that would read more than ``limit`` pair rows raises
+``LineageTooLarge``, and callers choosing the engine automatically fall back to Spark.
+
+>>> import sparkprov as sp, tempfile
+>>> from pyspark.sql import SparkSession
+>>> spark = SparkSession.builder.getOrCreate()
+>>> session = sp.LineageSession(spark, store=tempfile.mkdtemp())
+>>> df = spark.createDataFrame([("a", 1), ("a", 2), ("b", 5)], ["k", "v"])
+>>> cap = session.capture(df.groupBy("k").sum("v"), name="sums")
+>>> engine = EmbeddedEngine(session.store.load("sums"))
+>>> rids = engine.output_rids("k = 'a'")
+>>> engine.source_rows("dataframe_0", engine.backward_ids(rids, "dataframe_0"))["v"].to_pylist()
+[1, 2]
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections import defaultdict
+from pathlib import Path
+from urllib.parse import unquote
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+
+from ..capture.lineage import IN, OUT, REF, SRC
+from ..capture.sources import RID, ROW_BITS, SourceInfo
+from ..errors import LineageTooLarge, SourceChanged, SparkprovError
+from .pairs import PairTable, build_forward_index, parquet_files
+
+EMBEDDED_LIMIT = 20_000_000  # pair rows one embedded answer may read
+_ROW_MASK = (1 << ROW_BITS) - 1
+
+
+class EmbeddedUnsupported(SparkprovError):
+    """Something about this capture the embedded engine does not read (Spark does)."""
+
+
+def rid_array(rids) -> np.ndarray:
+    """Sorted, distinct int64 rids from any iterable of ints or an Arrow/NumPy array."""
+    if isinstance(rids, (pa.Array, pa.ChunkedArray)):
+        rids = rids.to_numpy()
+    return distinct_sorted(np.asarray(list(rids) if not isinstance(rids, np.ndarray) else rids, dtype=np.int64))
+
+
+def distinct_sorted(values: np.ndarray) -> np.ndarray:
+    """``np.unique`` by sorting: NumPy's hash-based unique is many times slower on big arrays."""
+    values = np.sort(values.astype(np.int64, copy=False))
+    if len(values) < 2:
+        return values
+    return values[np.concatenate(([True], values[1:] != values[:-1]))]
+
+
+def local_path(uri: str) -> str:
+    """A local file path from the ``file:`` URIs Spark reports; other schemes are not local."""
+    if uri.startswith("file:"):  # Hadoop spells them percent-encoded (a space is %20)
+        return unquote(uri[len("file://") :] if uri.startswith("file://") else uri[len("file:") :])
+    if "://" in uri:
+        raise EmbeddedUnsupported(f"{uri} is not a local file")
+    return uri
+
+
+class EmbeddedEngine:
+    """Traces over one stored capture (its catalog entry), answered without Spark.
+
+    One engine keeps the files' metadata it has read, so later traces over the same
+    capture only read the row groups they need.
+    """
+
+    def __init__(self, entry: dict, limit: int = EMBEDDED_LIMIT) -> None:
+        self.entry = entry
+        self.limit = limit
+        self.name = entry["name"]
+        lineage = entry["lineage"]
+        self._root = Path(lineage["path"])
+        self._numbers: dict[str, int] = dict(lineage["sources"])
+        self._infos = {n: SourceInfo.from_json(d) for n, d in entry["sources"].items()}
+        self._tables: dict[tuple[int, str], PairTable] = {}
+        self._shared: pa.Table | None = None
+        self._checked: set[str] = set()
+        self._files: dict[str, pq.ParquetFile] = {}
+
+    @property
+    def sources(self) -> list[str]:
+        return list(self._infos)
+
+    def check_source(self, source: str) -> None:
+        if source not in self._infos:
+            raise ValueError(f"capture {self.name!r} has no source {source!r}; sources: {', '.join(self._infos)}")
+
+    # pair tables -----------------------------------------------------------------
+
+    def _table(self, src: int, key: str) -> PairTable:
+        found = self._tables.get((src, key))
+        if found is None:
+            backward = PairTable(parquet_files(self._root / f"{SRC}={src}"), OUT)
+            if key == OUT:
+                found = backward
+            else:
+                index = self._root.parent / "forward" / f"{SRC}={src}"
+                files = parquet_files(index)
+                if not files and backward.rows:
+                    self._within_limit(backward.rows)
+                    files = build_forward_index(backward, index)
+                found = PairTable(files, IN)
+            self._tables[(src, key)] = found
+        return found
+
+    def _within_limit(self, rows: int) -> None:
+        if rows > self.limit:
+            raise LineageTooLarge(
+                f"capture {self.name!r}: this answer reads {rows:,} pairs, more than the embedded engine's "
+                f"limit of {self.limit:,}; use the Spark engine"
+            )
+
+    def _lookup(self, src: int, key: str, keys: np.ndarray) -> pa.Table:
+        table = self._table(src, key)
+        self._within_limit(table.rows_to_read(keys))
+        return table.lookup(keys)
+
+    def _shared_table(self) -> pa.Table:
+        if self._shared is None:
+            path = self.entry["lineage"].get("shared")
+            files = parquet_files(path) if path else []
+            self._shared = (
+                pa.concat_tables([pq.read_table(f, columns=[REF, SRC, IN]) for f in files])
+                if files
+                else pa.table(
+                    {REF: pa.array([], pa.int32()), SRC: pa.array([], pa.int32()), IN: pa.array([], pa.int64())}
+                )
+            )
+            self._within_limit(self._shared.num_rows)
+        return self._shared
+
+    def _referenced_sides(self) -> list[int]:
+        """Shared sides k that output rows reference (pair partitions ``src=-(k+1)``)."""
+        sides = []
+        for p in self._root.glob(f"{SRC}=-*"):
+            sides.append(-int(p.name.split("=", 1)[1]) - 1)
+        return sorted(sides)
+
+    def _closure(self) -> dict[int, set[int]]:
+        """For every shared side, the shared sides it reaches (itself included)."""
+        shared = self._shared_table()
+        edges: dict[int, set[int]] = defaultdict(set)
+        nested = shared.filter(pc.less(shared[SRC], 0))
+        for ref, src in zip(nested[REF].to_pylist(), nested[SRC].to_pylist()):
+            edges[ref].add(-src - 1)
+        reach = {}
+        for k in set(shared[REF].to_pylist()) | set(edges) | set(self._referenced_sides()):
+            seen, todo = {k}, [k]
+            while todo:
+                for nxt in edges[todo.pop()] - seen:
+                    seen.add(nxt)
+                    todo.append(nxt)
+            reach[k] = seen
+        return reach
+
+    # traces ------------------------------------------------------------------------
+
+    def backward_ids(self, out_rids, source: str) -> np.ndarray:
+        """Rids of ``source``'s rows behind the output rows ``out_rids`` (sorted, distinct)."""
+        self.check_source(source)
+        outs = rid_array(out_rids)
+        number = self._numbers[source]
+        found = [self._lookup(number, OUT, outs)[IN].to_numpy()]
+        sides = self._referenced_sides()
+        if sides:
+            reached = set()
+            closure = self._closure()
+            for k in sides:
+                if self._lookup(-k - 1, OUT, outs).num_rows:
+                    reached |= closure[k]
+            if reached:
+                shared = self._shared_table()
+                mask = pc.and_(
+                    pc.equal(shared[SRC], number), pc.is_in(shared[REF], pa.array(sorted(reached), pa.int32()))
+                )
+                found.append(shared.filter(mask)[IN].to_numpy())
+        return distinct_sorted(np.concatenate(found))
+
+    def forward_ids(self, source: str, in_rids) -> np.ndarray:
+        """Rids of the output rows that ``source``'s rows ``in_rids`` contributed to."""
+        self.check_source(source)
+        ins = rid_array(in_rids)
+        number = self._numbers[source]
+        found = [self._lookup(number, IN, ins)[OUT].to_numpy()]
+        sides = self._referenced_sides()
+        if sides:
+            shared = self._shared_table()
+            hit = shared.filter(pc.and_(pc.equal(shared[SRC], number), pc.is_in(shared[IN], pa.array(ins))))
+            touched = set(hit[REF].to_pylist())
+            if touched:
+                for k, reach in self._closure().items():
+                    if k in sides and reach & touched:
+                        found.append(self._table(-k - 1, OUT).read_all()[OUT].to_numpy())
+        return distinct_sorted(np.concatenate(found))
+
+    # rows --------------------------------------------------------------------------
+
+    def output_rows(self, rids=None) -> pa.Table:
+        """Output rows (user columns and ``_sp_rid``), all or those with ``rids``, in rid order."""
+        out = self.entry["output"]
+        table = pq.read_table(parquet_files(out["path"]), columns=[*out["stored"], RID])
+        if rids is not None:
+            table = table.filter(pc.is_in(table[RID], pa.array(rid_array(rids))))
+        table = table.rename_columns([*out["columns"], RID])
+        return _plain_types(table.sort_by(RID))
+
+    def source_rows(self, source: str, rids) -> pa.Table:
+        """``source``'s rows with ``rids`` (all columns and ``_sp_rid``), in rid order.
+
+        Raises ``SourceChanged`` if the source's files differ from capture time.
+        """
+        self.check_source(source)
+        info = self._infos[source]
+        self._check_unchanged(info)
+        schema = json.loads(info.schema)
+        names = [f["name"] for f in schema["fields"]]
+        rids = rid_array(rids)
+        parts = []
+        numbers = rids >> ROW_BITS
+        for number in np.unique(numbers):
+            if number >= len(info.files):
+                raise SourceChanged(f"source {source!r}: rid file number {number} is not a file of the capture")
+            path = local_path(info.files[number][0])
+            rows = rids[numbers == number] & _ROW_MASK
+            parts.append(self._read_rows(path, rows, info, names, int(number)))
+        if not parts:
+            return pa.table({**{n: pa.array([], pa.null()) for n in names}, RID: pa.array([], pa.int64())})
+        return pa.concat_tables(parts, promote_options="permissive")
+
+    def _read_rows(self, path: str, rows: np.ndarray, info: SourceInfo, names: list[str], number: int) -> pa.Table:
+        pf = self._files.get(path)
+        if pf is None:
+            pf = self._files[path] = pq.ParquetFile(path)
+        meta = pf.metadata
+        starts = np.cumsum([0] + [meta.row_group(g).num_rows for g in range(meta.num_row_groups)])
+        if len(rows) and rows[-1] >= starts[-1]:
+            raise SourceChanged(f"source {info.name!r}: {path} has no row {int(rows[-1])}")
+        file_columns = pf.schema_arrow.names
+        if info.kind == "snapshot":  # stored with positional names
+            columns, rename = file_columns[: len(names)], names
+        else:
+            missing = [n for n in names if n not in file_columns]
+            if missing:  # e.g. partition columns, which live in directory names
+                raise EmbeddedUnsupported(f"source {info.name!r}: columns {missing} are not in its files")
+            columns, rename = names, names
+        group_of = np.searchsorted(starts, rows, side="right") - 1
+        parts = []
+        for g in np.unique(group_of):
+            picked = rows[group_of == g] - starts[g]
+            table = _plain_types(pf.read_row_group(int(g), columns=columns))
+            parts.append(table.take(pa.array(picked)))
+        table = pa.concat_tables(parts).rename_columns(rename)
+        return table.append_column(RID, pa.array((number << ROW_BITS) | rows, pa.int64()))
+
+    def _check_unchanged(self, info: SourceInfo) -> None:
+        if info.name in self._checked or not info.roots:
+            return
+        now = {}
+        for root in info.roots:
+            for path in _list_files(local_path(root)):
+                st = os.stat(path)
+                now[path] = (st.st_size, st.st_mtime_ns // 1_000_000)
+        then = {local_path(p): (size, mtime) for p, size, mtime in info.original}
+        if now != then:
+            changed = sorted(set(now) ^ set(then) | {p for p in set(now) & set(then) if now[p] != then[p]})
+            raise SourceChanged(f"source {info.name!r} changed after capture ({', '.join(changed[:3])})")
+        self._checked.add(info.name)
+
+    # predicates --------------------------------------------------------------------
+
+    def output_rids(self, predicate: str) -> np.ndarray:
+        """Rids of the output rows matching ``predicate`` (Spark SQL)."""
+        out = self.entry["output"]
+        cols = ", ".join(f"{_quote(s)} AS {_quote(d)}" for s, d in zip(out["stored"], out["columns"]))
+        relation = f"(SELECT {cols}, {RID} FROM read_parquet({_files_sql(parquet_files(out['path']))}))"
+        return _select_rids(relation, predicate, f"the output of capture {self.name!r}")
+
+    def source_rids(self, source: str, predicate: str) -> np.ndarray:
+        """Rids of ``source``'s rows matching ``predicate`` (Spark SQL)."""
+        self.check_source(source)
+        info = self._infos[source]
+        self._check_unchanged(info)
+        names = [f["name"] for f in json.loads(info.schema)["fields"]]
+        paths = [local_path(p) for p, _, _ in info.files]
+        if not paths:
+            return np.array([], np.int64)
+        numbers = ", ".join(f"({_literal(p)}, {i})" for i, p in enumerate(paths))
+        if info.kind == "snapshot":
+            stored = pq.ParquetFile(paths[0]).schema_arrow.names[: len(names)]
+            cols = ", ".join(f"{_quote(s)} AS {_quote(n)}" for s, n in zip(stored, names))
+        else:
+            cols = ", ".join(_quote(n) for n in names)
+        relation = (
+            f"(SELECT {cols}, (CAST(f.n AS BIGINT) << {ROW_BITS}) | file_row_number AS {RID} "
+            f"FROM read_parquet({_files_sql(paths)}, file_row_number = true, filename = true) "
+            f"JOIN (VALUES {numbers}) f(path, n) ON filename = f.path)"
+        )
+        return _select_rids(relation, predicate, f"source {source!r}")
+
+
+def _list_files(path: str) -> list[str]:
+    """Data files under ``path`` as Spark lists them (hidden ``.``/``_`` names skipped)."""
+    if os.path.isfile(path):
+        return [path]
+    found = []
+    for folder, dirs, files in os.walk(path):
+        dirs[:] = [d for d in dirs if not d.startswith((".", "_"))]
+        found.extend(os.path.join(folder, f) for f in files if not f.startswith((".", "_")))
+    return found
+
+
+def _plain_types(table: pa.Table) -> pa.Table:
+    """Arrow's view types (some writers store them) as the plain types Spark reads."""
+    plain = {pa.string_view(): pa.string(), pa.binary_view(): pa.binary(), pa.large_string(): pa.string()}
+    if not any(f.type in plain for f in table.schema):
+        return table
+    return table.cast(pa.schema([f.with_type(plain.get(f.type, f.type)) for f in table.schema]))
+
+
+def _quote(name: str) -> str:
+    return '"' + name.replace('"', '""') + '"'
+
+
+def _literal(text: str) -> str:
+    return "'" + text.replace("'", "''") + "'"
+
+
+def _files_sql(paths: list[str]) -> str:
+    return "[" + ", ".join(_literal(p) for p in paths) + "]"
+
+
+def _select_rids(relation: str, predicate: str, what: str) -> np.ndarray:
+    import duckdb
+    import sqlglot
+
+    if not isinstance(predicate, str) or not predicate.strip():
+        raise ValueError("empty predicate")
+    try:
+        condition = sqlglot.transpile(predicate, read="spark", write="duckdb")[0]
+    except sqlglot.errors.SqlglotError as exc:
+        errors = getattr(exc, "errors", None)
+        reason = errors[0]["description"] if errors else str(exc).splitlines()[0]
+        raise ValueError(f"cannot parse predicate {predicate!r}: {reason}") from None
+    with duckdb.connect() as con:
+        try:
+            found = con.execute(f"SELECT {RID} FROM {relation} WHERE {condition}").arrow()
+        except duckdb.Error as exc:
+            message = str(exc).splitlines()[0]
+            raise ValueError(f"cannot evaluate predicate {predicate!r} on {what}: {message}") from None
+    return rid_array(found[RID])

@@ -1,0 +1,22 @@
+"""The trace benchmark runs end to end and reports what the issue asks for."""
+
+from __future__ import annotations
+
+from sparkprov.bench import trace
+
+
+def test_bench_trace_reports_latencies(spark, tpch_dir, tmp_path):
+    report = trace.run(0.01, [6, 22], 4, str(tpch_dir.parent), str(tmp_path / "store"), spark_samples=1)
+    fields = {"backward_p50_ms", "backward_p95_ms", "forward_p50_ms", "forward_p95_ms", "fetch1000_p50_ms"}
+    assert fields <= set(report)
+    q6, q22 = report["queries"]
+    assert q6["engine"] == q22["engine"] == "embedded"
+    # Q6 is one global sum: its one output row's lineage is every qualifying lineitem row
+    assert q6["output_rows"] == 1 and q6["max_lineage_rows"] > 1000
+    assert report["answers"]["fetch1000"] >= 1 and report["fetch1000_p50_ms"] > 0
+    assert report["answers"]["backward"] == 1 + min(4, q22["output_rows"]) and report["answers"]["forward"] == 8
+    assert report["largest_lineage_rows"] == q6["max_lineage_rows"]
+    assert report["spark_backward_p50_ms"] > 0
+    # captures are kept in the store and reused
+    again = trace.run(0.01, [6], 1, str(tpch_dir.parent), str(tmp_path / "store"), spark_samples=0)
+    assert again["queries"][0]["max_lineage_rows"] == q6["max_lineage_rows"]

@@ -1,0 +1,140 @@
+"""The embedded engine gives the Spark engine's answers, without Spark."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+from pyspark.sql import Window
+from pyspark.sql import functions as F
+
+import sparkprov as sp
+from sparkprov.query import answers
+from sparkprov.query.embedded import EmbeddedEngine, local_path
+
+
+def sales(spark, folder):
+    rows = [(i, f"c{i % 4}", i % 3, float(i * 7 % 23), f"2024-0{i % 9 + 1}-1{i % 10}") for i in range(40)]
+    df = spark.createDataFrame(rows, "id int, cust string, region int, amount double, day string")
+    path = str(folder / "sales 100%")  # Hadoop percent-encodes such paths in its URIs
+    df.repartition(3).write.parquet(path)  # three files: rids name the file too
+    regions = spark.createDataFrame([(0, "north"), (1, "south"), (2, "west")], "region int, rname string")
+    return spark.read.parquet(path), regions
+
+
+@pytest.fixture(scope="module")
+def made(spark, tmp_path_factory):
+    """One store with captures of every kind of lineage (shared by the read-only tests)."""
+    folder = tmp_path_factory.mktemp("embedded")
+    session = sp.LineageSession(spark, store=folder / "store")
+    facts, regions = sales(spark, folder)
+    facts.createOrReplaceTempView("facts")
+    session.source(facts, "facts")
+    session.source(regions, "regions")
+    joined = facts.join(regions, "region")
+    w = Window.partitionBy("cust").orderBy("id").rowsBetween(-2, 0)
+    caps = [
+        session.capture(joined.groupBy("rname", "cust").agg(F.sum("amount").alias("total")), name="grouped"),
+        session.capture(joined.where("amount > 10").select("id", "rname", "amount"), name="filtered"),
+        session.capture(facts.withColumn("moving", F.sum("amount").over(w)), name="windowed"),
+        # a scalar subquery: its lineage is stored once and referenced by every row
+        session.capture(
+            spark.sql("SELECT cust, amount FROM facts WHERE amount > (SELECT avg(amount) FROM facts)"), name="above"
+        ),
+    ]
+    return session, {c.name: c for c in caps}
+
+
+def small_capture(spark, session, tmp_path):
+    facts, _ = sales(spark, tmp_path)
+    session.source(facts, "facts")
+    return session.capture(facts.groupBy("cust").agg(F.sum("amount").alias("total")), name="small")
+
+
+def spark_pairs(cap, source):
+    return {(r["out_rid"], r["in_rid"]) for r in cap.lineage(source).collect()}
+
+
+def test_embedded_traces_equal_spark_traces(made):
+    session, caps = made
+    for cap in caps.values():
+        engine = EmbeddedEngine(session.store.load(cap.name))
+        outs = [r["_sp_rid"] for r in cap.output.select("_sp_rid").collect()]
+        assert engine.output_rows()["_sp_rid"].to_pylist() == outs
+        for source in cap.sources:
+            pairs = spark_pairs(cap, source)
+            assert pairs, (cap.name, source)
+            for out in outs:
+                expected = sorted(i for o, i in pairs if o == out)
+                assert engine.backward_ids([out], source).tolist() == expected, (cap.name, source, out)
+            for rid in sorted({i for _, i in pairs}):
+                expected = sorted(o for o, i in pairs if i == rid)
+                assert engine.forward_ids(source, [rid]).tolist() == expected, (cap.name, source, rid)
+            everything = engine.backward_ids(outs, source)
+            assert everything.tolist() == sorted({i for _, i in pairs})
+            # the rows themselves, as Spark reads them
+            rows = engine.source_rows(source, everything).to_pylist()
+            assert rows == [
+                r.asDict()
+                for r in cap.sources[source]
+                .rows()
+                .where(F.col("_sp_rid").isin(list(everything)))
+                .orderBy("_sp_rid")
+                .collect()
+            ]
+
+
+def test_predicates_pick_the_rows_spark_picks(made):
+    session, caps = made
+    cap = caps["grouped"]
+    engine = EmbeddedEngine(session.store.load(cap.name))
+    for predicate in ["total > 40", "rname = 'south' AND cust IN ('c1', 'c2')", "`total` BETWEEN 10 AND 60"]:
+        expected = sorted(r["_sp_rid"] for r in cap.output.where(predicate).collect())
+        assert engine.output_rids(predicate).tolist() == expected, predicate
+    facts = cap.sources["facts"].rows()
+    for predicate in ["amount < 5", "day LIKE '2024-03%' OR id = 7", "substring(cust, 2, 1) = '3'"]:
+        expected = sorted(r["_sp_rid"] for r in facts.where(predicate).collect())
+        assert engine.source_rids("facts", predicate).tolist() == expected, predicate
+    with pytest.raises(ValueError, match="cannot evaluate predicate 'nope > 1'"):
+        engine.output_rids("nope > 1")
+    with pytest.raises(ValueError, match="cannot parse predicate"):
+        engine.output_rids("total >")
+
+
+def test_answers_agree_between_engines(made):
+    session, _ = made
+    entry = session.store.load("above")
+    root = str(session.store.root)
+    for direction, where, source in [("backward", "amount > 15", None), ("forward", "cust = 'c2'", "facts")]:
+        embedded = answers.trace(root, entry, direction, where, source, limit=5, engine="embedded")
+        on_spark = answers.trace(root, entry, direction, where, source, limit=5, engine="spark")
+        assert embedded.engine == "embedded" and on_spark.engine == "spark"
+        assert embedded.matched == on_spark.matched > 0
+        assert embedded.to_json()["relations"] == on_spark.to_json()["relations"]
+    assert "facts: " in embedded.to_text() or "above: " in embedded.to_text()
+
+
+def test_forward_index_is_built_once_and_kept(spark, session, tmp_path):
+    cap = small_capture(spark, session, tmp_path)
+    entry = session.store.load(cap.name)
+    index = os.path.join(os.path.dirname(entry["lineage"]["path"]), "forward")
+    assert not os.path.exists(index)  # capture does not build it
+    first = EmbeddedEngine(entry).forward_ids("facts", [0])
+    assert os.path.isdir(os.path.join(index, "src=0"))
+    built = os.path.getmtime(os.path.join(index, "src=0"))
+    assert EmbeddedEngine(entry).forward_ids("facts", [0]).tolist() == first.tolist()
+    assert os.path.getmtime(os.path.join(index, "src=0")) == built
+
+
+def test_too_large_falls_back_and_changed_sources_are_refused(spark, session, tmp_path, capsys):
+    cap = small_capture(spark, session, tmp_path)
+    entry = session.store.load(cap.name)
+    with pytest.raises(sp.LineageTooLarge, match="limit of 3"):
+        EmbeddedEngine(entry, limit=3).backward_ids(range(100), "facts")
+    answer = answers.trace(str(session.store.root), entry, "backward", "total > 0", "facts", embedded_limit=3)
+    assert answer.engine == "spark" and "answering with Spark" in capsys.readouterr().err
+    facts_file = local_path(sorted(p for p, _, _ in cap._infos["facts"].files)[0])
+    assert os.path.isfile(facts_file)
+    os.utime(facts_file, (1, 1))
+    with pytest.raises(sp.SourceChanged, match="facts"):
+        EmbeddedEngine(entry).source_rows("facts", [0])
