@@ -261,3 +261,23 @@ def test_pipeline_of_captures_traces_end_to_end(spark, session, tmp_path):
         session.capture(raw, name="again", path=clean_path, mode="append")
     with pytest.raises(Exception, match="already exists"):
         session.capture(raw, name="again", path=clean_path)
+
+
+def test_register_views_make_lineage_queries_plain_sql(spark, session, people):
+    df, _ = people
+    session.source(df, "people")
+    cap = session.capture(df.groupBy("country").agg(F.sum("amount").alias("total")), name="by-country")
+    views = cap.register_views()
+    assert set(views) == {"by_country_output", "by_country_backward_people", "by_country_forward_people"}
+    rid = {r["country"]: r["_sp_rid"] for r in spark.sql("SELECT * FROM by_country_output").collect()}
+    behind = spark.sql(f"SELECT name, _sp_in_rid FROM by_country_backward_people WHERE _sp_rid = {rid['NL']}")
+    assert sorted(r["name"] for r in behind.collect()) == ["ann", "bob"]
+    # a lineage-consuming query: a statistic over the lineage of every output row, in one statement
+    biggest = spark.sql(
+        "SELECT o.country, max(b.amount) AS top FROM by_country_output o "
+        "JOIN by_country_backward_people b ON b._sp_rid = o._sp_rid GROUP BY o.country"
+    )
+    assert {r["country"]: r["top"] for r in biggest.collect()} == {"NL": 30, "BE": 50, "FR": 10}
+    ann = [r["_sp_in_rid"] for r in behind.collect() if r["name"] == "ann"]
+    ahead = spark.sql(f"SELECT country, total FROM by_country_forward_people WHERE _sp_in_rid = {ann[0]}")
+    assert [(r["country"], r["total"]) for r in ahead.collect()] == [("NL", 50)]

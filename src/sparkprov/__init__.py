@@ -6,6 +6,7 @@
 """
 
 from .api import Capture, LineageSession, Source
+from .capture.marks import mark
 from .errors import (
     CaptureNotFound,
     LineageTooLarge,
@@ -15,12 +16,14 @@ from .errors import (
     StoreNotFound,
     UnsupportedOperation,
 )
+from .query.navigation import LineageCursor
 
 __version__ = "0.1.0"
 
 __all__ = [
     "Capture",
     "CaptureNotFound",
+    "LineageCursor",
     "LineageSession",
     "LineageTooLarge",
     "Source",
@@ -30,4 +33,5 @@ __all__ = [
     "StoreNotFound",
     "UnsupportedOperation",
     "__version__",
+    "mark",
 ]

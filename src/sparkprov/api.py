@@ -14,19 +14,25 @@
 
 from __future__ import annotations
 
+import json
 import os
+import re
 import uuid
 from dataclasses import dataclass
 from typing import Any
 
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
+from pyspark.sql.types import StructType
 
 from .capture.lineage import IN, OUT, PAIRS_SCHEMA, SHARED_SCHEMA, SRC, expand_shared
+from .capture.marks import capture_marks
 from .capture.run import Write, run_capture
 from .capture.sources import RID, SourceInfo, read_source
 from .plan.catalyst import Bridge
 from .query import trace
+from .query.navigation import LineageCursor, Point
+from .query.replay import Replay, SourceLeaf, replay
 from .query.trace import RowsArg
 from .store.catalog import Store, check_name
 
@@ -62,6 +68,8 @@ class Capture:
     def __init__(self, session: LineageSession, entry: dict) -> None:
         self._session = session
         self._entry = entry
+        # the captured DataFrame and its sources' leaves, while this session lives (replay)
+        self._query: tuple[DataFrame, dict] | None = session._queries.get((entry["name"], entry["version"]))
         self.name: str = entry["name"]
         self.version: int = entry["version"]
         self._infos = {n: SourceInfo.from_json(d) for n, d in entry["sources"].items()}
@@ -76,7 +84,10 @@ class Capture:
 
     def _output(self) -> DataFrame:
         out = self._entry["output"]
-        df = self._session.spark.read.parquet(out["path"])
+        reader = self._session.spark.read
+        if "schema" in out:  # a given schema: no job to read footers
+            reader = reader.schema(StructType.fromJson(json.loads(out["schema"])))
+        df = reader.parquet(out["path"])
         cols = [F.col(f"`{s}`").alias(d) for s, d in zip(out["stored"], out["columns"])]
         return df.select(*cols, F.col(RID))
 
@@ -88,7 +99,25 @@ class Capture:
             for n, i in self._infos.items()
         }
 
-    def lineage(self, source: str) -> DataFrame:
+    def lineage(self, rows: RowsArg, source: str | None = None) -> LineageCursor:
+        """A cursor at ``rows`` of the output (or of ``source``), for stepping through the
+        pipeline's lineage: ``go_back``, ``go_next``, ``go_back_all``, ``go_next_all``,
+        then ``show``, ``count``, ``to_df`` or any DataFrame method. Lazy until an action.
+
+        >>> cap.lineage("k = 'a'").go_back().count()  # doctest: +SKIP
+        2
+        """
+        if source is None:
+            point, relation, what = Point(self), self._output(), f"the output of capture {self.name!r}"
+        else:
+            self._check_source(source)
+            point, relation, what = Point(self, source), self._source_rows(source), f"source {source!r}"
+        rids = trace.rid_set(rows, relation, what)
+        if isinstance(rids, list):
+            rids = relation.where(F.col(RID).isin(rids)).select(RID)
+        return LineageCursor.start(point, rids)
+
+    def pairs(self, source: str) -> DataFrame:
         """The ``(out_rid, in_rid)`` pairs for one source.
 
         Lineage shared by many output rows (a scalar subquery's result) is stored once
@@ -120,7 +149,7 @@ class Capture:
             self._check_source(source)
         out_rids = trace.rid_set(rows, self._output(), f"the output of capture {self.name!r}")
         names = [source] if source is not None and not end_to_end else list(self._infos)
-        result = {n: trace.backward(self.lineage(n), out_rids, self._source_rows(n)) for n in names}
+        result = {n: trace.backward(self.pairs(n), out_rids, self._source_rows(n)) for n in names}
         if end_to_end:
             result = self._through_writers(result)
             if source is not None:
@@ -150,13 +179,60 @@ class Capture:
         self._check_source(source)
         src = self._source_rows(source)
         in_rids = trace.rid_set(rows, src, f"source {source!r}")
-        found = trace.forward(self.lineage(source), in_rids, self._output())
+        found = trace.forward(self.pairs(source), in_rids, self._output())
         if not end_to_end:
             return found
         result = {self.name: found}
         for reader, read_as in self._session._readers_of(self):
             result.update(reader.forward(read_as, found.select(RID), end_to_end=True))
         return result
+
+    def register_views(self) -> dict[str, str]:
+        """Register temp views for SQL over this capture's lineage; returns ``{view: what}``.
+
+        ``<capture>_output`` holds the output rows. Per source, ``<capture>_backward_<source>``
+        holds the source's rows behind each output row, with that output row's rid as
+        ``_sp_rid`` and the row's own rid as ``_sp_in_rid``; ``<capture>_forward_<source>``
+        holds the output rows each source row contributed to, with the source row's rid as
+        ``_sp_in_rid``. Names are the capture's and source's, with other characters than
+        letters, digits and ``_`` replaced by ``_``.
+
+        >>> views = cap.register_views()  # doctest: +SKIP
+        >>> spark.sql("SELECT k, sum(v) FROM sums_backward_numbers WHERE _sp_rid = 0 GROUP BY k")  # doctest: +SKIP
+        """
+        base = _identifier(self.name)
+        views = {f"{base}_output": f"the output rows of capture {self.name!r}"}
+        self._output().createOrReplaceTempView(f"{base}_output")
+        for source in self._infos:
+            pairs = self.pairs(source).select(F.col(OUT).alias(RID), F.col(IN).alias(IN_RID))
+            rows = self._source_rows(source).withColumnRenamed(RID, IN_RID)
+            name = f"{base}_backward_{_identifier(source)}"
+            rows.join(pairs, IN_RID).select(*[F.col(f"`{c}`") for c in rows.columns], RID).createOrReplaceTempView(name)
+            views[name] = f"rows of source {source!r} with the rid of an output row they are behind (_sp_rid)"
+            out = self._output()
+            name = f"{base}_forward_{_identifier(source)}"
+            out.join(pairs, RID).select(*[F.col(f"`{c}`") for c in out.columns], IN_RID).createOrReplaceTempView(name)
+            views[name] = f"output rows with the rid of a row of source {source!r} behind them (_sp_in_rid)"
+        return views
+
+    def replay(self, replacements: dict[str, DataFrame], key: str | list[str] | None = None) -> Replay:
+        """Re-run the captured query with sources replaced (``{source name: DataFrame}``),
+        for example without the rows a trace found bad; returns the new output and its
+        diff with the captured output (rows ``added``, ``removed``, and with ``key``
+        (output columns naming a row) ``changed``). Works in the session that made the
+        capture, which holds the query.
+
+        >>> fixed = cap.replay({"log": log_rows.where("user != 'Guest'")}, key="code")  # doctest: +SKIP
+        >>> fixed.changed.show()  # doctest: +SKIP
+        """
+        if self._query is None:
+            raise ValueError(
+                f"capture {self.name!r} v{self.version} was not made in this session: replay needs the "
+                "captured DataFrame, which only the LineageSession that captured it holds"
+            )
+        query, leaves = self._query
+        found = {n: SourceLeaf(k, leaf) for n, (k, leaf) in leaves.items()}
+        return replay(self._session._bridge, query, found, replacements, self.output.drop(RID), key)
 
     def explain(self) -> str:
         """A readable report: one line per operator of the captured plan, with its
@@ -200,6 +276,7 @@ class LineageSession:
         self._bridge = Bridge(spark)
         self.store = Store(store or os.environ.get("SPARKPROV_STORE") or DEFAULT_STORE)
         self._named: list[tuple[Any, str]] = []
+        self._queries: dict[tuple[str, int], tuple[DataFrame, dict]] = {}
 
     def source(self, df: DataFrame, name: str) -> DataFrame:
         """Name the relation ``df`` reads; captures then call it ``name``. Returns ``df``."""
@@ -264,7 +341,16 @@ class LineageSession:
         return self.spark.read.parquet(str(path))
 
     def _capture(self, df: DataFrame, name: str, by_occurrence: bool = False, write: Write | None = None) -> dict:
-        return run_capture(self._bridge, self.store, df, name, self._named, by_occurrence, write)
+        leaves: dict = {}  # every source's leaf, marked parts' too: replay runs the whole query
+
+        def capture_mark(sub: DataFrame, mark_name: str, named: list, path: str) -> dict:
+            return run_capture(self._bridge, self.store, sub, mark_name, named, write=Write(path), leaves=leaves)
+
+        query = df
+        df, named, _ = capture_marks(self._bridge, df, name, self._named, self.store.root, capture_mark)
+        entry = run_capture(self._bridge, self.store, df, name, named, by_occurrence, write, leaves)
+        self._queries[(entry["name"], entry["version"])] = (query, leaves)
+        return entry
 
     def _entries(self):
         for name in self.store.names():
@@ -302,6 +388,14 @@ class LineageSession:
     def captures(self) -> list[str]:
         """Names of the captures in the store."""
         return self.store.names()
+
+
+IN_RID = "_sp_in_rid"
+
+
+def _identifier(name: str) -> str:
+    """``name`` as a plain SQL identifier (letters, digits and ``_``)."""
+    return re.sub(r"[^A-Za-z0-9_]+", "_", name).strip("_") or "source"
 
 
 def _fingerprint(files) -> list[tuple]:

@@ -117,7 +117,7 @@ def test_scalar_subquery_lineage_is_stored_once(spark, session, tmp_path):
     shared = spark.read.parquet(cap._entry["lineage"]["shared"]).count()
     assert stored == 100 + 100  # each row's own input row, plus one reference per row
     assert shared == 200  # the subquery's lineage, once: not 100 x 200
-    assert cap.lineage("big").count() == 100 * 200  # the expanded view, computed lazily
+    assert cap.pairs("big").count() == 100 * 200  # the expanded view, computed lazily
     (row,) = cap.output.where("k = 9").collect()
     assert cap.backward([row["_sp_rid"]], source="big").count() == 200
     assert cap.forward("big", "k = 0").count() == 100  # row 0 is behind the average only

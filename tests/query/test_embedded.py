@@ -52,7 +52,7 @@ def small_capture(spark, session, tmp_path):
 
 
 def spark_pairs(cap, source):
-    return {(r["out_rid"], r["in_rid"]) for r in cap.lineage(source).collect()}
+    return {(r["out_rid"], r["in_rid"]) for r in cap.pairs(source).collect()}
 
 
 def test_embedded_traces_equal_spark_traces(made):

@@ -20,7 +20,7 @@ def captured_lineage(cap: sp.Capture) -> dict[int, frozenset]:
     """{output rid: {(source, key)}} read from the stored lineage in one pass per source."""
     out: dict[int, set] = {r["_sp_rid"]: set() for r in cap.output.select("_sp_rid").collect()}
     for name, source in cap.sources.items():
-        keyed = cap.lineage(name).join(source.rows().select(F.col("_sp_rid").alias("in_rid"), "k"), "in_rid")
+        keyed = cap.pairs(name).join(source.rows().select(F.col("_sp_rid").alias("in_rid"), "k"), "in_rid")
         for r in keyed.select("out_rid", "k").collect():
             out[r["out_rid"]].add((name, r["k"]))
     return {rid: frozenset(lin) for rid, lin in out.items()}

@@ -141,7 +141,7 @@ def _spark_backward_ms(store: str, name: str, rids, repeat: int) -> list[float]:
     for out in list(rids)[:repeat]:
         started = time.perf_counter()
         for s in cap.sources:
-            cap.lineage(s).where(f"out_rid = {int(out)}").select("in_rid").distinct().collect()
+            cap.pairs(s).where(f"out_rid = {int(out)}").select("in_rid").distinct().collect()
         times.append(_ms(started))
     return times
 

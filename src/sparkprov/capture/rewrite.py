@@ -540,7 +540,7 @@ class Rewriter:
         path = f"{self.snapshot_dir}/{len(self.sources)}-{S.safe_id(name)}"
         data = b.to_dataframe(leaf)
         # positional names: the leaf's may repeat or be names Parquet refuses
-        data.toDF(*[f"c{i}" for i in range(len(data.columns))]).write.parquet(path)
+        data.toDF(*[S.snapshot_column(i) for i in range(len(data.columns))]).write.parquet(path)
         snap = b.spark.read.parquet(path)
         files = sorted(b.files(b.file_relation(b.analyzed(snap))))
         info = S.SourceInfo(name, "snapshot", fmt, files, roots, original, schema, table)

@@ -17,6 +17,7 @@ from pathlib import Path
 
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
+from pyspark.sql.types import CharType, LongType, StringType, StructField, StructType, VarcharType
 
 from ..plan.catalyst import Bridge, JPlan
 from ..store.catalog import Store
@@ -52,8 +53,12 @@ def run_capture(
     named: list[tuple[JPlan, str]],
     by_occurrence: bool = False,
     write: Write | None = None,
+    leaves: dict | None = None,
 ) -> dict:
     """Capture ``df`` into ``store`` under ``name``; returns the committed catalog entry.
+
+    ``leaves``, if given, receives ``{source name: (leaf_key, analyzed leaf)}``: how to
+    find each source in a plan again (for replay).
 
     ``by_occurrence`` makes every occurrence of a source in the plan a source of its
     own (for the per-occurrence re-execution check). ``write`` also writes the output
@@ -63,7 +68,7 @@ def run_capture(
     started = time.time()
     capture_id, data = store.new_data_dir()
     try:
-        entry = _capture_into(bridge, df, name, named, capture_id, data, by_occurrence, write)
+        entry = _capture_into(bridge, df, name, named, capture_id, data, by_occurrence, write, leaves)
     except BaseException:
         shutil.rmtree(data, ignore_errors=True)
         raise
@@ -90,10 +95,12 @@ def _rewrite(bridge: Bridge, df: DataFrame, rewriter: Rewriter) -> DataFrame:
     return bridge.to_dataframe(result.plan)
 
 
-def _capture_into(bridge, df, name, named, capture_id, data: Path, by_occurrence: bool, write) -> dict:
+def _capture_into(bridge, df, name, named, capture_id, data: Path, by_occurrence: bool, write, leaves) -> dict:
     rewriter = Rewriter(bridge, snapshot_dir=str(data / "snapshots"), named=list(named), by_occurrence=by_occurrence)
     try:
         out = _rewrite(bridge, df, rewriter)
+        if leaves is not None:
+            leaves.update({use.info.name: (use.key, use.leaf) for use in rewriter.sources})
         return _run_rewritten(bridge, name, capture_id, data, out, rewriter, write)
     finally:
         for kept in rewriter.checkpoints:
@@ -168,7 +175,7 @@ def _run_rewritten(bridge, name, capture_id, data, out, rewriter, write: Write |
         "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
         "spark_version": spark.version,
         "plan": bridge.tree_string(rewriter.optimized),
-        "output": {"path": output_path, "columns": display, "stored": stored},
+        "output": {"path": output_path, "columns": display, "stored": stored, "schema": _stored_schema(staged)},
         "sources": {use.info.name: use.info.to_json() for use in rewriter.sources},
         "lineage": {
             "path": lineage_path,
@@ -179,6 +186,14 @@ def _run_rewritten(bridge, name, capture_id, data, out, rewriter, write: Write |
         "explain": [line.to_json() for line in rewriter.report],
         "written": written,
     }
+
+
+def _stored_schema(staged: DataFrame) -> str:
+    """The output files' schema (JSON), so reading them back needs no job to infer it."""
+    # Parquet keeps CHAR/VARCHAR columns as plain strings
+    plain = (CharType, VarcharType)
+    fields = [StructField(f.name, StringType() if isinstance(f.dataType, plain) else f.dataType) for f in staged.schema]
+    return StructType([*fields, StructField(RID, LongType())]).json()
 
 
 _INITIAL_PARTITIONS = "spark.sql.adaptive.coalescePartitions.initialPartitionNum"

@@ -23,7 +23,7 @@ from urllib.parse import unquote
 
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
-from pyspark.sql.types import StructType
+from pyspark.sql.types import StructField, StructType
 
 from ..errors import SourceChanged
 from ..plan.catalyst import Bridge, JPlan
@@ -71,6 +71,11 @@ class SourceInfo:
         )
 
 
+def snapshot_column(i: int) -> str:
+    """The name of column ``i`` in a snapshot's files (positional: any name survives)."""
+    return f"c{i}"
+
+
 def rid_column(files: list[tuple[str, int, int]]) -> Column:
     """The rid of a row read from ``files`` (needs ``_metadata`` of a Parquet scan)."""
     # create_map, not map_from_arrays: the latter missed keys in element_at (Spark 4.3)
@@ -112,7 +117,8 @@ def read_source(bridge: Bridge, info: SourceInfo) -> DataFrame:
     if not paths:
         return spark.createDataFrame([], schema).withColumn(RID, F.lit(None).cast("long"))
     if info.kind == "snapshot":  # stored with positional names; any name survives that
-        df = spark.read.parquet(*paths)
+        stored = StructType([StructField(snapshot_column(i), f.dataType) for i, f in enumerate(schema.fields)])
+        df = spark.read.schema(stored).parquet(*paths)  # a given schema: no job to read footers
         cols = [F.col(f"`{c}`").alias(f.name) for c, f in zip(df.columns, schema.fields)]
     else:
         reader = spark.read.schema(schema)

@@ -395,6 +395,13 @@ class Bridge:
         return None
 
     @staticmethod
+    def subquery_alias(node: JPlan) -> str | None:
+        """The name of a SubqueryAlias node (``df.alias(name)``), else None."""
+        if node.nodeName() != "SubqueryAlias":
+            return None
+        return str(node.alias())
+
+    @staticmethod
     def view_name(view: JPlan) -> str:
         return view.desc().identifier().unquotedString()
 
