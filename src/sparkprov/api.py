@@ -29,8 +29,10 @@ from .capture.lineage import IN, OUT, PAIRS_SCHEMA, SHARED_SCHEMA, SRC, expand_s
 from .capture.marks import capture_marks
 from .capture.run import Write, run_capture
 from .capture.sources import RID, SourceInfo, read_source
+from .errors import LineageTooLarge
 from .plan.catalyst import Bridge
-from .query import trace
+from .query import engines, trace
+from .query.embedded import EmbeddedEngine, EmbeddedUnsupported
 from .query.navigation import LineageCursor, Point
 from .query.replay import Replay, SourceLeaf, replay
 from .query.trace import RowsArg
@@ -70,6 +72,7 @@ class Capture:
         self._entry = entry
         # the captured DataFrame and its sources' leaves, while this session lives (replay)
         self._query: tuple[DataFrame, dict] | None = session._queries.get((entry["name"], entry["version"]))
+        self._engine: EmbeddedEngine | None = None
         self.name: str = entry["name"]
         self.version: int = entry["version"]
         self._infos = {n: SourceInfo.from_json(d) for n, d in entry["sources"].items()}
@@ -135,7 +138,7 @@ class Capture:
         return direct.unionByName(expand_shared(pairs, shared, stored["sources"][source])).distinct()
 
     def backward(
-        self, rows: RowsArg, source: str | None = None, end_to_end: bool = False
+        self, rows: RowsArg, source: str | None = None, end_to_end: bool = False, engine: str = "auto"
     ) -> dict[str, DataFrame] | DataFrame:
         """Input rows behind ``rows`` of the output.
 
@@ -144,9 +147,19 @@ class Capture:
         a source that an earlier capture wrote (``capture(..., path=...)``) is traced
         on through that capture, recursively: its entries are the earlier capture's
         sources, named ``"<earlier capture>/<source>"``.
+
+        ``engine``: ``"auto"`` answers a trace of rids or a predicate in this process
+        (the embedded engine) when the answer is small, and with Spark otherwise;
+        ``"spark"`` or ``"embedded"`` force one. Both give the same rows.
         """
+        engines.check_engine(engine)
         if source is not None and not end_to_end:
             self._check_source(source)
+        if not end_to_end:
+            names = [source] if source is not None else list(self._infos)
+            local = engines.embedded_or_none(engine, lambda: self._embedded_backward(rows, names))
+            if local is not None:
+                return local[source] if source is not None else local
         out_rids = trace.rid_set(rows, self._output(), f"the output of capture {self.name!r}")
         names = [source] if source is not None and not end_to_end else list(self._infos)
         result = {n: trace.backward(self.pairs(n), out_rids, self._source_rows(n)) for n in names}
@@ -170,13 +183,21 @@ class Capture:
                 out[f"{writer.name}/{inner}"] = df
         return out
 
-    def forward(self, source: str, rows: RowsArg, end_to_end: bool = False) -> DataFrame | dict[str, DataFrame]:
+    def forward(
+        self, source: str, rows: RowsArg, end_to_end: bool = False, engine: str = "auto"
+    ) -> DataFrame | dict[str, DataFrame]:
         """Output rows (with ``_sp_rid``) that ``rows`` of ``source`` contributed to.
 
         With ``end_to_end``, returns ``{capture name: its output rows}`` for this
         capture and every later capture that read what it wrote, recursively.
+        ``engine`` is as for :meth:`backward`.
         """
+        engines.check_engine(engine)
         self._check_source(source)
+        if not end_to_end:
+            local = engines.embedded_or_none(engine, lambda: self._embedded_forward(source, rows))
+            if local is not None:
+                return local
         src = self._source_rows(source)
         in_rids = trace.rid_set(rows, src, f"source {source!r}")
         found = trace.forward(self.pairs(source), in_rids, self._output())
@@ -186,6 +207,33 @@ class Capture:
         for reader, read_as in self._session._readers_of(self):
             result.update(reader.forward(read_as, found.select(RID), end_to_end=True))
         return result
+
+    def _embedded(self) -> EmbeddedEngine:
+        if self._engine is None:
+            self._engine = EmbeddedEngine(self._entry)
+        return self._engine
+
+    def _embedded_backward(self, rows: RowsArg, names: list[str]) -> dict[str, DataFrame]:
+        engine = self._embedded()
+        outs = engines.rids_of(engine, rows, engine.output_rids)
+        found = {n: engine.backward_ids(outs, n) for n in names}
+        for n, ids in found.items():
+            if len(ids) > engines.ROWS_LIMIT:
+                raise LineageTooLarge(f"source {n!r}: {len(ids):,} rows is more than an embedded answer holds")
+        spark = self._session.spark
+        return {
+            n: engines.local_dataframe(spark, engine.source_rows(n, ids), engines.source_schema(self._infos[n].schema))
+            for n, ids in found.items()
+        }
+
+    def _embedded_forward(self, source: str, rows: RowsArg) -> DataFrame:
+        engine = self._embedded()
+        schema = engines.output_schema(self._entry["output"])
+        if schema is None:
+            raise EmbeddedUnsupported("this capture's entry has no output schema (made by an older sparkprov)")
+        ins = engines.rids_of(engine, rows, lambda p: engine.source_rids(source, p))
+        outs = engine.forward_ids(source, ins)
+        return engines.local_dataframe(self._session.spark, engine.output_rows(outs), schema)
 
     def register_views(self) -> dict[str, str]:
         """Register temp views for SQL over this capture's lineage; returns ``{view: what}``.

@@ -87,7 +87,6 @@ class EmbeddedEngine:
         self._infos = {n: SourceInfo.from_json(d) for n, d in entry["sources"].items()}
         self._tables: dict[tuple[int, str], PairTable] = {}
         self._shared: pa.Table | None = None
-        self._checked: set[str] = set()
         self._files: dict[str, pq.ParquetFile] = {}
 
     @property
@@ -171,6 +170,7 @@ class EmbeddedEngine:
     def backward_ids(self, out_rids, source: str) -> np.ndarray:
         """Rids of ``source``'s rows behind the output rows ``out_rids`` (sorted, distinct)."""
         self.check_source(source)
+        self._check_unchanged(self._infos[source])  # rids of a changed source name other rows
         outs = rid_array(out_rids)
         number = self._numbers[source]
         found = [self._lookup(number, OUT, outs)[IN].to_numpy()]
@@ -192,6 +192,7 @@ class EmbeddedEngine:
     def forward_ids(self, source: str, in_rids) -> np.ndarray:
         """Rids of the output rows that ``source``'s rows ``in_rids`` contributed to."""
         self.check_source(source)
+        self._check_unchanged(self._infos[source])
         ins = rid_array(in_rids)
         number = self._numbers[source]
         found = [self._lookup(number, IN, ins)[OUT].to_numpy()]
@@ -238,7 +239,8 @@ class EmbeddedEngine:
             parts.append(self._read_rows(path, rows, info, names, int(number)))
         if not parts:
             return pa.table({**{n: pa.array([], pa.null()) for n in names}, RID: pa.array([], pa.int64())})
-        return pa.concat_tables(parts, promote_options="permissive")
+        # positional names until here: a source's names may repeat, which Arrow cannot concatenate
+        return pa.concat_tables(parts, promote_options="permissive").rename_columns([*names, RID])
 
     def _read_rows(self, path: str, rows: np.ndarray, info: SourceInfo, names: list[str], number: int) -> pa.Table:
         pf = self._files.get(path)
@@ -250,23 +252,23 @@ class EmbeddedEngine:
             raise SourceChanged(f"source {info.name!r}: {path} has no row {int(rows[-1])}")
         file_columns = pf.schema_arrow.names
         if info.kind == "snapshot":  # stored with positional names
-            columns, rename = file_columns[: len(names)], names
+            columns = file_columns[: len(names)]
         else:
             missing = [n for n in names if n not in file_columns]
             if missing:  # e.g. partition columns, which live in directory names
                 raise EmbeddedUnsupported(f"source {info.name!r}: columns {missing} are not in its files")
-            columns, rename = names, names
+            columns = names
         group_of = np.searchsorted(starts, rows, side="right") - 1
         parts = []
         for g in np.unique(group_of):
             picked = rows[group_of == g] - starts[g]
             table = _plain_types(pf.read_row_group(int(g), columns=columns))
             parts.append(table.take(pa.array(picked)))
-        table = pa.concat_tables(parts).rename_columns(rename)
+        table = pa.concat_tables(parts).rename_columns([f"c{i}" for i in range(len(columns))])
         return table.append_column(RID, pa.array((number << ROW_BITS) | rows, pa.int64()))
 
     def _check_unchanged(self, info: SourceInfo) -> None:
-        if info.name in self._checked or not info.roots:
+        if not info.roots:  # checked on every answer: files may change between two traces
             return
         now = {}
         for root in info.roots:
@@ -277,7 +279,6 @@ class EmbeddedEngine:
         if now != then:
             changed = sorted(set(now) ^ set(then) | {p for p in set(now) & set(then) if now[p] != then[p]})
             raise SourceChanged(f"source {info.name!r} changed after capture ({', '.join(changed[:3])})")
-        self._checked.add(info.name)
 
     # predicates --------------------------------------------------------------------
 
@@ -359,5 +360,8 @@ def _select_rids(relation: str, predicate: str, what: str) -> np.ndarray:
             found = con.execute(f"SELECT {RID} FROM {relation} WHERE {condition}").arrow()
         except duckdb.Error as exc:
             message = str(exc).splitlines()[0]
-            raise ValueError(f"cannot evaluate predicate {predicate!r} on {what}: {message}") from None
+            if isinstance(exc, duckdb.BinderException) and "Referenced column" in message:
+                raise ValueError(f"cannot evaluate predicate {predicate!r} on {what}: {message}") from None
+            # a function or conversion DuckDB treats differently: Spark decides
+            raise EmbeddedUnsupported(f"DuckDB cannot evaluate predicate {predicate!r} on {what}: {message}") from None
     return rid_array(found[RID])

@@ -35,7 +35,6 @@ def rid_set(rows: RowsArg, relation: DataFrame, what: str) -> RidSet:
     Returns a one-column DataFrame, or a plain list when the caller named at most
     ``_LITERAL_LIMIT`` rids (filtered as a literal, no join).
     """
-    spark = relation.sparkSession
     if isinstance(rows, DataFrame):
         if RID not in rows.columns:
             raise ValueError(f"the DataFrame passed as rows has no {RID} column; pass rows of {what}")
@@ -49,7 +48,15 @@ def rid_set(rows: RowsArg, relation: DataFrame, what: str) -> RidSet:
         except AnalysisException as exc:  # includes parse errors
             raise ValueError(f"cannot evaluate predicate {rows!r} on {what}: {exc}") from None
         return picked
-    if isinstance(rows, (bytes, dict)) or not isinstance(rows, Iterable):
+    rids = rid_list(rows)
+    if len(rids) <= _LITERAL_LIMIT:
+        return rids
+    return relation.sparkSession.createDataFrame([(r,) for r in rids], f"{RID} long")
+
+
+def rid_list(rows: Iterable[int] | Iterable[Row]) -> list[int]:
+    """The rids of an iterable of rids (ints) or of Rows carrying ``_sp_rid``, checked."""
+    if isinstance(rows, (str, bytes, dict)) or not isinstance(rows, Iterable):
         raise ValueError(
             f"rows must be a DataFrame, a SQL predicate string or a list of {RID} values, not {type(rows).__name__}"
         )
@@ -63,9 +70,7 @@ def rid_set(rows: RowsArg, relation: DataFrame, what: str) -> RidSet:
         if isinstance(r, bool) or not isinstance(r, int):
             raise ValueError(f"rids must be integers, got {r!r}")
         rids.append(r)
-    if len(rids) <= _LITERAL_LIMIT:
-        return rids
-    return spark.createDataFrame([(r,) for r in rids], f"{RID} long")
+    return rids
 
 
 def _restrict(pairs: DataFrame, column: str, rids: RidSet) -> DataFrame:

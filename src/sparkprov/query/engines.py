@@ -1,0 +1,85 @@
+"""Which engine answers a trace of the Python API, and the embedded answer as a DataFrame.
+
+``auto`` answers with the embedded engine when the rows to trace are named by rids or
+a predicate and the answer holds at most ``ROWS_LIMIT`` rows: the traced rows are read
+in this process and handed to Spark as a small local DataFrame (no Spark job reads
+the lineage). Larger answers, rows given as a DataFrame, and anything the embedded
+engine does not read go to Spark, whose answer stays distributed.
+
+>>> check_engine("auto")
+'auto'
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+
+import numpy as np
+import pyarrow as pa
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql.types import LongType, StructField, StructType
+
+from ..capture.sources import RID
+from ..errors import LineageTooLarge
+from .embedded import EmbeddedEngine, EmbeddedUnsupported
+from .trace import RowsArg, rid_list
+
+ENGINES = ("auto", "embedded", "spark")
+ROWS_LIMIT = 100_000  # rows an embedded answer hands to Spark as a local DataFrame
+
+
+def check_engine(engine: str) -> str:
+    if engine not in ENGINES:
+        raise ValueError(f"engine must be one of {', '.join(ENGINES)}, not {engine!r}")
+    return engine
+
+
+def embedded_or_none(engine: str, answer: Callable[[], DataFrame | dict]) -> DataFrame | dict | None:
+    """``answer()`` from the embedded engine, or None when Spark should answer instead
+    (always with ``engine="spark"``; with ``auto`` when the embedded engine declines)."""
+    if engine == "spark":
+        return None
+    try:
+        return answer()
+    except (LineageTooLarge, EmbeddedUnsupported, _NotForEmbedded):
+        if engine == "embedded":
+            raise
+        return None
+
+
+class _NotForEmbedded(ValueError):
+    """Rows the embedded engine does not take (a DataFrame): Spark answers."""
+
+
+def rids_of(engine: EmbeddedEngine, rows: RowsArg, predicate: Callable[[str], np.ndarray]) -> np.ndarray:
+    """The rids ``rows`` names: a predicate through ``predicate``, ints or Rows as given."""
+    if isinstance(rows, DataFrame):
+        raise _NotForEmbedded("the embedded engine takes rids or a predicate, not a DataFrame")
+    if isinstance(rows, str):
+        return predicate(rows)
+    return np.array(sorted(set(rid_list(rows))), dtype=np.int64)
+
+
+def local_dataframe(spark: SparkSession, table: pa.Table, schema: StructType) -> DataFrame:
+    """``table`` (at most ``ROWS_LIMIT`` rows) as a DataFrame with Spark's own ``schema``."""
+    if table.num_rows > ROWS_LIMIT:
+        raise LineageTooLarge(f"{table.num_rows:,} rows is more than an embedded answer hands to Spark")
+    if table.num_rows == 0:  # Arrow has no column types to give for nothing
+        return spark.createDataFrame([], schema)
+    return spark.createDataFrame(table, schema=schema)
+
+
+def source_schema(info_schema: str) -> StructType:
+    """A source's rows as traces return them: its columns and ``_sp_rid``."""
+    fields = StructType.fromJson(json.loads(info_schema)).fields
+    return StructType([*fields, StructField(RID, LongType())])
+
+
+def output_schema(output: dict) -> StructType | None:
+    """The output rows as traces return them (display names and ``_sp_rid``), if stored."""
+    if "schema" not in output:
+        return None
+    stored = {f.name: f for f in StructType.fromJson(json.loads(output["schema"])).fields}
+    fields = [StructField(d, stored[s].dataType) for s, d in zip(output["stored"], output["columns"])]
+    return StructType([*fields, StructField(RID, LongType())])
