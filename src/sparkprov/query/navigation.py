@@ -93,8 +93,7 @@ class LineageCursor:
         for point, rids in self._at.values():
             if point.source is None:
                 for source in _pick(point.capture, path):
-                    pairs = point.capture.pairs(source)
-                    ins = pairs.join(rids.select(F.col(RID).alias(OUT)), OUT, "left_semi").select(F.col(IN).alias(RID))
+                    ins = _across(point.capture.pairs(source), rids, OUT, IN)
                     _merge(at, _written_by(Point(point.capture, source)), ins)
                 moved = True
             elif (writer := _written_by(point)) is not point:
@@ -102,9 +101,7 @@ class LineageCursor:
                 moved = True
             else:
                 _merge(at, point, rids)
-        if not moved:
-            raise _NowhereToGo(f"already at the sources: {', '.join(self.positions)}")
-        return LineageCursor(_distinct(at))
+        return self._moved(moved, at, "already at the sources")
 
     def go_next(self) -> LineageCursor:
         """One capture point forward: source rows to the output rows they contributed to,
@@ -112,20 +109,21 @@ class LineageCursor:
         an output nothing read stay."""
         moved, at = False, {}
         for point, rids in self._at.values():
-            steps = [(point.capture, point.source)] if point.source is not None else []
-            if point.source is None:
+            if point.source is not None:
+                steps = [(point.capture, point.source)]
+            else:
                 steps = point.capture._session._readers_of(point.capture)
             for capture, source in steps:
-                pairs = capture.pairs(source)
-                outs = pairs.join(rids.select(F.col(RID).alias(IN)), IN, "left_semi").select(F.col(OUT).alias(RID))
-                _merge(at, Point(capture), outs)
-            if steps:
-                moved = True
-            else:
+                _merge(at, Point(capture), _across(capture.pairs(source), rids, IN, OUT))
+            if not steps:
                 _merge(at, point, rids)
+            moved = moved or bool(steps)
+        return self._moved(moved, at, "already at the outputs")
+
+    def _moved(self, moved: bool, at: dict, stuck: str) -> LineageCursor:
         if not moved:
-            raise _NowhereToGo(f"already at the outputs: {', '.join(self.positions)}")
-        return LineageCursor(_distinct(at))
+            raise _NowhereToGo(f"{stuck}: {', '.join(self.positions)}")
+        return LineageCursor({k: (p, rids.distinct()) for k, (p, rids) in at.items()})
 
     def go_back_all(self) -> LineageCursor:
         """Back to the original sources (through every earlier capture)."""
@@ -206,8 +204,9 @@ def _merge(at: dict, point: Point, rids: DataFrame) -> None:
     at[point.key] = (point, rids)
 
 
-def _distinct(at: dict) -> dict:
-    return {k: (p, rids.distinct()) for k, (p, rids) in at.items()}
+def _across(pairs: DataFrame, rids: DataFrame, frm: str, to: str) -> DataFrame:
+    """The rids on the ``to`` side of the pairs whose ``frm`` side is in ``rids``."""
+    return pairs.join(rids.select(F.col(RID).alias(frm)), frm, "left_semi").select(F.col(to).alias(RID))
 
 
 def _rows_at(point: Point, rids: DataFrame) -> DataFrame:
