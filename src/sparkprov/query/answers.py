@@ -123,7 +123,7 @@ def _spark(store_root: str, entry: dict, direction: str, where: str, source: str
 
     from ..local import local_session
 
-    spark = local_session("sparkprov-trace")
+    spark = local_session("sparkprov-trace", **{"spark.ui.showConsoleProgress": "false"})
     cap = sp.LineageSession(spark, store=store_root).load(entry["name"], entry["version"])
     if direction == "backward":
         traced = cap.backward(where, source=source)
