@@ -25,6 +25,7 @@ from __future__ import annotations
 import json
 import os
 from collections import defaultdict
+from functools import cached_property
 from pathlib import Path
 from urllib.parse import unquote
 
@@ -141,13 +142,12 @@ class EmbeddedEngine:
             self._within_limit(self._shared.num_rows)
         return self._shared
 
-    def _referenced_sides(self) -> list[int]:
+    @cached_property
+    def _sides(self) -> list[int]:
         """Shared sides k that output rows reference (pair partitions ``src=-(k+1)``)."""
-        sides = []
-        for p in self._root.glob(f"{SRC}=-*"):
-            sides.append(-int(p.name.split("=", 1)[1]) - 1)
-        return sorted(sides)
+        return sorted(-int(p.name.split("=", 1)[1]) - 1 for p in self._root.glob(f"{SRC}=-*"))
 
+    @cached_property
     def _closure(self) -> dict[int, set[int]]:
         """For every shared side, the shared sides it reaches (itself included)."""
         shared = self._shared_table()
@@ -156,7 +156,7 @@ class EmbeddedEngine:
         for ref, src in zip(nested[REF].to_pylist(), nested[SRC].to_pylist()):
             edges[ref].add(-src - 1)
         reach = {}
-        for k in set(shared[REF].to_pylist()) | set(edges) | set(self._referenced_sides()):
+        for k in set(shared[REF].to_pylist()) | set(edges) | set(self._sides):
             seen, todo = {k}, [k]
             while todo:
                 for nxt in edges[todo.pop()] - seen:
@@ -174,13 +174,11 @@ class EmbeddedEngine:
         outs = rid_array(out_rids)
         number = self._numbers[source]
         found = [self._lookup(number, OUT, outs)[IN].to_numpy()]
-        sides = self._referenced_sides()
-        if sides:
+        if self._sides:
             reached = set()
-            closure = self._closure()
-            for k in sides:
+            for k in self._sides:
                 if self._lookup(-k - 1, OUT, outs).num_rows:
-                    reached |= closure[k]
+                    reached |= self._closure[k]
             if reached:
                 shared = self._shared_table()
                 mask = pc.and_(
@@ -196,14 +194,13 @@ class EmbeddedEngine:
         ins = rid_array(in_rids)
         number = self._numbers[source]
         found = [self._lookup(number, IN, ins)[OUT].to_numpy()]
-        sides = self._referenced_sides()
-        if sides:
+        if self._sides:
             shared = self._shared_table()
             hit = shared.filter(pc.and_(pc.equal(shared[SRC], number), pc.is_in(shared[IN], pa.array(ins))))
             touched = set(hit[REF].to_pylist())
             if touched:
-                for k, reach in self._closure().items():
-                    if k in sides and reach & touched:
+                for k, reach in self._closure.items():
+                    if k in self._sides and reach & touched:
                         found.append(self._table(-k - 1, OUT).read_all()[OUT].to_numpy())
         return distinct_sorted(np.concatenate(found))
 
