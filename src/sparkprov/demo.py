@@ -2,7 +2,8 @@
 
 A generated log file; error lines counted by error code (filter, map, group-by, join
 with descriptions); a backward trace from the most frequent error to its log lines;
-a forward trace from a few NETWORK log lines to the counts they affected.
+a forward trace from a few NETWORK log lines to the counts they affected; a step back
+with a lineage cursor; and a replay without the GUEST lines (Titian's example 3).
 
 Run it with ``sparkprov demo`` or ``make demo``.
 """
@@ -83,6 +84,13 @@ def main(store: str | None = None) -> int:
         network = cap.sources["log"].rows().where("value LIKE '% ERROR % NETWORK %'").orderBy("_sp_rid").limit(3)
         _show("forward: from these NETWORK error lines ...", network)
         _show("... to the report rows they affected", cap.forward("log", network))
+
+        back = cap.lineage(top).go_back(path="log")
+        print(f"\n== navigation: cap.lineage(top).go_back(path='log') is at {back.positions}, {back.count()} rows")
+
+        without_guest = lines.where(~F.col("value").contains(" GUEST "))
+        replayed = cap.replay({"log": without_guest}, key="code")
+        _show("what-if (Titian's example 3): the report without the GUEST lines, changed rows", replayed.changed)
 
         again = session.load("error_report")
         print(f"reopened capture {again.name!r} version {again.version} from {session.store.root}")
