@@ -29,7 +29,6 @@ from .capture.lineage import IN, OUT, PAIRS_SCHEMA, SHARED_SCHEMA, SRC, expand_s
 from .capture.marks import capture_marks
 from .capture.run import Write, run_capture
 from .capture.sources import RID, SourceInfo, read_source
-from .errors import LineageTooLarge
 from .plan.catalyst import Bridge
 from .query import engines, trace
 from .query.embedded import EmbeddedEngine, EmbeddedUnsupported
@@ -218,8 +217,7 @@ class Capture:
         outs = engines.rids_of(engine, rows, engine.output_rids)
         found = {n: engine.backward_ids(outs, n) for n in names}
         for n, ids in found.items():
-            if len(ids) > engines.ROWS_LIMIT:
-                raise LineageTooLarge(f"source {n!r}: {len(ids):,} rows is more than an embedded answer holds")
+            engines.check_rows(len(ids), f"source {n!r}")
         spark = self._session.spark
         return {
             n: engines.local_dataframe(spark, engine.source_rows(n, ids), engines.source_schema(self._infos[n].schema))
@@ -233,6 +231,7 @@ class Capture:
             raise EmbeddedUnsupported("this capture's entry has no output schema (made by an older sparkprov)")
         ins = engines.rids_of(engine, rows, lambda p: engine.source_rids(source, p))
         outs = engine.forward_ids(source, ins)
+        engines.check_rows(len(outs), f"the output of capture {self.name!r}")
         return engines.local_dataframe(self._session.spark, engine.output_rows(outs), schema)
 
     def register_views(self) -> dict[str, str]:
@@ -250,14 +249,14 @@ class Capture:
         """
         base = _identifier(self.name)
         views = {f"{base}_output": f"the output rows of capture {self.name!r}"}
-        self._output().createOrReplaceTempView(f"{base}_output")
+        out = self._output()
+        out.createOrReplaceTempView(f"{base}_output")
         for source in self._infos:
             pairs = self.pairs(source).select(F.col(OUT).alias(RID), F.col(IN).alias(IN_RID))
             rows = self._source_rows(source).withColumnRenamed(RID, IN_RID)
             name = f"{base}_backward_{_identifier(source)}"
             rows.join(pairs, IN_RID).select(*[F.col(f"`{c}`") for c in rows.columns], RID).createOrReplaceTempView(name)
             views[name] = f"rows of source {source!r} with the rid of an output row they are behind (_sp_rid)"
-            out = self._output()
             name = f"{base}_forward_{_identifier(source)}"
             out.join(pairs, RID).select(*[F.col(f"`{c}`") for c in out.columns], IN_RID).createOrReplaceTempView(name)
             views[name] = f"output rows with the rid of a row of source {source!r} behind them (_sp_in_rid)"
@@ -395,7 +394,7 @@ class LineageSession:
             return run_capture(self._bridge, self.store, sub, mark_name, named, write=Write(path), leaves=leaves)
 
         query = df
-        df, named, _ = capture_marks(self._bridge, df, name, self._named, self.store.root, capture_mark)
+        df, named = capture_marks(self._bridge, df, name, self._named, self.store.root, capture_mark)
         entry = run_capture(self._bridge, self.store, df, name, named, by_occurrence, write, leaves)
         self._queries[(entry["name"], entry["version"])] = (query, leaves)
         return entry

@@ -67,15 +67,19 @@ def capture_queries(store: str, sf: float, queries: list[int], data_dir: str) ->
     return names
 
 
-def _random_source_rid(engine: EmbeddedEngine, source: str, rng: np.random.Generator) -> int | None:
-    """A random rid among the rows of ``source`` (read from the files' footers)."""
+def _row_counts(engine: EmbeddedEngine, source: str) -> list[int]:
+    """Rows per file of ``source``, from the files' footers."""
     import pyarrow.parquet as pq
 
-    from ..capture.sources import ROW_BITS
     from ..query.embedded import local_path
 
-    files = engine.entry["sources"][source]["files"]
-    counts = [pq.ParquetFile(local_path(f[0])).metadata.num_rows for f in files]
+    return [pq.ParquetFile(local_path(f[0])).metadata.num_rows for f in engine.entry["sources"][source]["files"]]
+
+
+def _random_rid(counts: list[int], rng: np.random.Generator) -> int | None:
+    """A random rid among rows counted per file by ``counts``."""
+    from ..capture.sources import ROW_BITS
+
     total = sum(counts)
     if not total:
         return None
@@ -118,9 +122,10 @@ def trace_query(engine: EmbeddedEngine, samples: int, rng: np.random.Generator) 
         engine.forward_ids(s, [0])
     result["cold_forward_ms"] = round(_ms(started), 2)
     sources = engine.sources
+    counts = {s: _row_counts(engine, s) for s in sources}
     for _ in range(samples):
         s = sources[int(rng.integers(len(sources)))]
-        rid = _random_source_rid(engine, s, rng)
+        rid = _random_rid(counts[s], rng)
         if rid is None:
             continue
         started = time.perf_counter()

@@ -53,13 +53,13 @@ def capture_marks(
     named: list[tuple[JPlan, str]],
     store_root: Path,
     capture: Callable[[DataFrame, str, list[tuple[JPlan, str]], str], dict],
-) -> tuple[DataFrame, list[tuple[JPlan, str]], dict[str, str]]:
+) -> tuple[DataFrame, list[tuple[JPlan, str]]]:
     """Capture every marked sub-plan of ``df`` (innermost first) with ``capture(sub,
     capture name, named, path)``; returns ``df`` reading the marks' stored rows instead,
-    the source names to use for them, and ``{mark: capture name}``."""
+    and the source names to use for them."""
     plan = bridge.analyzed(df)
     if _PREFIX not in bridge.tree_string(plan):
-        return df, named, {}
+        return df, named
     named = list(named)
     done: dict[str, str] = {}  # mark -> path of its stored rows
 
@@ -92,4 +92,4 @@ def capture_marks(
         raise UnsupportedOperation(
             "a mark inside a subquery expression", reason="mark the subquery's DataFrame outside"
         )
-    return bridge.to_dataframe(plan), named, {m: f"{name}.{m}" for m in done}
+    return bridge.to_dataframe(plan), named

@@ -92,10 +92,15 @@ def rid_column(files: list[tuple[str, int, int]]) -> Column:
 
 def check_unchanged(bridge: Bridge, info: SourceInfo) -> None:
     """Raise ``SourceChanged`` when the files behind ``info`` differ from capture time."""
-    if not info.roots:
-        return
-    now = {path: (size, mtime) for path, size, mtime in bridge.list_files(info.roots)}
-    then = {path: (size, mtime) for path, size, mtime in info.original}
+    if info.roots:
+        compare_fingerprint(info, bridge.list_files(info.roots))
+
+
+def compare_fingerprint(info: SourceInfo, files: list[tuple[str, int, int]], spelled=lambda path: path) -> None:
+    """Raise ``SourceChanged`` unless ``files`` (path, size, mtime) are the files ``info``
+    was captured from; ``spelled`` turns the stored paths into the spelling ``files`` use."""
+    now = {path: (size, mtime) for path, size, mtime in files}
+    then = {spelled(path): (size, mtime) for path, size, mtime in info.original}
     if now != then:
         added = now.keys() - then.keys()
         gone = then.keys() - now.keys()

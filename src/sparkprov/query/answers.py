@@ -20,8 +20,8 @@ import pyarrow as pa
 from ..capture.sources import RID
 from ..errors import LineageTooLarge
 from .embedded import EMBEDDED_LIMIT, EmbeddedEngine, EmbeddedUnsupported
+from .engines import check_engine
 
-ENGINES = ("auto", "embedded", "spark")
 DIRECTIONS = ("backward", "forward")
 
 
@@ -83,8 +83,7 @@ def trace(
     """
     if direction not in DIRECTIONS:
         raise ValueError(f"direction must be one of {', '.join(DIRECTIONS)}, not {direction!r}")
-    if engine not in ENGINES:
-        raise ValueError(f"engine must be one of {', '.join(ENGINES)}, not {engine!r}")
+    check_engine(engine)
     if direction == "forward" and source is None:
         raise ValueError("a forward trace starts from one source: give its name")
     if limit < 0:

@@ -35,7 +35,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from ..capture.lineage import IN, OUT, REF, SRC
-from ..capture.sources import RID, ROW_BITS, SourceInfo
+from ..capture.sources import RID, ROW_BITS, SourceInfo, compare_fingerprint, snapshot_column
 from ..errors import LineageTooLarge, SourceChanged, SparkprovError
 from .pairs import PairTable, build_forward_index, parquet_files
 
@@ -247,11 +247,10 @@ class EmbeddedEngine:
         starts = np.cumsum([0] + [meta.row_group(g).num_rows for g in range(meta.num_row_groups)])
         if len(rows) and rows[-1] >= starts[-1]:
             raise SourceChanged(f"source {info.name!r}: {path} has no row {int(rows[-1])}")
-        file_columns = pf.schema_arrow.names
         if info.kind == "snapshot":  # stored with positional names
-            columns = file_columns[: len(names)]
+            columns = [snapshot_column(i) for i in range(len(names))]
         else:
-            missing = [n for n in names if n not in file_columns]
+            missing = [n for n in names if n not in pf.schema_arrow.names]
             if missing:  # e.g. partition columns, which live in directory names
                 raise EmbeddedUnsupported(f"source {info.name!r}: columns {missing} are not in its files")
             columns = names
@@ -267,15 +266,12 @@ class EmbeddedEngine:
     def _check_unchanged(self, info: SourceInfo) -> None:
         if not info.roots:  # checked on every answer: files may change between two traces
             return
-        now = {}
+        files = []
         for root in info.roots:
             for path in _list_files(local_path(root)):
                 st = os.stat(path)
-                now[path] = (st.st_size, st.st_mtime_ns // 1_000_000)
-        then = {local_path(p): (size, mtime) for p, size, mtime in info.original}
-        if now != then:
-            changed = sorted(set(now) ^ set(then) | {p for p in set(now) & set(then) if now[p] != then[p]})
-            raise SourceChanged(f"source {info.name!r} changed after capture ({', '.join(changed[:3])})")
+                files.append((path, st.st_size, st.st_mtime_ns // 1_000_000))
+        compare_fingerprint(info, files, spelled=local_path)
 
     # predicates --------------------------------------------------------------------
 
@@ -297,8 +293,7 @@ class EmbeddedEngine:
             return np.array([], np.int64)
         numbers = ", ".join(f"({_literal(p)}, {i})" for i, p in enumerate(paths))
         if info.kind == "snapshot":
-            stored = pq.ParquetFile(paths[0]).schema_arrow.names[: len(names)]
-            cols = ", ".join(f"{_quote(s)} AS {_quote(n)}" for s, n in zip(stored, names))
+            cols = ", ".join(f"{_quote(snapshot_column(i))} AS {_quote(n)}" for i, n in enumerate(names))
         else:
             cols = ", ".join(_quote(n) for n in names)
         relation = (

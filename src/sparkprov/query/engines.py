@@ -61,10 +61,14 @@ def rids_of(engine: EmbeddedEngine, rows: RowsArg, predicate: Callable[[str], np
     return np.array(sorted(set(rid_list(rows))), dtype=np.int64)
 
 
+def check_rows(count: int, what: str) -> None:
+    """Raise ``LineageTooLarge`` when an answer of ``count`` rows is too many to hand over."""
+    if count > ROWS_LIMIT:
+        raise LineageTooLarge(f"{what}: {count:,} rows is more than an embedded answer hands to Spark")
+
+
 def local_dataframe(spark: SparkSession, table: pa.Table, schema: StructType) -> DataFrame:
-    """``table`` (at most ``ROWS_LIMIT`` rows) as a DataFrame with Spark's own ``schema``."""
-    if table.num_rows > ROWS_LIMIT:
-        raise LineageTooLarge(f"{table.num_rows:,} rows is more than an embedded answer hands to Spark")
+    """``table`` (rows counted with ``check_rows`` first) as a DataFrame with Spark's own ``schema``."""
     if table.num_rows == 0:  # Arrow has no column types to give for nothing
         return spark.createDataFrame([], schema)
     return spark.createDataFrame(table, schema=schema)

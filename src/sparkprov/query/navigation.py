@@ -187,8 +187,7 @@ def _pick(capture: Capture, path: str | int | None) -> list[str]:
         if not 0 <= path < len(names):
             raise ValueError(f"capture {capture.name!r} has {len(names)} sources; no position {path}")
         return [names[path]]
-    if path not in names:
-        raise ValueError(f"capture {capture.name!r} has no source {path!r}; sources: {', '.join(names)}")
+    capture._check_source(path)
     return [path]
 
 
