@@ -60,6 +60,30 @@ def test_trace_commands_answer_from_the_store(session, spark):
     assert gone.returncode == 1 and "no sparkprov store" in gone.stderr
 
 
+def test_why_and_how_commands(session, spark):
+    orders = spark.createDataFrame([(1, "ann"), (2, "bob")], "oid int, cust string")
+    items = spark.createDataFrame([(1, 3.0), (1, 4.0), (2, 5.0)], "oid int, price double")
+    session.source(orders, "orders")
+    session.source(items, "items")
+    joined = orders.join(items, "oid").groupBy("cust").agg(F.sum("price").alias("total"))
+    session.capture(joined, name="totals", witnesses=True)
+    session.capture(joined, name="plain")
+    store = str(session.store.root)
+    how = sparkprov_cli("trace", "how", "totals", "--where", "cust = 'ann'", "--store", store)
+    assert how.returncode == 0, how.stderr
+    assert "1 output rows matched" in how.stdout and "cust=ann, total=7.0" in how.stdout
+    (poly,) = [line.strip() for line in how.stdout.splitlines() if line.startswith("  ")]
+    assert poly.startswith("δ(") and poly.count("orders#") == 2 and poly.count("items#") == 2
+    why = sparkprov_cli("trace", "why", "totals", "--where", "total > 0", "--store", store, "--json")
+    assert why.returncode == 0, why.stderr
+    answer = json.loads(why.stdout)
+    assert answer["matched"] == 2
+    sizes = {r["row"]["cust"]: [len(w) for w in r["why"]] for r in answer["rows"]}
+    assert sizes == {"ann": [3], "bob": [2]}  # a sum needs its whole group: one witness each
+    bad = sparkprov_cli("trace", "why", "plain", "--where", "total > 0", "--store", store)
+    assert bad.returncode == 1 and "witnesses=True" in bad.stderr
+
+
 def test_bad_arguments_exit_nonzero(tmp_path):
     bad = sparkprov_cli("bench", "capture", "--repeat", "0", "--data", str(tmp_path))
     assert bad.returncode == 1 and "--repeat" in bad.stderr

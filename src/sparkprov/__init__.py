@@ -15,6 +15,7 @@ from .errors import (
     StoreCorrupt,
     StoreNotFound,
     UnsupportedOperation,
+    WitnessesNotKept,
 )
 from .query.navigation import LineageCursor
 
@@ -32,6 +33,7 @@ __all__ = [
     "StoreCorrupt",
     "StoreNotFound",
     "UnsupportedOperation",
+    "WitnessesNotKept",
     "__version__",
     "mark",
 ]

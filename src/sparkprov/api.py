@@ -33,6 +33,7 @@ from .plan.catalyst import Bridge
 from .query import engines, trace
 from .query.embedded import EmbeddedEngine, EmbeddedUnsupported
 from .query.navigation import LineageCursor, Point
+from .query.provenance import Polynomial, polynomials
 from .query.replay import Replay, SourceLeaf, replay
 from .query.trace import RowsArg
 from .store.catalog import Store, check_name
@@ -234,6 +235,58 @@ class Capture:
         engines.check_rows(len(outs), f"the output of capture {self.name!r}")
         return engines.local_dataframe(self._session.spark, engine.output_rows(outs), schema)
 
+    def how(self, rows: RowsArg) -> DataFrame:
+        """How-provenance: the provenance polynomial of each of ``rows`` of the output,
+        as a DataFrame (``_sp_rid``, ``how``). Source rows are ``source#rid``; ``·`` is
+        joint use (a join), ``+`` alternatives (a semi join's matches), ``δ(...)`` a
+        group (aggregate, DISTINCT, window frame), as in Lipstick section 2.3. Needs a
+        capture made with ``witnesses=True``; answered in this process.
+
+        >>> cap.how("k = 'a'").first().how  # doctest: +SKIP
+        'numbers#0 · δ(orders#3 + orders#8)'
+        """
+        found = self.polynomials(rows)
+        data = [(rid, str(p)) for rid, p in sorted(found.items())]
+        return self._session.spark.createDataFrame(data, f"{RID} long, how string")
+
+    def why(self, rows: RowsArg) -> DataFrame:
+        """Why-provenance: the witnesses of each of ``rows`` of the output, the sets of
+        source rows that together derive it, one row per witness (``_sp_rid``,
+        ``witness``: an array of ``(source, rid)``). A group that only removes
+        duplicates is derived by any one of its rows; one whose values are computed
+        (an aggregate, a window) needs all of them. Needs ``witnesses=True`` at capture.
+
+        >>> cap.why([0]).first().witness  # doctest: +SKIP
+        [Row(source='orders', rid=3), Row(source='numbers', rid=0)]
+        """
+        data = []
+        for rid, p in sorted(self.polynomials(rows).items()):
+            for w in sorted(sorted(w) for w in p.witnesses()):
+                data.append((rid, w))
+        schema = f"{RID} long, witness array<struct<source: string, rid: long>>"
+        return self._session.spark.createDataFrame(data, schema)
+
+    def polynomials(self, rows: RowsArg) -> dict[int, Polynomial]:
+        """``{output rid: Polynomial}`` for ``rows`` of the output: what :meth:`how` and
+        :meth:`why` print, as objects (``str(p)``, ``p.witnesses()``, ``p.variables()``)."""
+        return polynomials(self._entry, self._output_rids(rows))
+
+    def _output_rids(self, rows: RowsArg) -> list[int]:
+        # rids for answers built in this process: a predicate goes to DuckDB, or to
+        # Spark when DuckDB cannot evaluate it; a DataFrame's rids are collected
+        if isinstance(rows, str):
+            try:
+                return self._embedded().output_rids(rows).tolist()
+            except EmbeddedUnsupported:
+                rows = self._output().where(rows)
+        if isinstance(rows, DataFrame):
+            if RID not in rows.columns:
+                raise ValueError(f"the DataFrame passed as rows has no {RID} column; pass rows of the output")
+            found = [r[0] for r in rows.select(RID).limit(engines.ROWS_LIMIT + 1).collect()]
+            engines.check_rows(len(found), f"the rows of capture {self.name!r} asked for")
+            return found
+        return trace.rid_list(rows)
+
     def register_views(self) -> dict[str, str]:
         """Register temp views for SQL over this capture's lineage; returns ``{view: what}``.
 
@@ -300,6 +353,8 @@ class Capture:
         for s in self.sources.values():
             how = "file number + Parquet row index" if s.kind == "parquet" else "position in a Parquet copy"
             out.append(f"source {s.name}: {s.format}, {s.files} file(s), rid = {how}")
+        if self._entry.get("witnesses"):
+            out.append("witnesses kept: why() and how() answer from the stored groups")
         return "\n".join(out)
 
     def _check_source(self, source: Any) -> None:
@@ -346,6 +401,7 @@ class LineageSession:
         path: str | os.PathLike | None = None,
         table: str | None = None,
         mode: str = "errorifexists",
+        witnesses: bool = False,
     ) -> Capture:
         """Run ``df`` once with capture; store its output and lineage under ``name``.
 
@@ -354,6 +410,10 @@ class LineageSession:
         or ``overwrite``). A later capture that reads them links to this one, so
         ``backward(..., end_to_end=True)`` and ``forward(..., end_to_end=True)``
         trace a pipeline of several jobs end to end.
+
+        ``witnesses=True`` also keeps how each output row was derived (which rows were
+        joined, grouped, matched), for :meth:`Capture.why` and :meth:`Capture.how`.
+        It stores each grouping operator's groups, which costs time and space.
         """
         if not isinstance(df, DataFrame):
             raise ValueError(f"df must be a DataFrame, not {type(df).__name__}")
@@ -368,7 +428,9 @@ class LineageSession:
                     "(errorifexists or overwrite), so its rows keep their ids"
                 )
             write = Write(str(path) if path is not None else None, table, mode)
-        return Capture(self, self._capture(df, name, write=write))
+        if not isinstance(witnesses, bool):
+            raise ValueError(f"witnesses must be True or False, not {witnesses!r}")
+        return Capture(self, self._capture(df, name, write=write, witnesses=witnesses))
 
     def checkpoint(self, df: DataFrame, name: str) -> DataFrame:
         """``df`` computed once and stored, as ``df.checkpoint()`` does, but traceable.
@@ -387,15 +449,24 @@ class LineageSession:
         self.capture(df, name, path=path)
         return self.spark.read.parquet(str(path))
 
-    def _capture(self, df: DataFrame, name: str, by_occurrence: bool = False, write: Write | None = None) -> dict:
+    def _capture(
+        self,
+        df: DataFrame,
+        name: str,
+        by_occurrence: bool = False,
+        write: Write | None = None,
+        witnesses: bool = False,
+    ) -> dict:
         leaves: dict = {}  # every source's leaf, marked parts' too: replay runs the whole query
 
         def capture_mark(sub: DataFrame, mark_name: str, named: list, path: str) -> dict:
-            return run_capture(self._bridge, self.store, sub, mark_name, named, write=Write(path), leaves=leaves)
+            return run_capture(
+                self._bridge, self.store, sub, mark_name, named, write=Write(path), leaves=leaves, witnesses=witnesses
+            )
 
         query = df
         df, named = capture_marks(self._bridge, df, name, self._named, self.store.root, capture_mark)
-        entry = run_capture(self._bridge, self.store, df, name, named, by_occurrence, write, leaves)
+        entry = run_capture(self._bridge, self.store, df, name, named, by_occurrence, write, leaves, witnesses)
         self._queries[(entry["name"], entry["version"])] = (query, leaves)
         return entry
 

@@ -48,6 +48,18 @@ def build_parser() -> argparse.ArgumentParser:
         t.add_argument("--store", default=None, help="store directory (default $SPARKPROV_STORE or ./.sparkprov)")
         t.add_argument("--json", action="store_true", help="print JSON")
 
+    for kind, text in (
+        ("why", "the witnesses of the output rows matching --where (sets of source rows that derive each)"),
+        ("how", "the provenance polynomial of the output rows matching --where"),
+    ):
+        t = trace_sub.add_parser(kind, help=text + "; needs a capture made with witnesses=True")
+        t.add_argument("name", help="capture name (see `sparkprov captures`)")
+        t.add_argument("--where", required=True, help="Spark SQL predicate picking output rows")
+        t.add_argument("--limit", type=int, default=20, help="output rows shown (default 20)")
+        t.add_argument("--version", type=int, default=None, help="capture version (default: the newest)")
+        t.add_argument("--store", default=None, help="store directory (default $SPARKPROV_STORE or ./.sparkprov)")
+        t.add_argument("--json", action="store_true", help="print JSON")
+
     bench = sub.add_parser("bench", help="benchmarks")
     bench_sub = bench.add_subparsers(dest="bench_command", required=True)
     cap = bench_sub.add_parser("capture", help="capture on/off time ratio on TPC-H queries")
@@ -56,6 +68,7 @@ def build_parser() -> argparse.ArgumentParser:
     cap.add_argument("--queries", default="1,3,6", help="comma-separated query numbers (default 1,3,6)")
     cap.add_argument("--repeat", type=int, default=5, help="interleaved on/off pairs per query (default 5)")
     cap.add_argument("--data", default="data/tpch", help="where TPC-H data is generated (default data/tpch)")
+    cap.add_argument("--witnesses", action="store_true", help="capture with witnesses=True (for why/how)")
     cap.add_argument("--json", dest="json_out", help="write the results as JSON to this file")
     tr = bench_sub.add_parser("trace", help="trace latency (embedded engine) over captured TPC-H queries")
     tr.add_argument("--suite", choices=["tpch"], default="tpch")
@@ -65,6 +78,7 @@ def build_parser() -> argparse.ArgumentParser:
     tr.add_argument("--spark-samples", type=int, default=2, help="backward traces per query on Spark, to compare")
     tr.add_argument("--data", default="data/tpch", help="where TPC-H data is generated (default data/tpch)")
     tr.add_argument("--store", default=None, help="keep the captures here and reuse them (default: a temporary store)")
+    tr.add_argument("--witnesses", action="store_true", help="capture with witnesses=True and time why/how too")
     tr.add_argument("--json", dest="json_out", help="write the results as JSON to this file")
     cov = bench_sub.add_parser("coverage", help="capture a query suite and check every answer (scoreboard)")
     cov.add_argument("--suite", choices=["tpch", "tpcds"], default="tpch")
@@ -82,10 +96,14 @@ def _store(args: argparse.Namespace):
 
 
 def _trace(args: argparse.Namespace) -> int:
-    from .query.answers import dumps, trace
+    from .query.answers import derivations, dumps, trace
 
     store = _store(args)
     entry = store.load(args.name, args.version)
+    if args.direction in ("why", "how"):
+        found = derivations(entry, args.direction, args.where, args.limit)
+        print(dumps(found) if args.json else found.to_text())
+        return 0
     answer = trace(str(store.root), entry, args.direction, args.where, args.source, args.limit, args.engine)
     print(dumps(answer) if args.json else answer.to_text())
     return 0

@@ -54,3 +54,8 @@ class StoreNotFound(SparkprovError, FileNotFoundError):
 
 class LineageTooLarge(SparkprovError):
     """An answer would read more lineage than the embedded engine takes on; Spark answers it."""
+
+
+class WitnessesNotKept(SparkprovError):
+    """The capture was made without the structure why and how provenance are read from
+    (``capture(..., witnesses=True)``)."""

@@ -20,3 +20,14 @@ def test_bench_trace_reports_latencies(spark, tpch_dir, tmp_path):
     # captures are kept in the store and reused
     again = trace.run(0.01, [6], 1, str(tpch_dir.parent), str(tmp_path / "store"), spark_samples=0)
     assert again["queries"][0]["max_lineage_rows"] == q6["max_lineage_rows"]
+
+
+def test_bench_trace_times_why_and_how(spark, tpch_dir, tmp_path):
+    report = trace.run(0.01, [4, 6], 3, str(tpch_dir.parent), str(tmp_path / "store"), spark_samples=0, witnesses=True)
+    q4, q6 = report["queries"]
+    assert report["how_p50_ms"] > 0 and report["how_refused"] == 0
+    # Q6's one sum needs all its rows: one witness. Q4 counts orders that have some
+    # late lineitem: one witness per choice of a lineitem for every order, too many
+    assert q6["why_p50_ms"] > 0 and q6["why_refused"] == 0
+    assert q4["why_refused"] == 3 and q4["why_p50_ms"] is None
+    assert report["why_refused"] == 3

@@ -43,8 +43,14 @@ def summarize(results: list[dict]) -> dict:
     }
 
 
-def run(spark: SparkSession, sf: float, queries: list[int], repeat: int, data_dir: str) -> dict:
-    """Benchmark ``queries`` at scale factor ``sf`` on ``spark``; returns the report."""
+def run(
+    spark: SparkSession, sf: float, queries: list[int], repeat: int, data_dir: str, witnesses: bool = False
+) -> dict:
+    """Benchmark ``queries`` at scale factor ``sf`` on ``spark``; returns the report.
+
+    ``witnesses`` captures with ``witnesses=True`` (the structure why/how read), whose
+    stored side relations count as lineage bytes.
+    """
     import sparkprov as sp
 
     path = tpch.generate(sf, data_dir)
@@ -65,7 +71,7 @@ def run(spark: SparkSession, sf: float, queries: list[int], repeat: int, data_di
 
             def captured(i: int, n: int = n, text: str = text):
                 t = time.perf_counter()
-                c = session.capture(spark.sql(text), name=f"q{n}")
+                c = session.capture(spark.sql(text), name=f"q{n}", witnesses=witnesses)
                 return time.perf_counter() - t, c
 
             plain(-1)  # warm-up: file listings, code generation caches
@@ -84,6 +90,8 @@ def run(spark: SparkSession, sf: float, queries: list[int], repeat: int, data_di
             shared = entry["lineage"].get("shared")
             # shared lineage (a scalar subquery's, kept once) is part of what capture stores
             lineage_bytes = _dir_bytes(entry["lineage"]["path"]) + (_dir_bytes(shared) if shared else 0)
+            sides = entry.get("witnesses")
+            witness_bytes = sum(_dir_bytes(s["path"]) for s in sides["sides"].values()) if sides else 0
             input_bytes = sum(sum(f[1] for f in s["original"]) for s in entry["sources"].values())
             results.append(
                 {
@@ -91,18 +99,21 @@ def run(spark: SparkSession, sf: float, queries: list[int], repeat: int, data_di
                     "plain_s": [round(x, 3) for x in plain_t],
                     "capture_s": [round(x, 3) for x in cap_t],
                     "median_ratio": round(statistics.median(ratios), 3),
-                    "lineage_bytes": lineage_bytes,
+                    "lineage_bytes": lineage_bytes + witness_bytes,
+                    "witness_bytes": witness_bytes,
                     "output_rows": cap.output.count(),
                     "pairs": spark.read.parquet(entry["lineage"]["path"]).count(),
                     "shared_pairs": spark.read.parquet(shared).count() if shared else 0,
                     "input_bytes": input_bytes,
                     "storage_ratio": float(f"{lineage_bytes / input_bytes:.3g}") if input_bytes else None,
-                    "strategy": "logical rewrite, end-to-end pair tables",
+                    "strategy": "logical rewrite, end-to-end pair tables"
+                    + (" and side relations" if witnesses else ""),
                 }
             )
     finally:
         shutil.rmtree(work, ignore_errors=True)
-    return {"suite": "tpch", "sf": sf, "repeat": repeat, "queries": results, **summarize(results)}
+    summary = summarize(results)
+    return {"suite": "tpch", "sf": sf, "repeat": repeat, "witnesses": witnesses, "queries": results, **summary}
 
 
 def main(args: argparse.Namespace) -> int:
@@ -113,10 +124,11 @@ def main(args: argparse.Namespace) -> int:
 
     spark = local_session("sparkprov-bench", shuffle_partitions=8, driver_memory="6g")
     try:
-        report = run(spark, args.sf, queries, args.repeat, os.path.expanduser(args.data))
+        report = run(spark, args.sf, queries, args.repeat, os.path.expanduser(args.data), args.witnesses)
     finally:
         spark.stop()
-    print(f"\nTPC-H SF {args.sf}, {args.repeat} interleaved pairs per query (capture time / plain time)")
+    kept = " with witnesses" if args.witnesses else ""
+    print(f"\nTPC-H SF {args.sf}, {args.repeat} interleaved pairs per query (capture{kept} time / plain time)")
     for r in report["queries"]:
         print(
             f"  Q{r['query']:<3} median ratio {r['median_ratio']:.2f}   "

@@ -47,14 +47,17 @@ def _ms(start: float) -> float:
     return (time.perf_counter() - start) * 1000
 
 
-def capture_queries(store: str, sf: float, queries: list[int], data_dir: str) -> dict[int, str]:
+def capture_queries(
+    store: str, sf: float, queries: list[int], data_dir: str, witnesses: bool = False
+) -> dict[int, str]:
     """Capture the queries not yet in ``store``; returns the capture name per query."""
     import sparkprov as sp
 
     from ..local import local_session
     from ..store.catalog import Store
 
-    names = {n: f"tpch-sf{sf_label(sf)}-q{n}" for n in queries}
+    suffix = "-witnesses" if witnesses else ""
+    names = {n: f"tpch-sf{sf_label(sf)}-q{n}{suffix}" for n in queries}
     missing = [n for n, name in names.items() if name not in Store(store).names()]
     if missing:
         spark = local_session("sparkprov-bench-trace", shuffle_partitions=8, driver_memory="6g")
@@ -62,7 +65,7 @@ def capture_queries(store: str, sf: float, queries: list[int], data_dir: str) ->
         session = sp.LineageSession(spark, store=store)
         for i, n in enumerate(missing):
             started = time.perf_counter()
-            session.capture(spark.sql(tpch.query(n)), name=names[n])
+            session.capture(spark.sql(tpch.query(n)), name=names[n], witnesses=witnesses)
             print(f"captured Q{n} ({i + 1}/{len(missing)}) in {time.perf_counter() - started:.1f}s", flush=True)
     return names
 
@@ -92,10 +95,13 @@ def _random_rid(counts: list[int], rng: np.random.Generator) -> int | None:
 
 
 def trace_query(engine: EmbeddedEngine, samples: int, rng: np.random.Generator) -> dict:
-    """Time backward, forward and fetch traces on one capture; returns the raw timings."""
+    """Time backward, forward and fetch traces on one capture (and how/why, if it keeps
+    witnesses); returns the raw timings."""
     outs = engine.output_rows()["_sp_rid"].to_numpy()
     picked = rng.choice(outs, size=min(samples, len(outs)), replace=False) if len(outs) else []
     result = {"output_rows": len(outs), "backward_ms": [], "forward_ms": [], "fetch1000_ms": [], "sizes": []}
+    if engine.entry.get("witnesses"):
+        result.update(_derivations(engine.entry, picked))
     started = time.perf_counter()
     for s in engine.sources:  # reads the footers of every pair table
         engine.backward_ids(outs[:1], s)
@@ -134,6 +140,29 @@ def trace_query(engine: EmbeddedEngine, samples: int, rng: np.random.Generator) 
     return result
 
 
+def _derivations(entry: dict, picked) -> dict:
+    """How (the polynomial) and why (its witnesses) of single output rows: times, and
+    how many answers were refused as too large (and why)."""
+    from ..query.provenance import polynomials
+
+    found = {"how_ms": [], "why_ms": [], "how_refused": 0, "why_refused": 0}
+    for out in picked:
+        started = time.perf_counter()
+        try:
+            (p,) = polynomials(entry, [int(out)]).values()
+        except LineageTooLarge:
+            found["how_refused"] += 1
+            found["why_refused"] += 1
+            continue
+        found["how_ms"].append(_ms(started))
+        try:
+            p.witnesses()
+            found["why_ms"].append(_ms(started))
+        except LineageTooLarge:
+            found["why_refused"] += 1
+    return found
+
+
 def _spark_backward_ms(store: str, name: str, rids, repeat: int) -> list[float]:
     """Backward traces of single output rows on the Spark engine (ids of all source rows)."""
     import sparkprov as sp
@@ -151,13 +180,22 @@ def _spark_backward_ms(store: str, name: str, rids, repeat: int) -> list[float]:
     return times
 
 
-def run(sf: float, queries: list[int], samples: int, data_dir: str, store: str, spark_samples: int) -> dict:
+def run(
+    sf: float,
+    queries: list[int],
+    samples: int,
+    data_dir: str,
+    store: str,
+    spark_samples: int,
+    witnesses: bool = False,
+) -> dict:
     from ..store.catalog import Store
 
-    names = capture_queries(store, sf, queries, data_dir)
+    names = capture_queries(store, sf, queries, data_dir, witnesses)
     rng = np.random.default_rng(20261122)
     per_query, spark_ms = [], []
     backward, forward, fetch = [], [], []
+    how, why, refused = [], [], {"how": 0, "why": 0}
     largest = 0
     for n in queries:
         entry = Store(store).load(names[n])
@@ -172,6 +210,10 @@ def run(sf: float, queries: list[int], samples: int, data_dir: str, store: str, 
         backward += timed["backward_ms"]
         forward += timed["forward_ms"]
         fetch += timed["fetch1000_ms"]
+        how += timed.get("how_ms", [])
+        why += timed.get("why_ms", [])
+        for kind in refused:
+            refused[kind] += timed.get(f"{kind}_refused", 0)
         largest = max([largest, *timed["sizes"]])
         if spark_samples:
             outs = engine.output_rows()["_sp_rid"].to_numpy()
@@ -189,6 +231,10 @@ def run(sf: float, queries: list[int], samples: int, data_dir: str, store: str, 
             "cold_backward_ms": timed["cold_backward_ms"],
             "cold_forward_ms": timed["cold_forward_ms"],
         }
+        if witnesses:
+            row["how_p50_ms"] = percentiles(timed["how_ms"])[0] if timed["how_ms"] else None
+            row["why_p50_ms"] = percentiles(timed["why_ms"])[0] if timed["why_ms"] else None
+            row["how_refused"], row["why_refused"] = timed["how_refused"], timed["why_refused"]
         per_query.append(row)
         print(
             f"Q{n:<3} backward p50 {row['backward_p50_ms']} ms, forward p50 {row['forward_p50_ms']} ms, "
@@ -210,8 +256,22 @@ def run(sf: float, queries: list[int], samples: int, data_dir: str, store: str, 
         "answers": {"backward": len(backward), "forward": len(forward), "fetch1000": len(fetch)},
         "spark_backward_p50_ms": percentiles(spark_ms)[0] if spark_ms else None,
         "largest_lineage_rows": largest,
+        **(_derivation_summary(how, why, refused) if witnesses else {}),
         "driver_peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024),
         "queries": per_query,
+    }
+
+
+def _derivation_summary(how: list[float], why: list[float], refused: dict[str, int]) -> dict:
+    h50, h95 = percentiles(how) if how else (None, None)
+    w50, w95 = percentiles(why) if why else (None, None)
+    return {
+        "how_p50_ms": h50,
+        "how_p95_ms": h95,
+        "why_p50_ms": w50,
+        "why_p95_ms": w95,
+        "how_refused": refused["how"],
+        "why_refused": refused["why"],
     }
 
 
@@ -221,13 +281,19 @@ def main(args: argparse.Namespace) -> int:
         raise ValueError("--samples must be at least 1")
     with tempfile.TemporaryDirectory(prefix="sparkprov-bench-trace-") as tmp:
         store = args.store or str(Path(tmp) / "store")
-        report = run(args.sf, queries, args.samples, args.data, store, args.spark_samples)
+        report = run(args.sf, queries, args.samples, args.data, store, args.spark_samples, args.witnesses)
     print(
         f"\nTPC-H SF {args.sf}, {args.samples} samples per query, embedded engine: "
         f"backward p50 {report['backward_p50_ms']} ms (p95 {report['backward_p95_ms']}), "
         f"forward p50 {report['forward_p50_ms']} ms (p95 {report['forward_p95_ms']}), "
         f"fetch1000 p50 {report['fetch1000_p50_ms']} ms; Spark backward p50 {report['spark_backward_p50_ms']} ms"
     )
+    if args.witnesses:
+        print(
+            f"how p50 {report['how_p50_ms']} ms (p95 {report['how_p95_ms']}), why p50 {report['why_p50_ms']} ms "
+            f"(p95 {report['why_p95_ms']}); refused as too large: how {report['how_refused']}, "
+            f"why {report['why_refused']}"
+        )
     if args.json_out:
         Path(args.json_out).write_text(json.dumps(report, indent=1))
     return 0

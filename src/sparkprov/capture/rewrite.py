@@ -57,6 +57,13 @@ class SideRelation:
     slots: list[Slot]
     shared: bool = False  # kept once and referenced (a scalar subquery's result row)
     ranged: bool = False  # a window's: rows are (handle, position, slots), slots name position ranges
+    # How a row depends on its group, for why/how provenance (query/provenance.py):
+    # "values"   the row's values are computed from every row of the group (aggregates,
+    #            windows, Python functions over groups or partitions);
+    # "distinct" any one row of the group derives it (duplicate elimination);
+    # "matches"  it depends on one of the rows, no duplicates eliminated (semi join
+    #            matches, a scalar subquery's result row)
+    combine: str = "values"
 
 
 @dataclass
@@ -413,7 +420,13 @@ class Rewriter:
             kept_plan = self._kept(inner.plan)
             value = self.user_output(inner)[0]
             self.subqueries[key] = (
-                self._side("scalar subquery", b.int_literal(0), Rewritten(kept_plan, inner.slots), shared=True)
+                self._side(
+                    "scalar subquery",
+                    b.int_literal(0),
+                    Rewritten(kept_plan, inner.slots),
+                    shared=True,
+                    combine="matches",
+                )
                 if inner.slots
                 else -1
             )
@@ -437,7 +450,9 @@ class Rewriter:
                     self._depth -= 1
                 # a subquery over constants only has no lineage (-1: nothing to reference)
                 self.subqueries[key] = (
-                    self._side("scalar subquery", b.int_literal(0), inner, shared=True) if inner.slots else -1
+                    self._side("scalar subquery", b.int_literal(0), inner, shared=True, combine="matches")
+                    if inner.slots
+                    else -1
                 )
             if self.subqueries[key] >= 0 and all(s.ref != self.subqueries[key] for s in added):
                 added.append(self._new_slot("group", self.subqueries[key]))
@@ -704,7 +719,7 @@ class Rewriter:
         used = [a for a in b.condition_references(node) if b.expr_id(a) in left_ids]
         handle = b.struct([s.attr for s in lw.slots] + used)
         matches = Rewritten(b.inner_join_like(node, lw.plan, rw.plan), rw.slots)
-        slot = self._group_slot(f"Join ({b.join_type(node).split('(')[0]})", handle, matches)
+        slot = self._group_slot(f"Join ({b.join_type(node).split('(')[0]})", handle, matches, "matches")
         semi = b.with_new_children(node, [lw.plan, rw.plan])
         plan = b.project(b.output(semi) + [b.alias(handle, slot.name)], semi)
         slot.attr = b.output(plan)[-1]
@@ -722,7 +737,13 @@ class Rewriter:
                 )
         inner = self._rewrite_stable(child, node)
         handle = b.struct(grouping) if grouping else b.int_literal(0)
-        slot = self._group_slot("Aggregate", handle, inner)
+        # an Aggregate without aggregate functions only removes duplicates (DISTINCT
+        # arrives as one)
+        computes = any(
+            b.has_pattern(e, "AGGREGATE_EXPRESSION") or b.has_pattern(e, "PYTHON_UDF")
+            for e in b.aggregate_expressions(node)
+        )
+        slot = self._group_slot("Aggregate", handle, inner, "values" if computes else "distinct")
         out_alias = b.alias(handle, slot.name)
         plan = b.aggregate_like(node, b.aggregate_expressions(node) + [out_alias], inner.plan)
         slot.attr = b.output(plan)[-1]
@@ -741,20 +762,22 @@ class Rewriter:
         # group with a handle instead: every row sharing the key is in the lineage.
         b = self.bridge
         inner = self._rewrite_stable(child, node)
-        slot = self._group_slot(b.node_name(node), b.struct(keys), inner)
+        slot = self._group_slot(b.node_name(node), b.struct(keys), inner, "distinct")
         dedup = b.deduplicate(keys, inner.plan)
         user = b.output(child)
         plan = b.project(user + [b.alias(b.struct(keys), slot.name)], dedup)
         slot.attr = b.output(plan)[-1]
         return Rewritten(plan, [slot])
 
-    def _group_slot(self, operator: str, handle: JExpr, inner: Rewritten) -> Slot:
-        return self._new_slot("group", self._side(operator, handle, inner))
+    def _group_slot(self, operator: str, handle: JExpr, inner: Rewritten, combine: str) -> Slot:
+        return self._new_slot("group", self._side(operator, handle, inner, combine=combine))
 
-    def _side(self, operator: str, handle: JExpr, inner: Rewritten, shared: bool = False) -> int:
+    def _side(
+        self, operator: str, handle: JExpr, inner: Rewritten, shared: bool = False, combine: str = "values"
+    ) -> int:
         b = self.bridge
         side_plan = b.project([b.alias(handle, "__sp_h")] + [s.attr for s in inner.slots], inner.plan)
-        self.sides.append(SideRelation(len(self.sides), operator, side_plan, inner.slots, shared))
+        self.sides.append(SideRelation(len(self.sides), operator, side_plan, inner.slots, shared, combine=combine))
         return len(self.sides) - 1
 
     def _rewrite_stable(self, child: JPlan, parent: JPlan) -> Rewritten:

@@ -54,6 +54,7 @@ def run_capture(
     by_occurrence: bool = False,
     write: Write | None = None,
     leaves: dict | None = None,
+    witnesses: bool = False,
 ) -> dict:
     """Capture ``df`` into ``store`` under ``name``; returns the committed catalog entry.
 
@@ -64,11 +65,13 @@ def run_capture(
     own (for the per-occurrence re-execution check). ``write`` also writes the output
     rows as the user's Parquet files or table; their rids as a source of a later
     capture are then the output's ``_sp_rid``, so traces continue across captures.
+    ``witnesses`` also keeps the side relations, the structure why and how
+    provenance are read from (``query/provenance.py``).
     """
     started = time.time()
     capture_id, data = store.new_data_dir()
     try:
-        entry = _capture_into(bridge, df, name, named, capture_id, data, by_occurrence, write, leaves)
+        entry = _capture_into(bridge, df, name, named, capture_id, data, by_occurrence, write, leaves, witnesses)
     except BaseException:
         shutil.rmtree(data, ignore_errors=True)
         raise
@@ -95,19 +98,23 @@ def _rewrite(bridge: Bridge, df: DataFrame, rewriter: Rewriter) -> DataFrame:
     return bridge.to_dataframe(result.plan)
 
 
-def _capture_into(bridge, df, name, named, capture_id, data: Path, by_occurrence: bool, write, leaves) -> dict:
+def _capture_into(
+    bridge, df, name, named, capture_id, data: Path, by_occurrence: bool, write, leaves, witnesses: bool
+) -> dict:
     rewriter = Rewriter(bridge, snapshot_dir=str(data / "snapshots"), named=list(named), by_occurrence=by_occurrence)
     try:
         out = _rewrite(bridge, df, rewriter)
         if leaves is not None:
             leaves.update({use.info.name: (use.key, use.leaf) for use in rewriter.sources})
-        return _run_rewritten(bridge, name, capture_id, data, out, rewriter, write)
+        return _run_rewritten(bridge, name, capture_id, data, out, rewriter, write, witnesses)
     finally:
         for kept in rewriter.checkpoints:
             kept.unpersist()
 
 
-def _run_rewritten(bridge, name, capture_id, data, out, rewriter, write: Write | None = None) -> dict:
+def _run_rewritten(
+    bridge, name, capture_id, data, out, rewriter, write: Write | None = None, witnesses: bool = False
+) -> dict:
     slots = rewriter.root.slots
     slot_names = [s.name for s in slots]
     display = out.columns[: len(out.columns) - len(slot_names)]
@@ -168,6 +175,7 @@ def _run_rewritten(bridge, name, capture_id, data, out, rewriter, write: Write |
             shared = shared_pairs(referenced, graph)
             table = union_pairs(shared) if shared else spark.createDataFrame([], SHARED_SCHEMA)
             table.write.options(**PAIR_WRITE_OPTIONS).parquet(shared_path)
+        structure = _write_sides(graph, slots, data / "sides") if witnesses else None
     shutil.rmtree(work, ignore_errors=True)
 
     return {
@@ -185,7 +193,41 @@ def _run_rewritten(bridge, name, capture_id, data, out, rewriter, write: Write |
         "operators": operators,
         "explain": [line.to_json() for line in rewriter.report],
         "written": written,
+        "witnesses": structure,
     }
+
+
+def _write_sides(graph: SideGraph, slots, root: Path) -> dict:
+    """Store every side relation the output's slots lead to, and how they connect.
+
+    The result is the catalog's ``witnesses`` entry: the output's slots and, per
+    side, its rows' location and slots (a source slot names its source by number).
+    """
+
+    def described(side_slots) -> list[dict]:
+        return [
+            {"name": s.name, "kind": s.kind, "ref": graph.source_of(s.ref) if s.kind == "source" else s.ref}
+            for s in side_slots
+        ]
+
+    sides: dict[str, dict] = {}
+    todo = [s.ref for s in slots if s.kind != "source"]
+    while todo:
+        k = todo.pop()
+        if str(k) in sides:
+            continue
+        side = graph.sides[k]
+        path = str(root / str(k))
+        graph.relation(k).write.parquet(path)
+        sides[str(k)] = {
+            "operator": side.operator,
+            "combine": side.combine,
+            "ranged": side.ranged,
+            "path": path,
+            "slots": described(side.slots),
+        }
+        todo.extend(s.ref for s in side.slots if s.kind != "source")
+    return {"output": described(slots), "sides": sides}
 
 
 def _stored_schema(staged: DataFrame) -> str:

@@ -21,6 +21,7 @@ from ..capture.sources import RID
 from ..errors import LineageTooLarge
 from .embedded import EMBEDDED_LIMIT, EmbeddedEngine, EmbeddedUnsupported
 from .engines import check_engine
+from .provenance import polynomials
 
 DIRECTIONS = ("backward", "forward")
 
@@ -135,7 +136,63 @@ def _spark(store_root: str, entry: dict, direction: str, where: str, source: str
     return Answer(entry["name"], entry["version"], direction, "spark", matched, relations)
 
 
-def dumps(answer: Answer) -> str:
+@dataclass
+class Derivations:
+    """Why or how provenance of the output rows a predicate matched: the first
+    ``limit`` rows, each with its polynomial (``how``) or its witnesses (``why``)."""
+
+    capture: str
+    version: int
+    kind: str
+    matched: int
+    rows: list[dict[str, Any]]  # {"row": output row, "how": text} or {"row": ..., "why": [[[source, rid], ...]]}
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "capture": self.capture,
+            "version": self.version,
+            "kind": self.kind,
+            "matched": self.matched,
+            "rows": self.rows,
+        }
+
+    def to_text(self) -> str:
+        more = f", showing {len(self.rows)}" if len(self.rows) < self.matched else ""
+        lines = [f"capture {self.capture!r} v{self.version}: {self.matched} output rows matched{more}"]
+        for item in self.rows:
+            row = dict(item["row"])
+            rid = row.pop(RID)
+            lines.append(f"\n{RID} {rid}: " + ", ".join(f"{k}={v}" for k, v in row.items()))
+            if self.kind == "how":
+                lines.append(f"  {item['how']}")
+            else:
+                for i, w in enumerate(item["why"], 1):
+                    lines.append(f"  witness {i}: " + ", ".join(f"{s}#{r}" for s, r in w))
+        return "\n".join(lines)
+
+
+def derivations(entry: dict, kind: str, where: str, limit: int = 20) -> Derivations:
+    """Why (``kind="why"``) or how provenance of the output rows matching ``where``,
+    read in this process (the capture must keep witnesses)."""
+    if kind not in ("why", "how"):
+        raise ValueError(f"kind must be why or how, not {kind!r}")
+    if limit < 0:
+        raise ValueError("limit must be at least 0")
+    engine = EmbeddedEngine(entry)
+    outs = engine.output_rids(where)
+    shown = outs[:limit]
+    found = polynomials(entry, shown)
+    rows = []
+    for row in engine.output_rows(shown).to_pylist():
+        p = found[row[RID]]
+        if kind == "how":
+            rows.append({"row": row, "how": str(p)})
+        else:
+            rows.append({"row": row, "why": sorted([list(m) for m in sorted(w)] for w in p.witnesses())})
+    return Derivations(entry["name"], entry["version"], kind, len(outs), rows)
+
+
+def dumps(answer: Answer | Derivations) -> str:
     """JSON text of an answer (dates, decimals and other values as strings)."""
     return json.dumps(answer.to_json(), indent=1, default=_plain)
 

@@ -1,0 +1,177 @@
+"""Why and how provenance: witnesses and polynomials read from the kept structure.
+
+Checked three ways: the witnesses of a row together are its lineage (backward);
+re-running the query on one witness's rows gives the row back (re-execution); and
+removing source rows removes exactly the rows whose polynomial becomes false
+(deletion propagation, evaluated in the Boolean semiring, against a replay).
+"""
+
+from __future__ import annotations
+
+import pytest
+from pyspark.sql import Window
+from pyspark.sql import functions as F
+
+import sparkprov as sp
+from sparkprov.query.provenance import Group, Product, Sum, Var
+
+
+@pytest.fixture
+def shop(spark, session):
+    orders = spark.createDataFrame(
+        [(1, "ann", "o1"), (2, "ann", "o2"), (3, "bob", "o3"), (4, "cy", "o4")], "oid int, cust string, tag string"
+    )
+    items = spark.createDataFrame(
+        [(1, 10.0, "i1"), (1, 5.0, "i2"), (2, 1.0, "i3"), (3, 7.0, "i4"), (9, 2.0, "i5")],
+        "oid int, price double, tag string",
+    )
+    session.source(orders, "orders")
+    session.source(items, "items")
+    orders.createOrReplaceTempView("orders")
+    items.createOrReplaceTempView("items")
+    return orders, items
+
+
+QUERIES = {
+    "join then group": lambda o, i, spark: o.join(i, "oid").groupBy("cust").agg(F.sum("price").alias("total")),
+    "distinct over a join": lambda o, i, spark: o.join(i, "oid").select("cust").distinct(),
+    "semi join": lambda o, i, spark: o.join(i, "oid", "left_semi").select("oid", "cust"),
+    "full outer join": lambda o, i, spark: o.join(i, "oid", "full_outer").select("oid", "cust", "price"),
+    "union all": lambda o, i, spark: o.select("oid").unionAll(i.select("oid")),
+    "union distinct": lambda o, i, spark: o.select("oid").union(i.select("oid")).distinct(),
+    "window": lambda o, i, spark: i.withColumn("run", F.sum("price").over(Window.partitionBy("oid").orderBy("price"))),
+    "scalar subquery": lambda o, i, spark: spark.sql(
+        "SELECT oid, price FROM items WHERE price > (SELECT avg(price) FROM items WHERE oid < 3)"
+    ),
+    "exists": lambda o, i, spark: spark.sql(
+        "SELECT cust FROM orders o WHERE EXISTS (SELECT 1 FROM items i WHERE i.oid = o.oid AND i.price > 4)"
+    ),
+}
+
+
+def labels(cap) -> dict[tuple[str, int], str]:
+    """Each source row's ``tag``, by (source, rid): readable names for the variables."""
+    return {(name, r["_sp_rid"]): r["tag"] for name, src in cap.sources.items() for r in src.rows().collect()}
+
+
+def canonical(p, tag) -> str:
+    """The polynomial with variables named by tag and terms sorted: comparable text."""
+    if isinstance(p, Var):
+        return tag[(p.source, p.rid)]
+    parts = sorted(canonical(x, tag) for x in p.parts)
+    if isinstance(p, Group):
+        return "δ(" + " + ".join(parts) + ")"
+    if isinstance(p, Sum):
+        return "(" + " + ".join(parts) + ")"
+    return " · ".join(parts) if parts else "1"
+
+
+@pytest.mark.parametrize("query", sorted(QUERIES))
+def test_witnesses_together_are_the_lineage(spark, session, shop, query):
+    cap = session.capture(QUERIES[query](*shop, spark), name="q", witnesses=True)
+    rids = [r["_sp_rid"] for r in cap.output.collect()]
+    found = cap.polynomials(rids)
+    assert sorted(found) == sorted(rids)
+    lineage = {rid: set() for rid in rids}
+    for name in cap.sources:
+        for r in cap.pairs(name).collect():
+            lineage[r["out_rid"]].add((name, r["in_rid"]))
+    for rid, p in found.items():
+        witnesses = p.witnesses()
+        assert witnesses and set().union(*witnesses) == lineage[rid] == p.variables(), (rid, str(p))
+    why = cap.why(rids).collect()
+    assert {(r["_sp_rid"], frozenset((m["source"], m["rid"]) for m in r["witness"])) for r in why} == {
+        (rid, w) for rid, p in found.items() for w in p.witnesses()
+    }
+
+
+def test_polynomials_read_as_written(spark, session, shop):
+    o, i = shop
+    grouped = session.capture(QUERIES["join then group"](o, i, spark), name="g", witnesses=True)
+    tag = labels(grouped)
+    by_cust = {r["cust"]: r["_sp_rid"] for r in grouped.output.collect()}
+    found = grouped.polynomials(list(by_cust.values()))
+    assert canonical(found[by_cust["ann"]], tag) == "δ(i1 · o1 + i2 · o1 + i3 · o2)"
+    assert canonical(found[by_cust["bob"]], tag) == "δ(i4 · o3)"
+    # the row's values need every row of its group: one witness
+    assert [len(w) for w in found[by_cust["ann"]].witnesses()] == [5]
+
+    semi = session.capture(QUERIES["exists"](o, i, spark), name="e", witnesses=True)
+    tag = labels(semi)
+    (rid,) = [r["_sp_rid"] for r in semi.output.where("cust = 'ann'").collect()]
+    assert canonical(semi.polynomials([rid])[rid], tag) == "(i1 + i2) · o1"
+    assert {frozenset(tag[v] for v in w) for w in semi.polynomials([rid])[rid].witnesses()} == {
+        frozenset({"o1", "i1"}),
+        frozenset({"o1", "i2"}),
+    }
+
+    window = session.capture(QUERIES["window"](o, i, spark), name="w", witnesses=True)
+    tag = labels(window)
+    (rid,) = [r["_sp_rid"] for r in window.output.where("price = 10.0").collect()]
+    assert canonical(window.polynomials([rid])[rid], tag) == "i1 · δ(i1 + i2)"
+
+    outer = session.capture(QUERIES["full outer join"](o, i, spark), name="f", witnesses=True)
+    tag = labels(outer)
+    padded = {r["_sp_rid"]: r for r in outer.output.where("cust IS NULL OR price IS NULL").collect()}
+    assert sorted(canonical(p, tag) for p in outer.polynomials(list(padded)).values()) == ["i5", "o4"]
+
+    text = {r["_sp_rid"]: r["how"] for r in grouped.how("cust = 'bob'").collect()}
+    assert list(text) == [by_cust["bob"]] and text[by_cust["bob"]].startswith("δ(") and "items#" in text[by_cust["bob"]]
+
+
+@pytest.mark.parametrize("query", ["distinct over a join", "semi join", "join then group", "window"])
+def test_each_witness_derives_its_row(spark, session, shop, query):
+    cap = session.capture(QUERIES[query](*shop, spark), name="q", witnesses=True)
+    out = {r["_sp_rid"]: r for r in cap.output.collect()}
+    columns = [c for c in cap.output.columns if c != "_sp_rid"]
+    checked = 0
+    for rid, p in cap.polynomials(list(out)[:3]).items():
+        for w in p.witnesses():
+            kept = {
+                name: src.rows().where(F.col("_sp_rid").isin([r for s, r in w if s == name]))
+                for name, src in cap.sources.items()
+            }
+            rows = {tuple(r[c] for c in columns) for r in cap.replay(kept).output.collect()}
+            wanted = tuple(out[rid][c] for c in columns)
+            assert wanted in rows, (rid, str(p), w)
+            checked += 1
+    assert checked >= 2
+
+
+def boolean(p, deleted: set) -> bool:
+    """The polynomial in the Boolean semiring with the ``deleted`` rows false."""
+    if isinstance(p, Var):
+        return (p.source, p.rid) not in deleted
+    if isinstance(p, Product):
+        return all(boolean(f, deleted) for f in p.factors)
+    return any(boolean(t, deleted) for t in p.parts)
+
+
+def test_deleting_a_source_row_removes_the_rows_whose_polynomial_fails(spark, session, shop):
+    cap = session.capture(QUERIES["distinct over a join"](*shop, spark), name="d", witnesses=True)
+    found = cap.polynomials(cap.output)
+    custs = {r["_sp_rid"]: r["cust"] for r in cap.output.collect()}
+    for name, src in cap.sources.items():
+        for row in src.rows().collect():
+            deleted = {(name, row["_sp_rid"])}
+            kept = {name: src.rows().where(F.col("_sp_rid") != row["_sp_rid"])}
+            survivors = {r["cust"] for r in cap.replay(kept).output.collect()}
+            expected = {custs[rid] for rid, p in found.items() if boolean(p, deleted)}
+            assert survivors == expected, (name, row["tag"])
+
+
+def test_errors_are_clear(spark, session, shop):
+    o, i = shop
+    plain = session.capture(o.join(i, "oid"), name="plain")
+    with pytest.raises(sp.WitnessesNotKept, match="witnesses=True"):
+        plain.why([0])
+    with pytest.raises(ValueError, match="witnesses must be"):
+        session.capture(o, name="x", witnesses="yes")
+    cap = session.capture(o.join(i, "oid").select("cust").distinct().agg(F.count("*")), name="n", witnesses=True)
+    (p,) = cap.polynomials([0]).values()
+    # a count over alternatives: one witness per choice of a row in each group
+    assert len(p.witnesses()) == 3 * 1
+    with pytest.raises(sp.LineageTooLarge, match="more than 2 witnesses"):
+        p.witnesses(limit=2)
+    with pytest.raises(ValueError, match="nope"):
+        cap.how("nope = 1")
