@@ -60,6 +60,25 @@ def test_trace_commands_answer_from_the_store(session, spark):
     assert gone.returncode == 1 and "no sparkprov store" in gone.stderr
 
 
+def test_trace_end_to_end_through_a_pipeline(session, spark, tmp_path):
+    df = spark.createDataFrame([("a", 1), ("a", 2), ("b", 5)], "k string, v int")
+    session.source(df, "numbers")
+    session.capture(df.where("v > 1"), name="clean", path=tmp_path / "clean")
+    session.capture(spark.read.parquet(str(tmp_path / "clean")).groupBy("k").count(), name="counts")
+    store = str(session.store.root)
+    back = sparkprov_cli(
+        "trace", "backward", "counts", "--where", "k = 'a'", "--end-to-end", "--store", store, "--json"
+    )
+    assert back.returncode == 0, back.stderr
+    answer = json.loads(back.stdout)
+    assert answer["engine"] == "spark" and set(answer["relations"]) == {"clean/numbers"}
+    assert [(r["k"], r["v"]) for r in answer["relations"]["clean/numbers"]["rows"]] == [("a", 2)]
+    bad = sparkprov_cli(
+        "trace", "backward", "counts", "--where", "k = 'a'", "--end-to-end", "--engine", "embedded", "--store", store
+    )
+    assert bad.returncode == 1 and "end-to-end traces run on Spark" in bad.stderr
+
+
 def test_why_and_how_commands(session, spark):
     orders = spark.createDataFrame([(1, "ann"), (2, "bob")], "oid int, cust string")
     items = spark.createDataFrame([(1, 3.0), (1, 4.0), (2, 5.0)], "oid int, price double")

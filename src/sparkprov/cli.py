@@ -45,6 +45,11 @@ def build_parser() -> argparse.ArgumentParser:
         t.add_argument("--limit", type=int, default=20, help="rows shown per relation (default 20; counts are exact)")
         t.add_argument("--version", type=int, default=None, help="capture version (default: the newest)")
         t.add_argument("--engine", choices=["auto", "embedded", "spark"], default="auto", help="default: auto")
+        t.add_argument(
+            "--end-to-end",
+            action="store_true",
+            help="trace on through the captures that wrote these sources or read this output (Spark)",
+        )
         t.add_argument("--store", default=None, help="store directory (default $SPARKPROV_STORE or ./.sparkprov)")
         t.add_argument("--json", action="store_true", help="print JSON")
 
@@ -104,7 +109,16 @@ def _trace(args: argparse.Namespace) -> int:
         found = derivations(entry, args.direction, args.where, args.limit)
         print(dumps(found) if args.json else found.to_text())
         return 0
-    answer = trace(str(store.root), entry, args.direction, args.where, args.source, args.limit, args.engine)
+    answer = trace(
+        str(store.root),
+        entry,
+        args.direction,
+        args.where,
+        args.source,
+        args.limit,
+        args.engine,
+        end_to_end=args.end_to_end,
+    )
     print(dumps(answer) if args.json else answer.to_text())
     return 0
 

@@ -75,12 +75,15 @@ def trace(
     limit: int = 20,
     engine: str = "auto",
     embedded_limit: int = EMBEDDED_LIMIT,
+    end_to_end: bool = False,
 ) -> Answer:
     """Trace the rows matching ``where`` (Spark SQL): output rows ``backward`` to the
     sources (all, or ``source``), or rows of ``source`` ``forward`` to the output.
 
     ``auto`` uses the embedded engine unless the answer would read more than
     ``embedded_limit`` pairs (or the capture has something it does not read).
+    ``end_to_end`` traces on through the captures that wrote this one's sources
+    (backward) or read its output (forward), with Spark.
     """
     if direction not in DIRECTIONS:
         raise ValueError(f"direction must be one of {', '.join(DIRECTIONS)}, not {direction!r}")
@@ -89,6 +92,10 @@ def trace(
         raise ValueError("a forward trace starts from one source: give its name")
     if limit < 0:
         raise ValueError("limit must be at least 0")
+    if end_to_end:
+        if engine == "embedded":
+            raise ValueError("end-to-end traces run on Spark: leave the engine at auto or spark")
+        return _spark(store_root, entry, direction, where, source, limit, end_to_end=True)
     if engine != "spark":
         try:
             return _embedded(EmbeddedEngine(entry, embedded_limit), direction, where, source, limit)
@@ -118,7 +125,9 @@ def _embedded(engine: EmbeddedEngine, direction: str, where: str, source: str | 
     return Answer(entry["name"], entry["version"], direction, "embedded", matched, relations)
 
 
-def _spark(store_root: str, entry: dict, direction: str, where: str, source: str | None, limit: int) -> Answer:
+def _spark(
+    store_root: str, entry: dict, direction: str, where: str, source: str | None, limit: int, end_to_end: bool = False
+) -> Answer:
     import sparkprov as sp
 
     from ..local import local_session
@@ -126,11 +135,12 @@ def _spark(store_root: str, entry: dict, direction: str, where: str, source: str
     spark = local_session("sparkprov-trace", **{"spark.ui.showConsoleProgress": "false"})
     cap = sp.LineageSession(spark, store=store_root).load(entry["name"], entry["version"])
     if direction == "backward":
-        traced = cap.backward(where, source=source)
+        traced = cap.backward(where, source=source, end_to_end=end_to_end)
         traced = {source: traced} if source is not None else traced
         matched = cap.output.where(where).count()
     else:
-        traced = {cap.name: cap.forward(source, where)}
+        found = cap.forward(source, where, end_to_end=end_to_end)
+        traced = found if end_to_end else {cap.name: found}
         matched = cap.sources[source].rows().where(where).count()
     relations = {name: (df.count(), df.orderBy(RID).limit(limit).toArrow()) for name, df in traced.items()}
     return Answer(entry["name"], entry["version"], direction, "spark", matched, relations)
