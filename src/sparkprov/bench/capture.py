@@ -3,7 +3,9 @@
 Pairs are interleaved (the order alternates between pairs) in one Spark session and
 the median of the per-pair ratios is reported. The plain run writes its result to
 Parquet, as a capture writes its output, so both sides do the same user-visible work;
-the capture side counts everything until output and lineage are committed.
+the capture side counts everything until output and lineage are committed. With
+``--witnesses`` the capture keeps why/how structure, and a capture without it runs in
+every round too, so the structure's own cost is a same-run ratio.
 
 >>> summarize([{"median_ratio": 1.5, "lineage_bytes": 10, "input_bytes": 100},
 ...            {"median_ratio": 2.5, "lineage_bytes": 30, "input_bytes": 100}])["max_ratio"]
@@ -61,7 +63,7 @@ def run(
         session = sp.LineageSession(spark, store=work / "store")
         for n in queries:
             text = tpch.query(n)
-            plain_t, cap_t = [], []
+            plain_t, cap_t, default_t = [], [], []
             cap = None
 
             def plain(i: int, n: int = n, text: str = text) -> float:
@@ -69,22 +71,30 @@ def run(
                 spark.sql(text).write.parquet(str(work / f"plain-{n}-{i}"))
                 return time.perf_counter() - t
 
-            def captured(i: int, n: int = n, text: str = text):
+            def captured(i: int, n: int = n, text: str = text, keep: bool = witnesses):
                 t = time.perf_counter()
-                c = session.capture(spark.sql(text), name=f"q{n}", witnesses=witnesses)
+                c = session.capture(spark.sql(text), name=f"q{n}", witnesses=keep)
                 return time.perf_counter() - t, c
 
             plain(-1)  # warm-up: file listings, code generation caches
+            # each round runs every kind once, in an order rotated between rounds; with
+            # witnesses, a capture without them is a third kind, to compare in the same run
+            kinds = ["plain", "capture", "default"] if witnesses else ["plain", "capture"]
             for i in range(repeat):
-                if i % 2 == 0:
-                    plain_t.append(plain(i))
-                    t, cap = captured(i)
-                    cap_t.append(t)
-                else:
-                    t, cap = captured(i)
-                    cap_t.append(t)
-                    plain_t.append(plain(i))
-                print(f"Q{n} pair {i + 1}/{repeat}: plain {plain_t[-1]:.2f}s, capture {cap_t[-1]:.2f}s", flush=True)
+                k = i % len(kinds)
+                for kind in kinds[k:] + kinds[:k]:
+                    if kind == "plain":
+                        plain_t.append(plain(i))
+                    elif kind == "capture":
+                        t, cap = captured(i)
+                        cap_t.append(t)
+                    else:
+                        default_t.append(captured(i, keep=False)[0])
+                extra = f", without witnesses {default_t[-1]:.2f}s" if default_t else ""
+                print(
+                    f"Q{n} round {i + 1}/{repeat}: plain {plain_t[-1]:.2f}s, capture {cap_t[-1]:.2f}s{extra}",
+                    flush=True,
+                )
             ratios = [c / p for c, p in zip(cap_t, plain_t)]
             entry = cap._entry
             shared = entry["lineage"].get("shared")
@@ -106,6 +116,19 @@ def run(
                     "shared_pairs": spark.read.parquet(shared).count() if shared else 0,
                     "input_bytes": input_bytes,
                     "storage_ratio": float(f"{lineage_bytes / input_bytes:.3g}") if input_bytes else None,
+                    **(
+                        {
+                            "without_witnesses_s": [round(x, 3) for x in default_t],
+                            "without_witnesses_median_ratio": round(
+                                statistics.median(d / p for d, p in zip(default_t, plain_t)), 3
+                            ),
+                            "witness_cost_median_ratio": round(
+                                statistics.median(c / d for c, d in zip(cap_t, default_t)), 3
+                            ),
+                        }
+                        if witnesses
+                        else {}
+                    ),
                     "strategy": "logical rewrite, end-to-end pair tables"
                     + (" and side relations" if witnesses else ""),
                 }
@@ -134,6 +157,12 @@ def main(args: argparse.Namespace) -> int:
             f"  Q{r['query']:<3} median ratio {r['median_ratio']:.2f}   "
             f"plain median {statistics.median(r['plain_s']):.2f}s   lineage/input bytes {r['storage_ratio']}   "
             f"{r['output_rows']} rows, {r['pairs']} pairs + {r['shared_pairs']} shared"
+            + (
+                f"   without witnesses {r['without_witnesses_median_ratio']:.2f}, "
+                f"witnesses / without {r['witness_cost_median_ratio']:.2f}"
+                if args.witnesses
+                else ""
+            )
         )
     print(f"  median {report['median_ratio']}, max {report['max_ratio']}, storage {report['storage_ratio']}")
     if args.json_out:
