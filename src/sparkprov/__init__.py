@@ -18,13 +18,17 @@ from .errors import (
     WitnessesNotKept,
 )
 from .query.navigation import LineageCursor
+from .rdd.context import LineageContext
+from .rdd.lineage_rdd import LineageRDD
 
 __version__ = "0.1.0"
 
 __all__ = [
     "Capture",
     "CaptureNotFound",
+    "LineageContext",
     "LineageCursor",
+    "LineageRDD",
     "LineageSession",
     "LineageTooLarge",
     "Source",

@@ -36,6 +36,7 @@ from .query.navigation import LineageCursor, Point
 from .query.provenance import Polynomial, polynomials
 from .query.replay import Replay, SourceLeaf, replay
 from .query.trace import RowsArg
+from .rdd.context import LineageContext
 from .store.catalog import Store, check_name
 
 DEFAULT_STORE = ".sparkprov"
@@ -379,6 +380,19 @@ class LineageSession:
         self.store = Store(store or os.environ.get("SPARKPROV_STORE") or DEFAULT_STORE)
         self._named: list[tuple[Any, str]] = []
         self._queries: dict[tuple[str, int], tuple[DataFrame, dict]] = {}
+        self._rdd_context: LineageContext | None = None
+
+    @property
+    def rdd(self) -> LineageContext:
+        """A ``LineageContext`` over this session: RDD programs traced into its store.
+
+        >>> words = session.rdd.parallelize(["a b", "b"]).flatMap(str.split)  # doctest: +SKIP
+        """
+        if self._rdd_context is None:
+            from .rdd.context import LineageContext
+
+            self._rdd_context = LineageContext(self.spark.sparkContext, session=self)
+        return self._rdd_context
 
     def source(self, df: DataFrame, name: str) -> DataFrame:
         """Name the relation ``df`` reads; captures then call it ``name``. Returns ``df``."""

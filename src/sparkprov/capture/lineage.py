@@ -108,7 +108,9 @@ def _visit(rows: DataFrame, slots: list[Slot], graph: SideGraph, found, probes, 
         elif graph.sides[slot.ref].shared:
             found[ref_source(slot.ref)].append(present.select(F.col(OUT), F.lit(0).cast("long").alias(IN)))
         else:
-            probes[slot.ref].append((present.select(F.col(OUT), F.col(slot.name).alias(_PROBE)), cheap))
+            # "groups": a list of handles (an RDD record's partial groups, one per input partition)
+            probe = F.explode(slot.name) if slot.kind == "groups" else F.col(slot.name)
+            probes[slot.ref].append((present.select(F.col(OUT), probe.alias(_PROBE)), cheap))
 
 
 def _parents_first(start: set[int], graph: SideGraph) -> list[int]:

@@ -154,19 +154,11 @@ def _run_rewritten(
     with bridge.settings({_INITIAL_PARTITIONS: str(max(LINEAGE_PARTITIONS, _shuffle_partitions(spark)))}):
         rows = spark.read.parquet(output_path).select(F.col(RID).alias(OUT), *slot_names)
         pairs = source_pairs(rows, slots, graph)
-        # One job writes the pairs of every source, partitioned by source number.
-        parts = [part.withColumn(SRC, F.lit(index)) for index, found in pairs.items() for part in found]
         lineage_path = str(data / "lineage")
         operators = sorted({bridge.node_name(n) for n in _nodes(bridge, rewriter.optimized)})
         # With one scan and no join, every (output, input) path is unique: no duplicates to remove.
         unique = len(rewriter.instances) == 1 and "Join" not in operators
-        if parts:
-            # Sorted by output rid in small row groups: a trace of a few output rows
-            # reads a few row groups (their min/max statistics locate them).
-            table = union_pairs(parts, distinct=not unique).sortWithinPartitions(SRC, OUT, IN)
-            table.write.options(**PAIR_WRITE_OPTIONS).partitionBy(SRC).parquet(lineage_path)
-        else:  # e.g. a global aggregate over an empty input: no pairs at all
-            spark.createDataFrame([], PAIRS_SCHEMA).write.parquet(lineage_path)
+        write_pairs(spark, pairs, lineage_path, distinct=not unique)
         # Lineage of scalar subquery results: stored once, referenced from the pairs above.
         referenced = {-src - 1 for src in pairs if src < 0}
         shared_path = None
@@ -195,6 +187,18 @@ def _run_rewritten(
         "written": written,
         "witnesses": structure,
     }
+
+
+def write_pairs(spark, pairs: dict[int, list[DataFrame]], path: str, distinct: bool = True) -> None:
+    """Write the pair table: every source's pairs (``source_pairs``) in one job,
+    partitioned by source number, sorted by output rid in small row groups (a trace of
+    a few output rows reads a few row groups: their min/max statistics locate them)."""
+    parts = [part.withColumn(SRC, F.lit(index)) for index, found in pairs.items() for part in found]
+    if parts:
+        table = union_pairs(parts, distinct=distinct).sortWithinPartitions(SRC, OUT, IN)
+        table.write.options(**PAIR_WRITE_OPTIONS).partitionBy(SRC).parquet(path)
+    else:  # e.g. a global aggregate over an empty input: no pairs at all
+        spark.createDataFrame([], PAIRS_SCHEMA).write.parquet(path)
 
 
 def _write_sides(graph: SideGraph, slots, root: Path) -> dict:

@@ -1,0 +1,170 @@
+"""``LineageContext``: Titian's wrapper of the SparkContext, for PySpark RDD programs.
+
+Its sources (``textFile``, ``parallelize``) return ``LineageRDD`` objects whose records
+carry their input rows' ids; every action on them is a capture in the session's
+store, traced with the same API as DataFrame captures.
+
+>>> import sparkprov as sp, tempfile
+>>> from pyspark.sql import SparkSession
+>>> spark = SparkSession.builder.getOrCreate()
+>>> lc = sp.LineageContext(spark.sparkContext, store=tempfile.mkdtemp())
+>>> words = lc.parallelize(["a b", "b c", "b"]).flatMap(str.split)
+>>> counts = words.map(lambda w: (w, 1)).reduceByKey(lambda x, y: x + y)
+>>> sorted(counts.collect(name="counts"))
+[('a', 1), ('b', 3), ('c', 1)]
+>>> sorted(r.value for r in counts.capture.backward("_1 = 'b'", source="parallelize_0").collect())
+['b', 'a b', 'b c']
+"""
+
+from __future__ import annotations
+
+import os
+import uuid
+from dataclasses import dataclass, field
+from itertools import count
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+from urllib.parse import unquote
+
+import pyarrow.parquet as pq
+from pyspark import SparkContext
+from pyspark.sql import SparkSession
+from pyspark.sql.pandas.types import from_arrow_schema
+from pyspark.sql.types import StringType, StructField, StructType
+from pyspark.sql.utils import AnalysisException
+
+from ..capture.rewrite import Slot
+from ..capture.sources import RID, SourceInfo, file_fingerprint, rid_column, safe_id, snapshot_column
+from . import worker
+
+if TYPE_CHECKING:
+    from ..api import LineageSession
+    from .lineage_rdd import LineageRDD
+
+
+@dataclass
+class Side:
+    """One grouping operator's side relation: ``(handle, input slots)`` files."""
+
+    index: int
+    operator: str
+    path: str
+    slots: list[Slot]
+    shared: bool = False
+    ranged: bool = False
+    combine: str = "values"
+
+
+@dataclass
+class RddState:
+    """What a context's RDDs share: their sources and side relations, by number."""
+
+    root: Path
+    sources: list[SourceInfo] = field(default_factory=list)
+    sides: list[Side] = field(default_factory=list)
+    ids: Any = field(default_factory=count)
+
+    def slot(self, kind: str, ref: int) -> Slot:
+        prefix = "__sp_s" if kind == "source" else "__sp_g"
+        return Slot(f"{prefix}{next(self.ids)}", kind, ref)
+
+    def new_side(self, operator: str, slots: list[Slot]) -> Side:
+        side = Side(len(self.sides), operator, str(self.root / "sides" / str(len(self.sides))), list(slots))
+        self.sides.append(side)
+        return side
+
+    def source_name(self, base: str) -> str:
+        taken = {s.name for s in self.sources}
+        name, n = base, 2
+        while name in taken:
+            name, n = f"{base}_{n}", n + 1
+        return name
+
+
+class LineageContext:
+    """Wraps ``sc`` so RDD programs are traced: ``textFile`` and ``parallelize`` return
+    ``LineageRDD`` objects, and each action on them is stored as a capture.
+
+    ``store`` is as for ``LineageSession`` (or pass ``session=``).
+    """
+
+    def __init__(self, sc: SparkContext, store: str | os.PathLike | None = None, session: LineageSession | None = None):
+        from ..api import LineageSession
+
+        if not isinstance(sc, SparkContext):
+            raise ValueError(f"sc must be a SparkContext, not {type(sc).__name__}")
+        if session is None:
+            spark = SparkSession.getActiveSession() or SparkSession(sc)
+            session = LineageSession(spark, store=store)
+        self.session = session
+        self.sc = sc
+        self._state = RddState(session.store.root / "rdd" / uuid.uuid4().hex)
+
+    def textFile(self, name: str, minPartitions: int | None = None, use_unicode: bool = True) -> LineageRDD:
+        """The lines of the text file(s) at ``name``, each identified by its file and line.
+
+        The lines are first copied into the store as Parquet (a snapshot), so they
+        keep their ids whatever the reading splits.
+        """
+        from .lineage_rdd import LineageRDD
+
+        if not isinstance(name, str):
+            raise ValueError(f"textFile takes a path, not {type(name).__name__}")
+        if not use_unicode:
+            raise ValueError("textFile(use_unicode=False) is not supported: lines are read as str")
+        spark, bridge = self.session.spark, self.session._bridge
+        try:
+            lines = spark.read.text(name)
+            roots, original = file_fingerprint(bridge, bridge.analyzed(lines))
+        except AnalysisException as exc:
+            if "PATH_NOT_FOUND" in str(exc):
+                raise FileNotFoundError(f"textFile: no such file or directory: {name}") from None
+            raise
+        state = self._state
+        # the same unchanged files read again are the same source (one copy, one name)
+        number = next(
+            (
+                i
+                for i, s in enumerate(state.sources)
+                if s.format == "text" and (s.roots, s.original) == (roots, original)
+            ),
+            None,
+        )
+        if number is None:
+            number = len(state.sources)
+            source = state.source_name(safe_id(Path(name.rstrip("/")).name) or "text")
+            path = str(state.root / "sources" / f"{number}-{source}")
+            lines.toDF(snapshot_column(0)).write.parquet(path)
+            snap = spark.read.parquet(path)
+            files = sorted(bridge.files(bridge.file_relation(bridge.analyzed(snap))))
+            schema = StructType([StructField("value", StringType())]).json()
+            state.sources.append(SourceInfo(source, "snapshot", "text", files, roots, original, schema))
+        files = state.sources[number].files
+        snap = spark.read.parquet(*[unquote(p) for p, _, _ in files])
+        rows = snap.select(rid_column(files).alias(RID), snapshot_column(0))
+        if minPartitions and rows.rdd.getNumPartitions() < minPartitions:
+            rows = rows.repartition(minPartitions)
+        records = rows.rdd.map(lambda r: ((r[0],), r[1]))
+        return LineageRDD(self, records, [state.slot("source", number)])
+
+    def parallelize(self, c: Any, numSlices: int | None = None) -> LineageRDD:
+        """The elements of ``c``, each identified by its position."""
+        from .lineage_rdd import LineageRDD
+
+        data = list(c)
+        state = self._state
+        number = len(state.sources)
+        source = state.source_name(f"parallelize_{number}")
+        path = state.root / "sources" / f"{number}-{source}"
+        path.mkdir(parents=True)
+        table = worker.output_table(data, list(range(len(data))), [], [], []).drop([RID])
+        names = table.column_names
+        pq.write_table(table.rename_columns([snapshot_column(i) for i in range(len(names))]), path / "part-0.parquet")
+        spark, bridge = self.session.spark, self.session._bridge
+        snap = spark.read.parquet(str(path))
+        files = sorted(bridge.files(bridge.file_relation(bridge.analyzed(snap))))
+        schema = from_arrow_schema(table.schema).json()
+        state.sources.append(SourceInfo(source, "snapshot", "memory", files, [], [], schema))
+        # one file: a row's index in it is its position in ``c``, and so its rid
+        records = self.sc.parallelize(list(enumerate(data)), numSlices).map(lambda iv: ((iv[0],), iv[1]))
+        return LineageRDD(self, records, [state.slot("source", number)])

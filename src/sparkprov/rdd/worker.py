@@ -1,0 +1,196 @@
+"""Code that runs in Python workers: combining records by key while recording which
+input records each partial group holds, and writing an action's records with ids.
+
+Records of a traced RDD are ``(slots, value)``: ``slots`` is a tuple with one entry per
+slot of the RDD (a source row's rid, or a list of group handles), ``value`` the
+user's record. Lineage is written per partition, as Parquet, with pyarrow: no call
+into the JVM per record.
+
+A grouping operator (``reduceByKey``, ``groupByKey``, ``distinct``...) combines the
+records of each input partition by key, as Spark's own map-side combine does, and
+gives each partial group a handle ``partition << 33 | number``. The partition's side
+file maps every input record's slots to the handle of the group it joined. After the
+shuffle, an output record carries the handles of its partial groups (one per input
+partition that had its key): a few numbers, not its input records.
+
+>>> handle(3, 5) == (3 << 33) | 5
+True
+"""
+
+from __future__ import annotations
+
+import os
+import uuid
+from collections.abc import Callable, Iterable, Iterator
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+HANDLE = "__sp_h"
+RID = "_sp_rid"
+_POSITION_BITS = 33
+_FLUSH_ROWS = 1 << 20  # side rows buffered before a row group is written
+
+
+def handle(partition: int, number: int) -> int:
+    """The id of a partial group, or of an output record: unique across partitions."""
+    return (partition << _POSITION_BITS) | number
+
+
+class SideWriter:
+    """Writes ``(handle, slots...)`` rows of one partition to ``<path>/part-<partition>.parquet``.
+
+    Written under a temporary name and renamed at the end, so a task that is retried
+    replaces its partition's file rather than adding to it.
+    """
+
+    def __init__(self, path: str, partition: int, slot_names: list[str], slot_types: list[pa.DataType]) -> None:
+        self.final = os.path.join(path, f"part-{partition:05d}.parquet")
+        self.tmp = os.path.join(path, f".tmp-{partition:05d}-{uuid.uuid4().hex}")
+        self.schema = pa.schema([(HANDLE, pa.int64()), *zip(slot_names, slot_types)])
+        self.columns: list[list] = [[] for _ in self.schema]
+        self.writer: pq.ParquetWriter | None = None
+
+    def add(self, h: int, slots: tuple) -> None:
+        self.columns[0].append(h)
+        for column, value in zip(self.columns[1:], slots):
+            column.append(value)
+        if len(self.columns[0]) >= _FLUSH_ROWS:
+            self._flush()
+
+    def _flush(self) -> None:
+        if self.writer is None:
+            os.makedirs(os.path.dirname(self.final), exist_ok=True)
+            self.writer = pq.ParquetWriter(self.tmp, self.schema)
+        arrays = [pa.array(c, f.type) for c, f in zip(self.columns, self.schema)]
+        self.writer.write_table(pa.Table.from_arrays(arrays, schema=self.schema))
+        self.columns = [[] for _ in self.schema]
+
+    def close(self) -> None:
+        self._flush()
+        self.writer.close()
+        os.replace(self.tmp, self.final)
+
+
+def slot_type(kind: str) -> pa.DataType:
+    """A slot column's type: a source row's rid, or a record's list of group handles."""
+    return pa.int64() if kind == "source" else pa.list_(pa.int64())
+
+
+def combine_partition(
+    path: str,
+    slot_names: list[str],
+    slot_kinds: list[str],
+    create: Callable[[Any], Any],
+    merge: Callable[[Any, Any], Any],
+) -> Callable[[int, Iterable], Iterator]:
+    """A ``mapPartitionsWithIndex`` function: records ``(slots, (key, value))`` in,
+    ``(key, (combined, [handle]))`` out, one per key of the partition, with the side
+    file written as a side effect."""
+    types = [slot_type(k) for k in slot_kinds]
+
+    def run(partition: int, records: Iterable) -> Iterator:
+        groups: dict[Any, list] = {}
+        side = SideWriter(path, partition, slot_names, types)
+        for slots, (key, value) in records:
+            group = groups.get(key)
+            if group is None:
+                groups[key] = group = [create(value), handle(partition, len(groups))]
+            else:
+                group[0] = merge(group[0], value)
+            side.add(group[1], slots)
+        side.close()
+        for key, (combined, h) in groups.items():
+            yield key, (combined, [h])
+
+    return run
+
+
+def merge_partials(merge_combiners: Callable[[Any, Any], Any]) -> Callable[[Any, Any], Any]:
+    """Merges two partial groups of one key after the shuffle: values and handles."""
+
+    def run(a, b):
+        return merge_combiners(a[0], b[0]), a[1] + b[1]
+
+    return run
+
+
+def opaque_partition(path: str, slot_names: list[str], slot_kinds: list[str], func: Callable) -> Callable:
+    """A ``mapPartitionsWithIndex`` function for an opaque partition function (the
+    user's ``mapPartitions``): every record it consumed is behind every record it
+    returns, so the partition is one group (coarse lineage)."""
+    types = [slot_type(k) for k in slot_kinds]
+
+    def run(partition: int, records: Iterable) -> Iterator:
+        side = SideWriter(path, partition, slot_names, types)
+        h = handle(partition, 0)
+
+        def values():
+            for slots, value in records:
+                side.add(h, slots)
+                yield value
+
+        out = list(func(values()))
+        side.close()
+        for value in out:
+            yield ([h],), value
+
+    return run
+
+
+def output_partition(path: str, slot_names: list[str], slot_kinds: list[str], keep: bool) -> Callable:
+    """A ``mapPartitionsWithIndex`` function writing an action's records: their values
+    as columns (``_1``, ``_2``... for tuples, ``value`` otherwise), ``_sp_rid`` and the
+    slots, to ``<path>/part-<partition>.parquet``. Yields the values when ``keep``,
+    else the partition's count."""
+
+    def run(partition: int, records: Iterable) -> Iterator:
+        rows = list(records)
+        table = output_table(
+            [r[1] for r in rows],
+            [handle(partition, i) for i in range(len(rows))],
+            slot_names,
+            [[r[0][j] for r in rows] for j in range(len(slot_names))],
+            [slot_type(k) for k in slot_kinds],
+        )
+        os.makedirs(path, exist_ok=True)
+        tmp = os.path.join(path, f".tmp-{partition:05d}-{uuid.uuid4().hex}")
+        pq.write_table(table, tmp)
+        os.replace(tmp, os.path.join(path, f"part-{partition:05d}.parquet"))
+        if keep:
+            yield from (r[1] for r in rows)
+        else:
+            yield len(rows)
+
+    return run
+
+
+def output_table(values: list, rids: list[int], slot_names, slot_values, slot_types) -> pa.Table:
+    """Records as a table: tuples as columns ``_1``.., anything else as ``value``; a column
+    pyarrow cannot type is kept as each value's ``repr``."""
+    width = {len(v) for v in values if isinstance(v, tuple)}
+    if not values:  # an empty partition says nothing about the columns
+        names, columns = [], []
+    elif len(width) == 1 and all(isinstance(v, tuple) for v in values):
+        names = [f"_{i + 1}" for i in range(width.pop())]
+        columns = [[v[i] for v in values] for i in range(len(names))]
+    else:
+        names, columns = ["value"], [values]
+    arrays = [_typed(c) for c in columns]
+    arrays.append(pa.array(rids, pa.int64()))
+    arrays.extend(pa.array(v, t) for v, t in zip(slot_values, slot_types))
+    return pa.Table.from_arrays(arrays, names=[*names, RID, *slot_names])
+
+
+def _typed(column: list) -> pa.Array:
+    plain = [list(v) if _is_iterable_result(v) else v for v in column]
+    try:
+        return pa.array(plain)
+    except (pa.ArrowInvalid, pa.ArrowTypeError, TypeError, ValueError, OverflowError):
+        return pa.array([None if v is None else repr(v) for v in column], pa.string())
+
+
+def _is_iterable_result(value: Any) -> bool:
+    # groupByKey's values (ResultIterable) are stored as lists
+    return type(value).__name__ == "ResultIterable"
