@@ -177,7 +177,7 @@ def test_groups_outer_joins_cogroup_and_cartesian(spark, session, log):
     assert cap.backward([row["_sp_rid"]], source="app.log").count() == 2
 
 
-def test_actions_and_navigation(spark, session, log):
+def test_actions_and_navigation(spark, session, log, tmp_path):
     lines = session.rdd.textFile(str(log))
     errors = lines.filter(lambda s: s.startswith("ERROR"))
     assert errors.count(name="n_errors") == 4
@@ -188,6 +188,11 @@ def test_actions_and_navigation(spark, session, log):
     cursor = counts.get_lineage("_1 = '3'")
     assert sorted(r["value"] for r in cursor.go_back_all().to_df().collect()) == sorted([LINES[3], LINES[5]])
     assert cursor.go_back_all().count() == 2
+    out = tmp_path / "codes"
+    counts.saveAsTextFile(str(out), name="saved")
+    written = sorted(line for f in out.glob("part-*") for line in f.read_text().splitlines())
+    assert written == sorted(["('7', 2)", "('3', 2)"])
+    assert sorted(r["_1"] for r in counts.capture.output.collect()) == ["3", "7"]
 
 
 def test_unsupported_and_bad_arguments(spark, session, log, tmp_path):

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import shutil
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -35,11 +36,17 @@ if TYPE_CHECKING:
 
 
 def commit_action(
-    ctx: LineageContext, source: RDD | list, slots: list, action: str, name: str | None, keep: bool
+    ctx: LineageContext,
+    source: RDD | list,
+    slots: list,
+    action: str,
+    name: str | None,
+    run: Callable[[RDD], Any] = RDD.collect,
 ) -> tuple[Any, Capture]:
-    """Run ``action`` over the traced records ``source`` (an RDD of ``(slots, value)``, or
-    such records already on the driver, for ``take``) and commit its capture. Returns
-    the values (``keep``) or per-partition counts, and the capture."""
+    """Commit the capture of an action over the traced records ``source``: an RDD of
+    ``(slots, value)``, on which ``run`` does the action to the RDD of values (writing
+    the records on the way), or such records already on the driver (``take``).
+    Returns what the action returned, and the capture."""
     from ..api import Capture
     from ..store.catalog import check_name
 
@@ -63,7 +70,7 @@ def commit_action(
             pq.write_table(table, out_path / "part-00000.parquet")
             result = [r[1] for r in source]
         else:
-            result = source.mapPartitionsWithIndex(worker.output_partition(str(out_path), names, kinds, keep)).collect()
+            result = run(source.mapPartitionsWithIndex(worker.output_partition(str(out_path), names, kinds)))
         if not list(out_path.glob("part-*.parquet")):  # an RDD without partitions
             out_path.mkdir(exist_ok=True)
             types = [worker.slot_type(k) for k in kinds]

@@ -291,24 +291,26 @@ class LineageRDD:
     # ---- actions: each is a capture ------------------------------------------------
     def collect(self, name: str | None = None) -> list:
         """The records, as ``RDD.collect``; stored as a capture named ``name``."""
-        values, self.capture = commit_action(self._ctx, self._rdd, self._slots, "collect", name, keep=True)
+        values, self.capture = commit_action(self._ctx, self._rdd, self._slots, "collect", name)
         return values
 
     def take(self, num: int, name: str | None = None) -> list:
         """The first ``num`` records, as ``RDD.take``; stored as a capture."""
         records = self._rdd.take(num)
-        values, self.capture = commit_action(self._ctx, records, self._slots, "take", name, keep=True)
+        values, self.capture = commit_action(self._ctx, records, self._slots, "take", name)
         return values
 
     def count(self, name: str | None = None) -> int:
         """The number of records, as ``RDD.count``; the counted records are stored as a capture."""
-        counts, self.capture = commit_action(self._ctx, self._rdd, self._slots, "count", name, keep=False)
-        return sum(counts)
+        n, self.capture = commit_action(self._ctx, self._rdd, self._slots, "count", name, RDD.count)
+        return n
 
     def saveAsTextFile(self, path: str, name: str | None = None) -> None:
-        """Write the records as text, as ``RDD.saveAsTextFile``; the written records are a capture."""
-        self._rdd.map(lambda r: r[1]).saveAsTextFile(path)
-        _, self.capture = commit_action(self._ctx, self._rdd, self._slots, "saveAsTextFile", name, keep=False)
+        """Write the records as text, as ``RDD.saveAsTextFile``; the written records are a
+        capture (written by the same job)."""
+        _, self.capture = commit_action(
+            self._ctx, self._rdd, self._slots, "saveAsTextFile", name, lambda values: values.saveAsTextFile(path)
+        )
 
     def get_lineage(self, rows: RowsArg | None = None) -> LineageCursor:
         """A cursor (as ``Capture.lineage``) at ``rows`` of the last action's records (all

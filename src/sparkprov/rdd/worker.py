@@ -139,11 +139,10 @@ def opaque_partition(path: str, slot_names: list[str], slot_kinds: list[str], fu
     return run
 
 
-def output_partition(path: str, slot_names: list[str], slot_kinds: list[str], keep: bool) -> Callable:
+def output_partition(path: str, slot_names: list[str], slot_kinds: list[str]) -> Callable:
     """A ``mapPartitionsWithIndex`` function writing an action's records: their values
     as columns (``_1``, ``_2``... for tuples, ``value`` otherwise), ``_sp_rid`` and the
-    slots, to ``<path>/part-<partition>.parquet``. Yields the values when ``keep``,
-    else the partition's count."""
+    slots, to ``<path>/part-<partition>.parquet``. Yields the values, for the action."""
 
     def run(partition: int, records: Iterable) -> Iterator:
         rows = list(records)
@@ -158,10 +157,7 @@ def output_partition(path: str, slot_names: list[str], slot_kinds: list[str], ke
         tmp = os.path.join(path, f".tmp-{partition:05d}-{uuid.uuid4().hex}")
         pq.write_table(table, tmp)
         os.replace(tmp, os.path.join(path, f"part-{partition:05d}.parquet"))
-        if keep:
-            yield from (r[1] for r in rows)
-        else:
-            yield len(rows)
+        yield from (r[1] for r in rows)
 
     return run
 
