@@ -115,7 +115,9 @@ def run(
                     "pairs": spark.read.parquet(entry["lineage"]["path"]).count(),
                     "shared_pairs": spark.read.parquet(shared).count() if shared else 0,
                     "input_bytes": input_bytes,
-                    "storage_ratio": float(f"{lineage_bytes / input_bytes:.3g}") if input_bytes else None,
+                    "storage_ratio": float(f"{(lineage_bytes + witness_bytes) / input_bytes:.3g}")
+                    if input_bytes
+                    else None,
                     **(
                         {
                             "without_witnesses_s": [round(x, 3) for x in default_t],
