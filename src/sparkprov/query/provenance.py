@@ -199,13 +199,14 @@ def polynomials(entry: dict, rids, row_limit: int = SIDE_ROW_LIMIT) -> dict[int,
         if not values:
             continue
         side = sides[k]
-        found = _side_rows(side, list(values.values()))
-        read += len(found)
-        if read > row_limit:
+        table = _side_rows(side, list(values.values()))
+        read += table.num_rows
+        if read > row_limit:  # checked before the rows become Python objects
             raise LineageTooLarge(
                 f"capture {entry['name']!r}: the derivations of these rows read more than {row_limit:,} rows of "
                 "its operators' groups; ask for fewer rows, or use backward() for their lineage"
             )
+        found = table.to_pylist()
         for r in found:
             _want(side["slots"], r, wanted)
         members.update(_members(side, k, values, found))
@@ -270,7 +271,7 @@ def _parents_first(start: list[int], sides: dict[int, dict]) -> list[int]:
     return order[::-1]
 
 
-def _side_rows(side: dict, values: list) -> list[dict]:
+def _side_rows(side: dict, values: list) -> pa.Table:
     """The side's rows that the wanted slot ``values`` name (handles, or for a window
     ``{h, lo, hi}`` position ranges), matched by DuckDB (handles are structs: equal
     when every field is, NULLs included)."""
@@ -278,7 +279,7 @@ def _side_rows(side: dict, values: list) -> list[dict]:
 
     files = parquet_files(side["path"])
     if not files:
-        return []
+        return pa.table({})
     handle_type = pq.read_schema(files[0]).field(_HANDLE).type
     if side["ranged"]:
         want = pa.table(
@@ -295,10 +296,9 @@ def _side_rows(side: dict, values: list) -> list[dict]:
     paths = "[" + ", ".join("'" + f.replace("'", "''") + "'" for f in files) + "]"
     with duckdb.connect() as con:
         con.register("w", want)
-        table = con.execute(
+        return con.execute(
             f"SELECT * FROM read_parquet({paths}) s WHERE EXISTS (SELECT 1 FROM w WHERE {match})"
         ).arrow()
-    return table.to_pylist()
 
 
 def _members(side: dict, k: int, values: dict[Any, Any], rows: list[dict]) -> dict[tuple[int, Any], list[dict]]:
