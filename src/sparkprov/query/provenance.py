@@ -153,11 +153,19 @@ def _witnesses(p: Polynomial, memo: dict[int, set[Witness]], limit: int) -> set[
             found |= _witnesses(t, memo, limit)
             _check_count(len(found), limit)
     else:  # a product, or a group whose values need all its rows: one witness of each part
-        found = {Witness()}
+        common: set = set()  # parts with one witness add to every witness: gathered once
+        choices = [Witness()]
         for f in p.parts:
+            if isinstance(f, Var):  # the common case, millions of times in a big group
+                common.add((f.source, f.rid))
+                continue
             options = _witnesses(f, memo, limit)
-            _check_count(len(found) * len(options), limit)
-            found = {w | o for w in found for o in options}
+            if len(options) == 1:
+                common |= next(iter(options))
+            else:
+                _check_count(len(choices) * len(options), limit)
+                choices = [w | o for w in choices for o in options]
+        found = {Witness(common.union(w)) for w in choices}
     memo[id(p)] = found
     return found
 
