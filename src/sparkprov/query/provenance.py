@@ -58,7 +58,22 @@ class Polynomial:
 
     def witnesses(self, limit: int = WITNESS_LIMIT) -> set[Witness]:
         """The sets of ``(source, rid)`` that together derive this row (see the module)."""
+        if not self._has_alternatives():  # joins and aggregates only: one witness, all of it
+            return {Witness(self.variables())}
         return _witnesses(self, {}, limit)
+
+    def _has_alternatives(self) -> bool:
+        seen: set[int] = set()
+        todo: list[Polynomial] = [self]
+        while todo:
+            p = todo.pop()
+            if id(p) in seen:
+                continue
+            seen.add(id(p))
+            if len(p.parts) > 1 and (isinstance(p, Sum) or (isinstance(p, Group) and not p.values)):
+                return True
+            todo.extend(p.parts)
+        return False
 
     def variables(self) -> set[tuple[str, int]]:
         """Every ``(source, rid)`` the polynomial names: the row's lineage."""

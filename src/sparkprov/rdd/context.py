@@ -13,7 +13,7 @@ store, traced with the same API as DataFrame captures.
 >>> sorted(counts.collect(name="counts"))
 [('a', 1), ('b', 3), ('c', 1)]
 >>> sorted(r.value for r in counts.capture.backward("_1 = 'b'", source="parallelize_0").collect())
-['b', 'a b', 'b c']
+['a b', 'b', 'b c']
 """
 
 from __future__ import annotations
