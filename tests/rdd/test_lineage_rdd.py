@@ -195,6 +195,23 @@ def test_actions_and_navigation(spark, session, log, tmp_path):
     assert sorted(r["_1"] for r in counts.capture.output.collect()) == ["3", "7"]
 
 
+def test_whole_text_files(spark, session, tmp_path):
+    folder = tmp_path / "logs"
+    folder.mkdir()
+    (folder / "a.log").write_text("ERROR 1\nINFO 2\n")
+    (folder / "b.log").write_text("ERROR 3\n")
+    files = session.rdd.wholeTextFiles(str(folder))
+    errors = files.flatMap(lambda pf: [(pf[0].rsplit("/", 1)[-1], line) for line in pf[1].splitlines()])
+    counts = errors.filter(lambda fl: fl[1].startswith("ERROR")).mapValues(lambda _: 1).reduceByKey(lambda a, b: a + b)
+    assert sorted(counts.collect(name="per_file")) == [("a.log", 1), ("b.log", 1)]
+    assert sorted(files.map(lambda pf: pf[1]).collect()) == sorted(
+        spark.sparkContext.wholeTextFiles(str(folder)).values().collect()
+    )
+    (row,) = counts.capture.output.where("_1 = 'b.log'").collect()
+    (traced,) = counts.capture.backward([row["_sp_rid"]], source="logs").collect()
+    assert traced["path"].endswith("/b.log") and traced["value"] == "ERROR 3\n"
+
+
 def test_unsupported_and_bad_arguments(spark, session, log, tmp_path):
     lines = session.rdd.textFile(str(log))
     with pytest.raises(sp.UnsupportedOperation, match="RDD.zipWithIndex"):

@@ -1,11 +1,12 @@
 """``LineageContext``: Titian's wrapper of the SparkContext, for PySpark RDD programs.
 
-Its sources (``textFile``, ``parallelize``) return ``LineageRDD`` objects whose records
+Its sources (``textFile``, ``wholeTextFiles``, ``parallelize``) return ``LineageRDD`` objects whose records
 carry their input rows' ids; every action on them is a capture in the session's
 store, traced with the same API as DataFrame captures.
 
 >>> import sparkprov as sp, tempfile
 >>> from pyspark.sql import SparkSession
+from pyspark.sql import functions as F
 >>> spark = SparkSession.builder.getOrCreate()
 >>> lc = sp.LineageContext(spark.sparkContext, store=tempfile.mkdtemp())
 >>> words = lc.parallelize(["a b", "b c", "b"]).flatMap(str.split)
@@ -29,6 +30,7 @@ from urllib.parse import unquote
 import pyarrow.parquet as pq
 from pyspark import SparkContext
 from pyspark.sql import SparkSession
+from pyspark.sql import functions as F
 from pyspark.sql.pandas.types import from_arrow_schema
 from pyspark.sql.types import StringType, StructField, StructType
 from pyspark.sql.utils import AnalysisException
@@ -106,45 +108,56 @@ class LineageContext:
         The lines are first copied into the store as Parquet (a snapshot), so they
         keep their ids whatever the reading splits.
         """
+        return self._text(name, minPartitions, use_unicode, whole=False)
+
+    def wholeTextFiles(self, path: str, minPartitions: int | None = None, use_unicode: bool = True) -> LineageRDD:
+        """``(file path, content)`` for each file at ``path``, each identified by its file
+        (copied into the store first, as for ``textFile``). Paths are spelled as Spark
+        reports them (``file:/...``)."""
+        return self._text(path, minPartitions, use_unicode, whole=True)
+
+    def _text(self, name: str, minPartitions: int | None, use_unicode: bool, whole: bool) -> LineageRDD:
         from .lineage_rdd import LineageRDD
 
+        what = "wholeTextFiles" if whole else "textFile"
         if not isinstance(name, str):
-            raise ValueError(f"textFile takes a path, not {type(name).__name__}")
+            raise ValueError(f"{what} takes a path, not {type(name).__name__}")
         if not use_unicode:
-            raise ValueError("textFile(use_unicode=False) is not supported: lines are read as str")
+            raise ValueError(f"{what}(use_unicode=False) is not supported: text is read as str")
         spark, bridge = self.session.spark, self.session._bridge
         try:
-            lines = spark.read.text(name)
+            lines = spark.read.text(name, wholetext=whole)
             roots, original = file_fingerprint(bridge, bridge.analyzed(lines))
         except AnalysisException as exc:
             if "PATH_NOT_FOUND" in str(exc):
-                raise FileNotFoundError(f"textFile: no such file or directory: {name}") from None
+                raise FileNotFoundError(f"{what}: no such file or directory: {name}") from None
             raise
+        fmt = "wholetext" if whole else "text"
+        columns = ["path", "value"] if whole else ["value"]
         state = self._state
         # the same unchanged files read again are the same source (one copy, one name)
         number = next(
-            (
-                i
-                for i, s in enumerate(state.sources)
-                if s.format == "text" and (s.roots, s.original) == (roots, original)
-            ),
+            (i for i, s in enumerate(state.sources) if s.format == fmt and (s.roots, s.original) == (roots, original)),
             None,
         )
         if number is None:
             number = len(state.sources)
             source = state.source_name(safe_id(Path(name.rstrip("/")).name) or "text")
             path = str(state.root / "sources" / f"{number}-{source}")
-            lines.toDF(snapshot_column(0)).write.parquet(path)
+            if whole:
+                lines = lines.select(F.col("_metadata.file_path"), "value")
+            lines.toDF(*[snapshot_column(i) for i in range(len(columns))]).write.parquet(path)
             snap = spark.read.parquet(path)
             files = sorted(bridge.files(bridge.file_relation(bridge.analyzed(snap))))
-            schema = StructType([StructField("value", StringType())]).json()
-            state.sources.append(SourceInfo(source, "snapshot", "text", files, roots, original, schema))
+            schema = StructType([StructField(c, StringType()) for c in columns]).json()
+            state.sources.append(SourceInfo(source, "snapshot", fmt, files, roots, original, schema))
         files = state.sources[number].files
         snap = spark.read.parquet(*[unquote(p) for p, _, _ in files])
-        rows = snap.select(rid_column(files).alias(RID), snapshot_column(0))
+        rows = snap.select(rid_column(files).alias(RID), *[snapshot_column(i) for i in range(len(columns))])
         if minPartitions and rows.rdd.getNumPartitions() < minPartitions:
             rows = rows.repartition(minPartitions)
-        records = rows.rdd.map(lambda r: ((r[0],), r[1]))
+        value = (lambda r: (r[1], r[2])) if whole else (lambda r: r[1])
+        records = rows.rdd.map(lambda r: ((r[0],), value(r)))
         return LineageRDD(self, records, [state.slot("source", number)])
 
     def parallelize(self, c: Any, numSlices: int | None = None) -> LineageRDD:
