@@ -6,7 +6,6 @@ store, traced with the same API as DataFrame captures.
 
 >>> import sparkprov as sp, tempfile
 >>> from pyspark.sql import SparkSession
-from pyspark.sql import functions as F
 >>> spark = SparkSession.builder.getOrCreate()
 >>> lc = sp.LineageContext(spark.sparkContext, store=tempfile.mkdtemp())
 >>> words = lc.parallelize(["a b", "b c", "b"]).flatMap(str.split)
