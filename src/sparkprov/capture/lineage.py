@@ -13,7 +13,7 @@ table per source (Smoke's propagation: no per-operator lineage is kept).
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
 from pyspark.sql import DataFrame
@@ -79,7 +79,11 @@ def source_pairs(rows: DataFrame, slots: list[Slot], graph: SideGraph) -> dict[i
     probes: dict[int, list[tuple[DataFrame, bool]]] = defaultdict(list)
     derived: set[int] = set()  # sides reached through another side: paths may repeat a probe
     _visit(rows, slots, graph, found, probes, cheap=True)
-    for k in _parents_first(set(probes), graph):
+
+    def inner(k: int) -> list[int]:  # shared sides are not resolved here: stored once (shared_pairs)
+        return [s.ref for s in graph.sides[k].slots if s.kind != "source" and not graph.sides[s.ref].shared]
+
+    for k in parents_first(probes, inner):
         parts = probes.pop(k, [])
         if not parts:
             continue
@@ -113,19 +117,20 @@ def _visit(rows: DataFrame, slots: list[Slot], graph: SideGraph, found, probes, 
             probes[slot.ref].append((present.select(F.col(OUT), probe.alias(_PROBE)), cheap))
 
 
-def _parents_first(start: set[int], graph: SideGraph) -> list[int]:
-    # every side reachable from ``start``, each after all the sides whose slots lead to it
+def parents_first(start: Iterable[int], children: Callable[[int], Iterable[int]]) -> list[int]:
+    """Every node reachable from ``start`` through ``children`` (a DAG of side
+    relations), each after all the nodes that lead to it."""
     order: list[int] = []
     seen: set[int] = set()
 
     def visit(k: int) -> None:
         seen.add(k)
-        for s in graph.sides[k].slots:
-            if s.kind != "source" and not graph.sides[s.ref].shared and s.ref not in seen:
-                visit(s.ref)
+        for c in children(k):
+            if c not in seen:
+                visit(c)
         order.append(k)
 
-    for k in sorted(start):
+    for k in sorted(set(start)):
         if k not in seen:
             visit(k)
     return order[::-1]

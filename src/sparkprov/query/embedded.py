@@ -279,7 +279,7 @@ class EmbeddedEngine:
         """Rids of the output rows matching ``predicate`` (Spark SQL)."""
         out = self.entry["output"]
         cols = ", ".join(f"{_quote(s)} AS {_quote(d)}" for s, d in zip(out["stored"], out["columns"]))
-        relation = f"(SELECT {cols}, {RID} FROM read_parquet({_files_sql(parquet_files(out['path']))}))"
+        relation = f"(SELECT {cols}, {RID} FROM read_parquet({files_sql(parquet_files(out['path']))}))"
         return _select_rids(relation, predicate, f"the output of capture {self.name!r}")
 
     def source_rids(self, source: str, predicate: str) -> np.ndarray:
@@ -298,7 +298,7 @@ class EmbeddedEngine:
             cols = ", ".join(_quote(n) for n in names)
         relation = (
             f"(SELECT {cols}, (CAST(f.n AS BIGINT) << {ROW_BITS}) | file_row_number AS {RID} "
-            f"FROM read_parquet({_files_sql(paths)}, file_row_number = true, filename = true) "
+            f"FROM read_parquet({files_sql(paths)}, file_row_number = true, filename = true) "
             f"JOIN (VALUES {numbers}) f(path, n) ON filename = f.path)"
         )
         return _select_rids(relation, predicate, f"source {source!r}")
@@ -331,7 +331,8 @@ def _literal(text: str) -> str:
     return "'" + text.replace("'", "''") + "'"
 
 
-def _files_sql(paths: list[str]) -> str:
+def files_sql(paths: list[str]) -> str:
+    """A DuckDB list literal of file paths, for ``read_parquet``."""
     return "[" + ", ".join(_literal(p) for p in paths) + "]"
 
 

@@ -41,9 +41,10 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from ..capture.lineage import parents_first
 from ..capture.sources import RID
 from ..errors import LineageTooLarge, WitnessesNotKept
-from .embedded import rid_array
+from .embedded import files_sql, rid_array
 from .pairs import parquet_files
 
 WITNESS_LIMIT = 10_000  # witnesses one output row may have before why() refuses
@@ -217,7 +218,8 @@ def polynomials(entry: dict, rids, row_limit: int = SIDE_ROW_LIMIT) -> dict[int,
         _want(out_slots, row, wanted)
     members: dict[tuple[int, Any], list[dict]] = {}
     read = 0
-    for k in _parents_first([s["ref"] for s in out_slots if s["kind"] != "source"], sides):
+    start = [s["ref"] for s in out_slots if s["kind"] != "source"]
+    for k in parents_first(start, lambda k: [s["ref"] for s in sides[k]["slots"] if s["kind"] != "source"]):
         values = wanted.pop(k, None)
         if not values:
             continue
@@ -276,24 +278,6 @@ def _want(slots: list[dict], row: dict, wanted: dict[int, dict]) -> None:
             wanted[s["ref"]][_frozen(value)] = value
 
 
-def _parents_first(start: list[int], sides: dict[int, dict]) -> list[int]:
-    # every side reachable from ``start``, each after all the sides whose slots lead to it
-    order: list[int] = []
-    seen: set[int] = set()
-
-    def visit(k: int) -> None:
-        seen.add(k)
-        for s in sides[k]["slots"]:
-            if s["kind"] != "source" and s["ref"] not in seen:
-                visit(s["ref"])
-        order.append(k)
-
-    for k in sorted(set(start)):
-        if k not in seen:
-            visit(k)
-    return order[::-1]
-
-
 def _side_rows(side: dict, values: list) -> pa.Table:
     """The side's rows that the wanted slot ``values`` name (handles, or for a window
     ``{h, lo, hi}`` position ranges), matched by DuckDB (handles are structs: equal
@@ -316,11 +300,10 @@ def _side_rows(side: dict, values: list) -> pa.Table:
     else:
         want = pa.table({"h": pa.array(values, handle_type)})
         match = f"s.{_HANDLE} IS NOT DISTINCT FROM w.h"
-    paths = "[" + ", ".join("'" + f.replace("'", "''") + "'" for f in files) + "]"
     with duckdb.connect() as con:
         con.register("w", want)
         return con.execute(
-            f"SELECT * FROM read_parquet({paths}) s WHERE EXISTS (SELECT 1 FROM w WHERE {match})"
+            f"SELECT * FROM read_parquet({files_sql(files)}) s WHERE EXISTS (SELECT 1 FROM w WHERE {match})"
         ).arrow()
 
 
