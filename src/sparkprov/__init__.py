@@ -2,12 +2,13 @@
 
 >>> import sparkprov as sp
 >>> sorted(n for n in sp.__all__ if n[0].isupper())[:3]
-['Capture', 'CaptureNotFound', 'LineageSession']
+['Capture', 'CaptureFailed', 'CaptureNotFound']
 """
 
 from .api import Capture, LineageSession, Source
 from .capture.marks import mark
 from .errors import (
+    CaptureFailed,
     CaptureNotFound,
     LineageTooLarge,
     SourceChanged,
@@ -25,6 +26,7 @@ __version__ = "0.1.0"
 
 __all__ = [
     "Capture",
+    "CaptureFailed",
     "CaptureNotFound",
     "LineageContext",
     "LineageCursor",

@@ -487,7 +487,9 @@ class LineageSession:
     def _entries(self):
         for name in self.store.names():
             for version in range(self.store.latest_version(name), 0, -1):
-                yield self.store.load(name, version)
+                entry = self.store.load(name, version, failed_ok=True)
+                if not entry.get("failed"):
+                    yield entry
 
     def _writer_of(self, info: SourceInfo) -> Capture | None:
         """The capture that wrote exactly the files ``info`` read, if any."""
@@ -507,7 +509,7 @@ class LineageSession:
             return []
         files = _fingerprint(written["files"])
         found = []
-        for entry in (self.store.load(n) for n in self.store.names()):  # newest versions
+        for entry in (self.store.load(n, failed_ok=True) for n in self.store.names()):  # newest versions
             for name, src in entry["sources"].items():
                 if src["kind"] == "parquet" and _fingerprint(src["original"]) == files:
                     found.append((Capture(self, entry), name))

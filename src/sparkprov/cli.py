@@ -127,15 +127,21 @@ def _captures(args: argparse.Namespace) -> int:
     store = _store(args)
     rows = []
     for name in store.names():
-        e = store.load(name)
-        rows.append({"name": name, "version": e["version"], "created": e["created"], "sources": list(e["sources"])})
+        e = store.load(name, failed_ok=True)
+        row = {"name": name, "version": e["version"], "created": e["created"], "sources": list(e["sources"])}
+        if e.get("failed"):
+            row["failed"] = e["failed"]
+        rows.append(row)
     if args.json:
         print(json.dumps(rows, indent=1))
     elif not rows:
         print(f"no captures in {store.root}")
     else:
         for r in rows:
-            print(f"{r['name']}  v{r['version']}  {r['created']}  sources: {', '.join(r['sources'])}")
+            if "failed" in r:
+                print(f"{r['name']}  v{r['version']}  {r['created']}  FAILED: {r['failed']['reason']}")
+            else:
+                print(f"{r['name']}  v{r['version']}  {r['created']}  sources: {', '.join(r['sources'])}")
     return 0
 
 

@@ -44,6 +44,11 @@ class CaptureNotFound(SparkprovError, KeyError):
         return str(self.args[0]) if self.args else ""
 
 
+class CaptureFailed(SparkprovError):
+    """The capture was attempted but not made (``sparkprov run`` records why, and the
+    script went on without it)."""
+
+
 class StoreCorrupt(SparkprovError):
     """The store holds an entry this version of sparkprov cannot read."""
 

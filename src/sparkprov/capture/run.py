@@ -128,7 +128,7 @@ def _run_rewritten(
     if write is None:
         staged.withColumn(RID, F.monotonically_increasing_id()).write.parquet(output_path)
     else:
-        written = _write_for_user(bridge, staged, display, write, output_path)
+        written = write_for_user(bridge, staged, display, write, output_path)
 
     # A side relation is built only when a slot of the output leads to it (an anti
     # join's right side never does), and joined once with the handles that reach it.
@@ -261,7 +261,7 @@ _PART = re.compile(r"^part-(\d+)-")
 _ROW_MASK = (1 << 33) - 1  # monotonically_increasing_id: partition << 33 | position
 
 
-def _write_for_user(bridge: Bridge, staged: DataFrame, display: list[str], write: Write, output_path: str) -> dict:
+def write_for_user(bridge: Bridge, staged: DataFrame, display: list[str], write: Write, output_path: str) -> dict:
     """Write the output rows as the user asked, and store them with ``_sp_rid`` equal to
     each row's rid in the written files (file number << 40 | row index), the rid a
     later capture reading those files gives it.

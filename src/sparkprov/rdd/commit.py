@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import shutil
 import time
+import uuid
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -22,11 +23,12 @@ from typing import TYPE_CHECKING, Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 from pyspark import RDD
+from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql.pandas.types import from_arrow_schema
 
 from ..capture.lineage import OUT, SideGraph, source_pairs
-from ..capture.run import write_pairs
+from ..capture.run import Write, write_for_user, write_pairs
 from ..capture.sources import RID
 from . import worker
 
@@ -47,6 +49,39 @@ def commit_action(
     ``(slots, value)``, on which ``run`` does the action to the RDD of values (writing
     the records on the way), or such records already on the driver (``take``).
     Returns what the action returned, and the capture."""
+    names, kinds = [s.name for s in slots], [s.kind for s in slots]
+
+    def write(out_path: Path) -> tuple[Any, dict | None]:
+        if isinstance(source, list):
+            out_path.mkdir()
+            table = worker.output_table(
+                [r[1] for r in source],
+                list(range(len(source))),
+                names,
+                [[r[0][j] for r in source] for j in range(len(slots))],
+                [worker.slot_type(k) for k in kinds],
+            )
+            pq.write_table(table, out_path / "part-00000.parquet")
+            return [r[1] for r in source], None
+        return run(source.mapPartitionsWithIndex(worker.output_partition(str(out_path), names, kinds))), None
+
+    return _commit(ctx, slots, action, name, write)
+
+
+def commit_frame(ctx: LineageContext, staged: DataFrame, display: list[str], slots: list, name: str | None) -> Capture:
+    """Commit the capture of ``rdd.toDF()``: ``staged`` holds the DataFrame's columns
+    (stored names) then the records' slots. Its rows are written as Parquet files for
+    the DataFrame to read (as ``capture(..., path=...)`` writes them), so a DataFrame
+    capture reading those files traces on through this one."""
+    path = ctx._state.root / "frames" / uuid.uuid4().hex
+
+    def write(out_path: Path) -> tuple[None, dict]:
+        return None, write_for_user(ctx.session._bridge, staged, display, Write(str(path)), str(out_path))
+
+    return _commit(ctx, slots, "toDF", name, write)[1]
+
+
+def _commit(ctx: LineageContext, slots: list, action: str, name: str | None, write) -> tuple[Any, Capture]:
     from ..api import Capture
     from ..store.catalog import check_name
 
@@ -58,25 +93,14 @@ def commit_action(
     out_path = data / "output"
     names, kinds = [s.name for s in slots], [s.kind for s in slots]
     try:
-        if isinstance(source, list):
-            out_path.mkdir()
-            table = worker.output_table(
-                [r[1] for r in source],
-                list(range(len(source))),
-                names,
-                [[r[0][j] for r in source] for j in range(len(slots))],
-                [worker.slot_type(k) for k in kinds],
-            )
-            pq.write_table(table, out_path / "part-00000.parquet")
-            result = [r[1] for r in source]
-        else:
-            result = run(source.mapPartitionsWithIndex(worker.output_partition(str(out_path), names, kinds)))
+        result, written = write(out_path)
         if not list(out_path.glob("part-*.parquet")):  # an RDD without partitions
             out_path.mkdir(exist_ok=True)
             types = [worker.slot_type(k) for k in kinds]
             table = worker.output_table([], [], names, [[] for _ in slots], types)
             pq.write_table(table, out_path / "part-00000.parquet")
         entry = _lineage_entry(ctx, capture_id, data, slots, action)
+        entry["written"] = written
     except BaseException:
         shutil.rmtree(data, ignore_errors=True)
         raise

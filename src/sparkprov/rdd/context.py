@@ -5,7 +5,7 @@ carry their input rows' ids; every action on them is a capture in the session's
 store, traced with the same API as DataFrame captures.
 
 >>> import sparkprov as sp, tempfile
->>> from pyspark.sql import SparkSession
+>>> from pyspark.sql import DataFrame, SparkSession
 >>> spark = SparkSession.builder.getOrCreate()
 >>> lc = sp.LineageContext(spark.sparkContext, store=tempfile.mkdtemp())
 >>> words = lc.parallelize(["a b", "b c", "b"]).flatMap(str.split)
@@ -28,7 +28,7 @@ from urllib.parse import unquote
 
 import pyarrow.parquet as pq
 from pyspark import SparkContext
-from pyspark.sql import SparkSession
+from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.pandas.types import from_arrow_schema
 from pyspark.sql.types import StringType, StructField, StructType
@@ -158,6 +158,32 @@ class LineageContext:
         value = (lambda r: (r[1], r[2])) if whole else (lambda r: r[1])
         records = rows.rdd.map(lambda r: ((r[0],), value(r)))
         return LineageRDD(self, records, [state.slot("source", number)])
+
+    def from_dataframe(self, df: DataFrame, name: str | None = None) -> LineageRDD:
+        """``df.rdd``, traced: ``df`` is captured as ``name`` and its rows (``Row``
+        objects) are the RDD's records, so traces of the RDD's actions continue into
+        ``df``'s sources with ``end_to_end=True``."""
+        from .frames import rdd_from_dataframe
+
+        return rdd_from_dataframe(self, df, name or f"dataframe-{len(self._state.sources)}")
+
+    def createDataFrame(
+        self,
+        rdd: LineageRDD,
+        schema: Any = None,
+        samplingRatio: float | None = None,
+        verifySchema: bool = True,
+        name: str | None = None,
+    ) -> DataFrame:
+        """``spark.createDataFrame(rdd, ...)`` over a traced RDD: the records are captured
+        as ``name`` and the DataFrame reads them, so a capture of a query over it
+        traces on into the RDD program with ``end_to_end=True``."""
+        from .frames import dataframe_from_rdd
+        from .lineage_rdd import LineageRDD
+
+        if not isinstance(rdd, LineageRDD) or rdd._ctx is not self:
+            raise ValueError("createDataFrame takes a LineageRDD of this LineageContext")
+        return dataframe_from_rdd(rdd, schema, samplingRatio, verifySchema, name)
 
     def parallelize(self, c: Any, numSlices: int | None = None) -> LineageRDD:
         """The elements of ``c``, each identified by its position."""

@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any
 from pyspark import RDD
 from pyspark.rdd import portable_hash
 from pyspark.resultiterable import ResultIterable
+from pyspark.sql import DataFrame
 
 from ..errors import UnsupportedOperation
 from . import worker
@@ -66,6 +67,7 @@ SUPPORTED = [
     "count",
     "take",
     "saveAsTextFile",
+    "toDF",
     "cache",
     "persist",
     "unpersist",
@@ -311,6 +313,12 @@ class LineageRDD:
         _, self.capture = commit_action(
             self._ctx, self._rdd, self._slots, "saveAsTextFile", name, lambda values: values.saveAsTextFile(path)
         )
+
+    def toDF(self, schema: Any = None, sampleRatio: float | None = None, name: str | None = None) -> DataFrame:
+        """A DataFrame of the records, as ``RDD.toDF``; the records are stored as a
+        capture (``name``) that captures of queries over the DataFrame trace into with
+        ``end_to_end=True``. Runs the RDD program now."""
+        return self._ctx.createDataFrame(self, schema, sampleRatio, name=name)
 
     def get_lineage(self, rows: RowsArg | None = None) -> LineageCursor:
         """A cursor (as ``Capture.lineage``) at ``rows`` of the last action's records (all

@@ -8,6 +8,9 @@ Layout of a store directory::
     data/<capture id>/lineage/src=<i>/  (out_rid, in_rid) pairs for source i (Parquet)
     data/<capture id>/snapshots/    copies of sources without stable row positions
 
+An entry with ``failed`` records a capture that was attempted and not made (by
+``sparkprov run``), with the reason; ``load`` refuses it with ``CaptureFailed``.
+
 A capture writes everything under a fresh ``data/<capture id>/`` first and becomes
 visible only when its catalog entry is linked into place, which is atomic and never
 overwrites: a killed capture leaves an unreferenced data directory and nothing else,
@@ -24,10 +27,11 @@ from __future__ import annotations
 import json
 import os
 import re
+import time
 import uuid
 from pathlib import Path
 
-from ..errors import CaptureNotFound, StoreCorrupt, StoreNotFound
+from ..errors import CaptureFailed, CaptureNotFound, StoreCorrupt, StoreNotFound
 
 FORMAT_VERSION = 1
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$")
@@ -88,6 +92,18 @@ class Store:
         finally:
             tmp.unlink(missing_ok=True)
 
+    def commit_failed(self, name: str, reason: str, **details: str) -> dict:
+        """Record that capture ``name`` was attempted and not made, and why, as its next
+        version: listed with the others, refused (``CaptureFailed``) by ``load``."""
+        entry = {
+            "id": None,
+            "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+            "failed": {"reason": reason, **details},
+            "sources": {},
+            "written": None,
+        }
+        return self.commit(name, entry)
+
     def latest_version(self, name: str) -> int:
         folder = self.root / "catalog" / name
         if not folder.is_dir():
@@ -95,7 +111,9 @@ class Store:
         versions = [int(m.group(1)) for p in folder.iterdir() if (m := _ENTRY.match(p.name))]
         return max(versions, default=0)
 
-    def load(self, name: str, version: int | None = None) -> dict:
+    def load(self, name: str, version: int | None = None, failed_ok: bool = False) -> dict:
+        """The catalog entry of ``name`` (the newest version unless ``version``); a
+        failed attempt raises ``CaptureFailed`` unless ``failed_ok``."""
         check_name(name)
         version = version or self.latest_version(name)
         path = self.root / "catalog" / name / f"v{version:06d}.json"
@@ -105,6 +123,11 @@ class Store:
         entry = json.loads(path.read_text())
         if entry.get("format_version") != FORMAT_VERSION:
             raise StoreCorrupt(f"{path} has format version {entry.get('format_version')}")
+        if entry.get("failed") and not failed_ok:
+            raise CaptureFailed(
+                f"capture {name!r} version {version} was not made: {entry['failed']['reason']}"
+                + (f" (version {version - 1} is the one before)" if version > 1 else "")
+            )
         return entry
 
     def names(self) -> list[str]:
