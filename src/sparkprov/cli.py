@@ -28,6 +28,11 @@ def build_parser() -> argparse.ArgumentParser:
     caps.add_argument("--store", default=None, help="store directory (default $SPARKPROV_STORE or ./.sparkprov)")
     caps.add_argument("--json", action="store_true", help="print JSON")
 
+    run = sub.add_parser("run", help="run an unchanged PySpark script with every action captured")
+    run.add_argument("--store", default=None, help="store directory (default $SPARKPROV_STORE or ./.sparkprov)")
+    run.add_argument("script", help="the PySpark script (run as `python script.py args...` would)")
+    run.add_argument("args", nargs=argparse.REMAINDER, help="the script's own arguments")
+
     trace = sub.add_parser("trace", help="trace output rows back to the sources, or source rows forward")
     trace_sub = trace.add_subparsers(dest="direction", required=True)
     for direction, text in (
@@ -154,6 +159,10 @@ def main(argv: list[str] | None = None) -> int:
             return demo_main(args.store)
         if args.command == "captures":
             return _captures(args)
+        if args.command == "run":
+            from .script.runner import run_script
+
+            return run_script(args.script, args.args, args.store or os.environ.get("SPARKPROV_STORE") or ".sparkprov")
         if args.command == "trace":
             return _trace(args)
         if args.command == "bench" and args.bench_command == "trace":

@@ -12,6 +12,7 @@ import logging
 import re
 import shutil
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -134,13 +135,7 @@ def _run_rewritten(
     # join's right side never does), and joined once with the handles that reach it.
     spark = bridge.spark
     work = data / "work"
-    kept = itertools.count()
-
-    def keep(df: DataFrame) -> DataFrame:
-        path = str(work / f"step{next(kept)}")
-        df.write.parquet(path)
-        return spark.read.parquet(path)
-
+    keep = materializer(spark, work)
     graph = SideGraph(
         sides=rewriter.sides,
         relation=lambda k: bridge.to_dataframe(rewriter.sides[k].plan),
@@ -187,6 +182,19 @@ def _run_rewritten(
         "written": written,
         "witnesses": structure,
     }
+
+
+def materializer(spark, work: Path) -> Callable[[DataFrame], DataFrame]:
+    """``keep`` for ``SideGraph``: each intermediate result written under ``work``
+    (numbered steps) and read back, so later plans start from its rows."""
+    kept = itertools.count()
+
+    def keep(df: DataFrame) -> DataFrame:
+        path = str(work / f"step{next(kept)}")
+        df.write.parquet(path)
+        return spark.read.parquet(path)
+
+    return keep
 
 
 def write_pairs(spark, pairs: dict[int, list[DataFrame]], path: str, distinct: bool = True) -> None:

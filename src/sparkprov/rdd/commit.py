@@ -28,7 +28,7 @@ from pyspark.sql import functions as F
 from pyspark.sql.pandas.types import from_arrow_schema
 
 from ..capture.lineage import OUT, SideGraph, source_pairs
-from ..capture.run import Write, write_for_user, write_pairs
+from ..capture.run import Write, materializer, write_for_user, write_pairs
 from ..capture.sources import RID
 from . import worker
 
@@ -124,9 +124,13 @@ def _lineage_entry(ctx: LineageContext, capture_id: str, data: Path, slots: list
             return spark.createDataFrame([], ", ".join(fields))
         return spark.read.parquet(side.path)
 
-    graph = SideGraph(sides=state.sides, relation=relation, source_of=lambda i: i)
+    # a program that loops (an RDD joined with itself, round after round) reaches
+    # sides along many paths: each intermediate result is kept, not repeated in plans
+    work = data / "work"
+    graph = SideGraph(sides=state.sides, relation=relation, source_of=lambda i: i, keep=materializer(spark, work))
     lineage_path = str(data / "lineage")
     write_pairs(spark, source_pairs(rows, slots, graph), lineage_path)
+    shutil.rmtree(work, ignore_errors=True)
     arrow = pq.read_schema(next(out_path.glob("part-*.parquet")))
     schema = from_arrow_schema(pa.schema([arrow.field(c) for c in [*columns, RID]]))
     operators = sorted({state.sides[k].operator for k in _reachable_sides(slots, state.sides)})
