@@ -72,12 +72,17 @@ def build_parser() -> argparse.ArgumentParser:
 
     bench = sub.add_parser("bench", help="benchmarks")
     bench_sub = bench.add_subparsers(dest="bench_command", required=True)
-    cap = bench_sub.add_parser("capture", help="capture on/off time ratio on TPC-H queries")
-    cap.add_argument("--suite", choices=["tpch"], default="tpch")
-    cap.add_argument("--sf", type=float, default=1.0, help="scale factor (default 1)")
-    cap.add_argument("--queries", default="1,3,6", help="comma-separated query numbers (default 1,3,6)")
+    cap = bench_sub.add_parser("capture", help="capture on/off time ratio on TPC-H queries or Titian's workloads")
+    cap.add_argument("--suite", choices=["tpch", "titian"], default="tpch")
+    cap.add_argument("--sf", type=float, default=1.0, help="TPC-H scale factor (default 1)")
+    cap.add_argument("--size", default="1GB", help="titian: bytes of generated text (default 1GB)")
+    cap.add_argument(
+        "--queries",
+        default=None,
+        help="comma-separated TPC-H query numbers (default 1,3,6) or Titian workloads (default: all)",
+    )
     cap.add_argument("--repeat", type=int, default=5, help="interleaved on/off pairs per query (default 5)")
-    cap.add_argument("--data", default="data/tpch", help="where TPC-H data is generated (default data/tpch)")
+    cap.add_argument("--data", default=None, help="where the data is generated (default data/<suite>)")
     cap.add_argument("--witnesses", action="store_true", help="capture with witnesses=True (for why/how)")
     cap.add_argument("--json", dest="json_out", help="write the results as JSON to this file")
     tr = bench_sub.add_parser("trace", help="trace latency (embedded engine) over captured TPC-H queries")
@@ -173,8 +178,16 @@ def main(argv: list[str] | None = None) -> int:
             from .bench.coverage import main as coverage_main
 
             return coverage_main(args)
+        if args.command == "bench" and args.suite == "titian":
+            from .bench.titian import main as titian_main
+
+            args.data = args.data or "data/titian"
+            return titian_main(args)
         if args.command == "bench":
             from .bench.capture import main as bench_main
+
+            args.data = args.data or "data/tpch"
+            args.queries = args.queries or "1,3,6"
 
             return bench_main(args)
     except (SparkprovError, ValueError, FileNotFoundError) as exc:
