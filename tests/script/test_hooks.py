@@ -7,6 +7,7 @@ from __future__ import annotations
 import pytest
 
 import sparkprov as sp
+from sparkprov.cli import main
 
 from .running import run_plain, run_traced
 
@@ -51,6 +52,9 @@ def test_every_action_is_a_capture_or_a_failure_with_its_reason(kept_session, tm
         "mixed.sum.L11",
         "mixed.write.L14",
     ]
+    assert main(["captures", "--store", str(tmp_path / "store")]) == 0
+    listed = capsys.readouterr().out
+    assert "mixed.count.L10  v1" in listed and "FAILED: RDD.zipWithIndex is not traced by sparkprov" in listed
     with pytest.raises(sp.CaptureFailed, match="RDD.zipWithIndex is not traced"):
         store.load("mixed.count.L10")
     with pytest.raises(sp.CaptureFailed, match="sc.range is not traced"):
@@ -73,8 +77,6 @@ def test_every_action_is_a_capture_or_a_failure_with_its_reason(kept_session, tm
 
 
 def test_the_command_line_runs_a_script_and_keeps_its_exit_status(kept_session, tmp_path, capsys):
-    from sparkprov.cli import main
-
     script = tmp_path / "fails.py"
     script.write_text("import sys\nprint('args', sys.argv[1:])\nsys.exit(3)\n")
     assert main(["run", "--store", str(tmp_path / "s"), str(script), "a", "--b"]) == 3

@@ -72,8 +72,10 @@ class TracedRDD:
         return self._plain
 
     def __getattr__(self, name: str) -> Any:
-        if name.startswith("__") or not hasattr(RDD, name):
+        if name.startswith("_"):
             raise AttributeError(name)
+        if not hasattr(RDD, name):  # an attribute of the instance (rdd.ctx): the plain RDD's
+            return getattr(self.plain, name)
         attr = getattr(RDD, name)
         if isinstance(attr, property):
             return getattr(self.plain, name)
