@@ -36,7 +36,9 @@ $(DATA)/tpcds/sf0.01/.done: $(VENV)/.installed-test
 test: prereqs $(VENV)/.installed-test $(DATA)/tpch/sf0.01/.done $(DATA)/tpcds/sf0.01/.done
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
-	SPARKPROV_TPCH=$(DATA)/tpch SPARKPROV_TPCDS=$(DATA)/tpcds $(BIN)/python -m pytest -q
+	# two workers, each with its own SparkSession: much of a test's time is single-threaded
+	# driver work (planning, py4j), so two at once keep both cores busy
+	SPARKPROV_TPCH=$(DATA)/tpch SPARKPROV_TPCDS=$(DATA)/tpcds $(BIN)/python -m pytest -q -n 2
 
 lint: $(VENV)/.installed-test
 	$(BIN)/ruff check .

@@ -1,4 +1,4 @@
-"""One SparkSession for the whole suite; small data, few shuffle partitions."""
+"""One SparkSession for the whole suite (per pytest-xdist worker); small data, few shuffle partitions."""
 
 from __future__ import annotations
 

@@ -78,7 +78,11 @@ def commit_frame(ctx: LineageContext, staged: DataFrame, display: list[str], slo
     def write(out_path: Path) -> tuple[None, dict]:
         return None, write_for_user(ctx.session._bridge, staged, display, Write(str(path)), str(out_path))
 
-    return _commit(ctx, slots, "toDF", name, write)[1]
+    try:
+        return _commit(ctx, slots, "toDF", name, write)[1]
+    except BaseException:
+        shutil.rmtree(path, ignore_errors=True)  # no capture: nothing may read these files
+        raise
 
 
 def _commit(ctx: LineageContext, slots: list, action: str, name: str | None, write) -> tuple[Any, Capture]:

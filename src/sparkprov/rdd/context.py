@@ -5,7 +5,7 @@ carry their input rows' ids; every action on them is a capture in the session's
 store, traced with the same API as DataFrame captures.
 
 >>> import sparkprov as sp, tempfile
->>> from pyspark.sql import DataFrame, SparkSession
+>>> from pyspark.sql import SparkSession
 >>> spark = SparkSession.builder.getOrCreate()
 >>> lc = sp.LineageContext(spark.sparkContext, store=tempfile.mkdtemp())
 >>> words = lc.parallelize(["a b", "b c", "b"]).flatMap(str.split)
@@ -162,7 +162,12 @@ class LineageContext:
     def from_dataframe(self, df: DataFrame, name: str | None = None) -> LineageRDD:
         """``df.rdd``, traced: ``df`` is captured as ``name`` and its rows (``Row``
         objects) are the RDD's records, so traces of the RDD's actions continue into
-        ``df``'s sources with ``end_to_end=True``."""
+        ``df``'s sources with ``end_to_end=True``.
+
+        >>> names = lc.from_dataframe(people, name="people").map(lambda r: r.name)  # doctest: +SKIP
+        >>> names.collect(name="names")  # doctest: +SKIP
+        ['Andy', 'Justin']
+        """
         from .frames import rdd_from_dataframe
 
         return rdd_from_dataframe(self, df, name or f"dataframe-{len(self._state.sources)}")
@@ -177,7 +182,12 @@ class LineageContext:
     ) -> DataFrame:
         """``spark.createDataFrame(rdd, ...)`` over a traced RDD: the records are captured
         as ``name`` and the DataFrame reads them, so a capture of a query over it
-        traces on into the RDD program with ``end_to_end=True``."""
+        traces on into the RDD program with ``end_to_end=True``.
+
+        >>> pairs = lc.parallelize([("x", 1), ("y", 2)])  # doctest: +SKIP
+        >>> lc.createDataFrame(pairs, "k string, n long", name="pairs").columns  # doctest: +SKIP
+        ['k', 'n']
+        """
         from .frames import dataframe_from_rdd
         from .lineage_rdd import LineageRDD
 

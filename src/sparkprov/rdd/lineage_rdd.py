@@ -317,7 +317,10 @@ class LineageRDD:
     def toDF(self, schema: Any = None, sampleRatio: float | None = None, name: str | None = None) -> DataFrame:
         """A DataFrame of the records, as ``RDD.toDF``; the records are stored as a
         capture (``name``) that captures of queries over the DataFrame trace into with
-        ``end_to_end=True``. Runs the RDD program now."""
+        ``end_to_end=True``. Runs the RDD program now.
+
+        >>> df = lines.map(lambda s: (s, len(s))).toDF(["line", "n"], name="lengths")  # doctest: +SKIP
+        """
         return self._ctx.createDataFrame(self, schema, sampleRatio, name=name)
 
     def get_lineage(self, rows: RowsArg | None = None) -> LineageCursor:
