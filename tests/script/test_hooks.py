@@ -83,6 +83,12 @@ def test_the_command_line_runs_a_script_and_keeps_its_exit_status(kept_session, 
     captured = capsys.readouterr()
     assert captured.out == "args ['a', '--b']\n"
     assert "the script ran no action" in captured.err
+    broken = tmp_path / "broken.py"
+    broken.write_text("print('before')\nraise ValueError('boom')\n")
+    assert main(["run", "--store", str(tmp_path / "s"), str(broken)]) == 1
+    captured = capsys.readouterr()
+    assert captured.out == "before\n"
+    assert "Traceback" in captured.err and "ValueError: boom" in captured.err
     assert main(["run", str(tmp_path / "missing.py")]) == 1
     assert "no such script" in capsys.readouterr().err
     assert main(["captures", "--store", str(tmp_path / "s")]) == 0

@@ -15,6 +15,7 @@ from __future__ import annotations
 import os
 import runpy
 import sys
+import traceback
 from pathlib import Path
 
 from .hooks import Attempt, Tracer
@@ -37,6 +38,9 @@ def run_script(script: str, args: list[str], store: str | Path) -> int:
             runpy.run_path(str(path), run_name="__main__")
     except SystemExit as exc:
         status = _exit_status(exc.code)
+    except Exception:  # noqa: BLE001 - as the interpreter reports an uncaught exception
+        traceback.print_exc()
+        status = 1
     finally:
         sys.argv, sys.path[:] = saved_argv, saved_path
         sys.stdout.flush()
