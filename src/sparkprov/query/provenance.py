@@ -35,6 +35,7 @@ each. The union of a row's witnesses is its lineage (``backward``).
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -64,33 +65,24 @@ class Polynomial:
         return _witnesses(self, {}, limit)
 
     def _has_alternatives(self) -> bool:
-        seen: set[int] = set()
-        todo: list[Polynomial] = [self]
-        while todo:
-            p = todo.pop()
-            if id(p) in seen:
-                continue
-            seen.add(id(p))
-            if len(p.parts) > 1 and (isinstance(p, Sum) or (isinstance(p, Group) and not p.values)):
-                return True
-            todo.extend(p.parts)
-        return False
+        return any(
+            len(p.parts) > 1 and (isinstance(p, Sum) or (isinstance(p, Group) and not p.values)) for p in self._nodes()
+        )
 
     def variables(self) -> set[tuple[str, int]]:
         """Every ``(source, rid)`` the polynomial names: the row's lineage."""
-        found: set[tuple[str, int]] = set()
+        return {(p.source, p.rid) for p in self._nodes() if isinstance(p, Var)}
+
+    def _nodes(self) -> Iterator[Polynomial]:
+        # each shared node once: the graph is never expanded into a tree
         seen: set[int] = set()
         todo: list[Polynomial] = [self]
         while todo:
             p = todo.pop()
-            if id(p) in seen:
-                continue
-            seen.add(id(p))
-            if isinstance(p, Var):
-                found.add((p.source, p.rid))
-            else:
+            if id(p) not in seen:
+                seen.add(id(p))
+                yield p
                 todo.extend(p.parts)
-        return found
 
     @property
     def parts(self) -> tuple[Polynomial, ...]:
