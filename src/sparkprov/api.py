@@ -37,6 +37,7 @@ from .query.provenance import Polynomial, polynomials
 from .query.replay import Replay, SourceLeaf, replay
 from .query.trace import RowsArg
 from .rdd.context import LineageContext
+from .rdd.resolve import ensure_pairs
 from .store.catalog import Store, check_name
 
 DEFAULT_STORE = ".sparkprov"
@@ -46,7 +47,8 @@ DEFAULT_STORE = ".sparkprov"
 class Source:
     """A relation a capture read, and how its rows are identified.
 
-    ``kind`` is ``"parquet"`` (rows read in place; rid = file number and row index)
+    ``kind`` is ``"parquet"`` (rows read in place; rid = file number and row index),
+    ``"text"`` (an RDD program's text read in place; rid = input split and line number)
     or ``"snapshot"`` (a copy kept with the capture; rid = position in the copy).
     """
 
@@ -131,6 +133,8 @@ class Capture:
         self._check_source(source)
         stored = self._entry["lineage"]
         spark = self._session.spark
+        if stored.get("rdd"):  # an RDD capture keeps its sides; pairs are made when first needed
+            ensure_pairs(spark, self._entry)
         pairs = spark.read.schema(PAIRS_SCHEMA).parquet(stored["path"])
         direct = pairs.where(F.col(SRC) == stored["sources"][source]).select(OUT, IN)
         if not stored.get("shared"):
@@ -218,11 +222,11 @@ class Capture:
         engine = self._embedded()
         outs = engines.rids_of(engine, rows, engine.output_rids)
         found = {n: engine.backward_ids(outs, n) for n in names}
-        for n, ids in found.items():
-            engines.check_rows(len(ids), f"source {n!r}")
         spark = self._session.spark
         return {
             n: engines.local_dataframe(spark, engine.source_rows(n, ids), engines.source_schema(self._infos[n].schema))
+            if len(ids) <= engines.ROWS_LIMIT
+            else engines.rows_by_rid(spark, self._source_rows(n), ids)
             for n, ids in found.items()
         }
 
@@ -233,7 +237,8 @@ class Capture:
             raise EmbeddedUnsupported("this capture's entry has no output schema (made by an older sparkprov)")
         ins = engines.rids_of(engine, rows, lambda p: engine.source_rids(source, p))
         outs = engine.forward_ids(source, ins)
-        engines.check_rows(len(outs), f"the output of capture {self.name!r}")
+        if len(outs) > engines.ROWS_LIMIT:
+            return engines.rows_by_rid(self._session.spark, self._output(), outs)
         return engines.local_dataframe(self._session.spark, engine.output_rows(outs), schema)
 
     def how(self, rows: RowsArg) -> DataFrame:
@@ -352,7 +357,10 @@ class Capture:
             label = ("  " * (depth - 1) + op)[:72]
             out.append(f"  {label:<{width}}  {granularity:<6}  {strategy}")
         for s in self.sources.values():
-            how = "file number + Parquet row index" if s.kind == "parquet" else "position in a Parquet copy"
+            how = {
+                "parquet": "file number + Parquet row index",
+                "text": "input split + line number in it, read in place",
+            }.get(s.kind, "position in a Parquet copy")
             out.append(f"source {s.name}: {s.format}, {s.files} file(s), rid = {how}")
         if self._entry.get("witnesses"):
             out.append("witnesses kept: why() and how() answer from the stored groups")

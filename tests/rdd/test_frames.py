@@ -87,3 +87,15 @@ def test_bad_arguments_are_refused(spark, session):
     with pytest.raises(ValueError, match="LineageRDD"):
         lc.createDataFrame(spark.sparkContext.parallelize([1]))
     assert isinstance(sp.LineageContext(spark.sparkContext, store=session.store.root), sp.LineageContext)
+
+
+def test_a_dataframe_from_an_rdd_keeps_the_rdds_order(spark, session):
+    # later partitions hold larger records, so their files are larger: Spark reads those first
+    data = [(i, "x" * (i * 40)) for i in range(9)]
+    plain = spark.createDataFrame(spark.sparkContext.parallelize(data, 3), ["n", "s"])
+    traced = session.rdd.createDataFrame(session.rdd.parallelize(data, 3), ["n", "s"], name="ordered")
+    assert traced.columns == ["n", "s"]
+    assert [tuple(r) for r in traced.collect()] == [tuple(r) for r in plain.collect()] == data
+    cap = session.capture(traced.where("n > 6"), name="late")
+    back = cap.backward(cap.output, end_to_end=True)
+    assert sorted(r["_1"] for r in back["ordered/parallelize_0"].collect()) == [7, 8]

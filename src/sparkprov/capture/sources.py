@@ -1,6 +1,6 @@
 """Sources: naming the relations a query reads and giving their rows stable ids.
 
-Two schemes, both yielding a 64-bit rid ``file_id << 40 | row_index``:
+Three schemes, all yielding a 64-bit rid ``file_id << 40 | row_index``:
 
 * Parquet files are read in place. ``file_id`` is the file's position in the sorted
   list of the source's files at capture time and ``row_index`` is Parquet's own
@@ -8,6 +8,8 @@ Two schemes, both yielding a 64-bit rid ``file_id << 40 | row_index``:
 * Every other leaf (CSV, JSON, ORC, text, in-memory DataFrames, ``range``) has no
   stable row position, so capture first writes a Parquet snapshot of it into the
   capture and the query reads the snapshot, with rids from the snapshot's files.
+* A traced RDD program's ``textFile`` reads text in place: ``file_id`` is the input
+  split's number and ``row_index`` the line's number in the split (``rdd/text.py``).
 
 A source read from files keeps a fingerprint (path, size, modification time of every
 file); traces compare it with the files on disk and raise ``SourceChanged``.
@@ -37,13 +39,14 @@ class SourceInfo:
     """What the store keeps about one source (serialised into the catalog)."""
 
     name: str
-    kind: str  # "parquet" (read in place) or "snapshot" (copied into the capture)
+    kind: str  # "parquet" or "text" (read in place), or "snapshot" (copied into the capture)
     format: str  # file format of the original, or "memory" / "range"
     files: list[tuple[str, int, int]] = field(default_factory=list)  # rid-numbered files
     roots: list[str] = field(default_factory=list)  # original locations, for change checks
     original: list[tuple[str, int, int]] = field(default_factory=list)  # fingerprint
     schema: str = ""  # JSON of the source's full schema
     table: str | None = None
+    splits: list[tuple[str, int, int]] = field(default_factory=list)  # "text": (path, start, length)
 
     def to_json(self) -> dict:
         return {
@@ -55,6 +58,7 @@ class SourceInfo:
             "original": [list(f) for f in self.original],
             "schema": self.schema,
             "table": self.table,
+            "splits": [list(f) for f in self.splits],
         }
 
     @classmethod
@@ -68,6 +72,7 @@ class SourceInfo:
             original=[tuple(f) for f in d["original"]],
             schema=d["schema"],
             table=d.get("table"),
+            splits=[tuple(f) for f in d.get("splits", [])],
         )
 
 
@@ -121,6 +126,11 @@ def read_source(bridge: Bridge, info: SourceInfo) -> DataFrame:
     paths = [unquote(p) for p, _, _ in info.files]
     if not paths:
         return spark.createDataFrame([], schema).withColumn(RID, F.lit(None).cast("long"))
+    if info.kind == "text":  # each split read again as Hadoop read it
+        from ..rdd.text import ROWS_SCHEMA, split_rows
+
+        splits = spark.sparkContext.parallelize(list(enumerate(info.splits)), max(1, len(info.splits)))
+        return spark.createDataFrame(splits.flatMap(split_rows), ROWS_SCHEMA)
     if info.kind == "snapshot":  # stored with positional names; any name survives that
         stored = StructType([StructField(snapshot_column(i), f.dataType) for i, f in enumerate(schema.fields)])
         df = spark.read.schema(stored).parquet(*paths)  # a given schema: no job to read footers

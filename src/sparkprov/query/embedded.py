@@ -37,7 +37,9 @@ import pyarrow.parquet as pq
 from ..capture.lineage import IN, OUT, REF, SRC
 from ..capture.sources import RID, ROW_BITS, SourceInfo, compare_fingerprint, snapshot_column
 from ..errors import LineageTooLarge, SourceChanged, SparkprovError
-from .pairs import PairTable, build_forward_index, parquet_files
+from ..rdd.text import split_bytes
+from .pairs import PairTable, build_forward_index, distinct_sorted, parquet_files
+from .sides import SideLineage
 
 EMBEDDED_LIMIT = 20_000_000  # pair rows one embedded answer may read
 _ROW_MASK = (1 << ROW_BITS) - 1
@@ -52,14 +54,6 @@ def rid_array(rids) -> np.ndarray:
     if isinstance(rids, (pa.Array, pa.ChunkedArray)):
         rids = rids.to_numpy()
     return distinct_sorted(np.asarray(list(rids) if not isinstance(rids, np.ndarray) else rids, dtype=np.int64))
-
-
-def distinct_sorted(values: np.ndarray) -> np.ndarray:
-    """``np.unique`` by sorting: NumPy's hash-based unique is many times slower on big arrays."""
-    values = np.sort(values.astype(np.int64, copy=False))
-    if len(values) < 2:
-        return values
-    return values[np.concatenate(([True], values[1:] != values[:-1]))]
 
 
 def local_path(uri: str) -> str:
@@ -89,6 +83,8 @@ class EmbeddedEngine:
         self._tables: dict[tuple[int, str], PairTable] = {}
         self._shared: pa.Table | None = None
         self._files: dict[str, pq.ParquetFile] = {}
+        # an RDD capture keeps its records' slots and sides, not pairs
+        self._rdd = SideLineage(entry, self._within_limit) if lineage.get("rdd") else None
 
     @property
     def sources(self) -> list[str]:
@@ -173,6 +169,8 @@ class EmbeddedEngine:
         self._check_unchanged(self._infos[source])  # rids of a changed source name other rows
         outs = rid_array(out_rids)
         number = self._numbers[source]
+        if self._rdd is not None:
+            return self._rdd.backward(outs, number)
         found = [self._lookup(number, OUT, outs)[IN].to_numpy()]
         if self._sides:
             reached = set()
@@ -193,6 +191,8 @@ class EmbeddedEngine:
         self._check_unchanged(self._infos[source])
         ins = rid_array(in_rids)
         number = self._numbers[source]
+        if self._rdd is not None:
+            return self._rdd.forward(number, ins)
         found = [self._lookup(number, IN, ins)[OUT].to_numpy()]
         if self._sides:
             shared = self._shared_table()
@@ -226,6 +226,8 @@ class EmbeddedEngine:
         schema = json.loads(info.schema)
         names = [f["name"] for f in schema["fields"]]
         rids = rid_array(rids)
+        if info.kind == "text":
+            return _text_rows(info, rids)
         parts = []
         numbers = rids >> ROW_BITS
         for number in np.unique(numbers):
@@ -287,6 +289,8 @@ class EmbeddedEngine:
         self.check_source(source)
         info = self._infos[source]
         self._check_unchanged(info)
+        if info.kind == "text":
+            raise EmbeddedUnsupported(f"source {info.name!r} is text read in place: Spark evaluates predicates on it")
         names = [f["name"] for f in json.loads(info.schema)["fields"]]
         paths = [local_path(p) for p, _, _ in info.files]
         if not paths:
@@ -302,6 +306,22 @@ class EmbeddedEngine:
             f"JOIN (VALUES {numbers}) f(path, n) ON filename = f.path)"
         )
         return _select_rids(relation, predicate, f"source {source!r}")
+
+
+def _text_rows(info: SourceInfo, rids: np.ndarray) -> pa.Table:
+    """Lines of a text source read in place (``rdd/text.py``): each split read once."""
+    values = []
+    splits = rids >> ROW_BITS
+    for number in np.unique(splits):
+        if number >= len(info.splits):
+            raise SourceChanged(f"source {info.name!r}: rid split number {number} is not a split of the capture")
+        path, start, length = info.splits[number]
+        lines = split_bytes(local_path(path), start, length)  # decoded only where picked
+        for row in (rids[splits == number] & _ROW_MASK).tolist():
+            if row >= len(lines):
+                raise SourceChanged(f"source {info.name!r}: {path} has no line {row} in split {number}")
+            values.append(lines[row].decode("utf-8", errors="replace"))
+    return pa.table({"value": pa.array(values, pa.string()), RID: pa.array(rids, pa.int64())})
 
 
 def _list_files(path: str) -> list[str]:

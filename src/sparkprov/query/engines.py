@@ -1,10 +1,11 @@
 """Which engine answers a trace of the Python API, and the embedded answer as a DataFrame.
 
 ``auto`` answers with the embedded engine when the rows to trace are named by rids or
-a predicate and the answer holds at most ``ROWS_LIMIT`` rows: the traced rows are read
-in this process and handed to Spark as a small local DataFrame (no Spark job reads
-the lineage). Larger answers, rows given as a DataFrame, and anything the embedded
-engine does not read go to Spark, whose answer stays distributed.
+a predicate: the lineage is read in this process, and an answer of at most
+``ROWS_LIMIT`` rows is handed to Spark as a small local DataFrame (no Spark job reads
+the lineage); a larger one is read by Spark from its rids. Lineage too large to read
+here, rows given as a DataFrame, and anything the embedded engine does not read go
+to Spark, whose answer stays distributed.
 
 >>> check_engine("auto")
 'auto'
@@ -72,6 +73,13 @@ def local_dataframe(spark: SparkSession, table: pa.Table, schema: StructType) ->
     if table.num_rows == 0:  # Arrow has no column types to give for nothing
         return spark.createDataFrame([], schema)
     return spark.createDataFrame(table, schema=schema)
+
+
+def rows_by_rid(spark: SparkSession, relation: DataFrame, rids: np.ndarray) -> DataFrame:
+    """The rows of ``relation`` whose ``_sp_rid`` is in ``rids``: the rids found in this
+    process, too many to hand over as rows, and the rows read by Spark."""
+    wanted = spark.createDataFrame(pa.table({"__sp_wanted": pa.array(rids, pa.int64())}))
+    return relation.join(wanted, relation[RID] == wanted["__sp_wanted"], "left_semi")  # keeps the columns' order
 
 
 def source_schema(info_schema: str) -> StructType:

@@ -31,15 +31,23 @@ FORWARD_ROW_GROUP = 128 * 1024  # rows per row group of a forward index
 
 
 class PairTable:
-    """Pair rows in Parquet files, searchable by ``key`` (``out_rid`` or ``in_rid``).
+    """Pair rows in Parquet files, searchable by ``key`` (``out_rid`` or ``in_rid``);
+    ``columns`` are the ones read (an RDD capture's side files: handle and slots).
 
     Lookups are correct whatever the row order (statistics bound every row group);
     sorted files make them cheap.
     """
 
-    def __init__(self, files: list[str], key: str) -> None:
+    def __init__(self, files: list[str], key: str, columns: tuple[str, ...] = (OUT, IN)) -> None:
         self.key = key
+        self.columns = list(columns)
         self._files = {f: pq.ParquetFile(f) for f in files}
+        first = next(iter(self._files.values()), None)
+        self._empty = (
+            pa.schema([first.schema_arrow.field(c) for c in self.columns])
+            if first is not None
+            else pa.schema([(c, pa.int64()) for c in self.columns])
+        ).empty_table()
         lo, hi, where = [], [], []
         for f, pf in self._files.items():
             meta = pf.metadata
@@ -76,17 +84,21 @@ class PairTable:
         wanted = pa.array(keys, pa.int64())
         for i in self.groups_for(keys):
             f, g, _ = self._where[i]
-            part = self._files[f].read_row_group(g, columns=[OUT, IN])
+            part = self._files[f].read_row_group(g, columns=self.columns)
             parts.append(part.filter(pc.is_in(part[self.key], value_set=wanted)))
-        if not parts:
-            return pa.table({OUT: pa.array([], pa.int64()), IN: pa.array([], pa.int64())})
-        return pa.concat_tables(parts)
+        return pa.concat_tables(parts) if parts else self._empty
 
     def read_all(self) -> pa.Table:
-        parts = [pf.read(columns=[OUT, IN]) for pf in self._files.values()]
-        if not parts:
-            return pa.table({OUT: pa.array([], pa.int64()), IN: pa.array([], pa.int64())})
-        return pa.concat_tables(parts)
+        parts = [pf.read(columns=self.columns) for pf in self._files.values()]
+        return pa.concat_tables(parts) if parts else self._empty
+
+
+def distinct_sorted(values: np.ndarray) -> np.ndarray:
+    """``np.unique`` by sorting: NumPy's hash-based unique is many times slower on big arrays."""
+    values = np.sort(values.astype(np.int64, copy=False))
+    if len(values) < 2:
+        return values
+    return values[np.concatenate(([True], values[1:] != values[:-1]))]
 
 
 def parquet_files(directory: str | os.PathLike) -> list[str]:

@@ -1,9 +1,10 @@
 """An RDD action as a capture: its records written with ids, lineage resolved, committed.
 
 The records are written by the action's own job (``worker.output_partition``), so the
-pipeline runs once. Their slots are then resolved into end-to-end pairs by the same
-code as DataFrame captures (``capture/lineage.py``), over the side files the grouping
-operators wrote, and the entry has the same layout: every query of ``Capture`` works.
+pipeline runs once. Their slots are kept as they are, with links to the side files
+the grouping operators wrote; ``resolve.py`` turns them into end-to-end pairs when a
+Spark answer first needs them, and the embedded engine traces them directly
+(``query/sides.py``).
 
 >>> unified_type([pa.int64(), pa.null(), pa.int64()])
 DataType(int64)
@@ -13,6 +14,7 @@ DataType(string)
 
 from __future__ import annotations
 
+import os
 import shutil
 import time
 import uuid
@@ -24,13 +26,14 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 from pyspark import RDD
 from pyspark.sql import DataFrame
-from pyspark.sql import functions as F
 from pyspark.sql.pandas.types import from_arrow_schema
 
-from ..capture.lineage import OUT, SideGraph, source_pairs
-from ..capture.run import Write, materializer, write_for_user, write_pairs
+from ..capture.run import Write, write_for_user
 from ..capture.sources import RID
 from . import worker
+from .resolve import slots_json
+
+ORDER = "_sp_order"  # toDF writes the records' order with them (frames.py): not a value column
 
 if TYPE_CHECKING:
     from ..api import Capture
@@ -113,31 +116,19 @@ def _commit(ctx: LineageContext, slots: list, action: str, name: str | None, wri
 
 
 def _lineage_entry(ctx: LineageContext, capture_id: str, data: Path, slots: list, action: str) -> dict:
-    session, state = ctx.session, ctx._state
-    spark = session.spark
+    # Nothing is joined here (Titian's lazy lineage): the entry keeps the records'
+    # slots and links the side files behind them, which the operators' own tasks wrote
+    state = ctx._state
+    spark = ctx.session.spark
     out_path = data / "output"
-    columns = _unify_output(out_path, {s.name for s in slots})
-    output = spark.read.parquet(str(out_path))
-    rows = output.select(F.col(RID).alias(OUT), *[s.name for s in slots])
+    columns = _unify_output(out_path, {s.name for s in slots} | {ORDER})
+    reached = _reachable_sides(slots, state.sides)
+    for k in reached:
+        _link_side(Path(state.sides[k].path), data / "sides" / str(k))
     sources = _reachable_sources(slots, state.sides)
-
-    def relation(k: int):
-        side = state.sides[k]
-        if not list(Path(side.path).glob("part-*.parquet")):  # the operator saw no partition
-            fields = [f"{worker.HANDLE} long", *(f"{s.name} {_spark_type(s.kind)}" for s in side.slots)]
-            return spark.createDataFrame([], ", ".join(fields))
-        return spark.read.parquet(side.path)
-
-    # a program that loops (an RDD joined with itself, round after round) reaches
-    # sides along many paths: each intermediate result is kept, not repeated in plans
-    work = data / "work"
-    graph = SideGraph(sides=state.sides, relation=relation, source_of=lambda i: i, keep=materializer(spark, work))
-    lineage_path = str(data / "lineage")
-    write_pairs(spark, source_pairs(rows, slots, graph), lineage_path)
-    shutil.rmtree(work, ignore_errors=True)
     arrow = pq.read_schema(next(out_path.glob("part-*.parquet")))
     schema = from_arrow_schema(pa.schema([arrow.field(c) for c in [*columns, RID]]))
-    operators = sorted({state.sides[k].operator for k in _reachable_sides(slots, state.sides)})
+    operators = sorted({state.sides[k].operator for k in reached})
     explain = [[1, f"RDD.{action}", "exact", "records written with ids by the action's own job"]]
     for op in operators:
         coarse = "coarse: the whole input partition" if op == "mapPartitions" else "exact"
@@ -150,9 +141,16 @@ def _lineage_entry(ctx: LineageContext, capture_id: str, data: Path, slots: list
         "output": {"path": str(out_path), "columns": columns, "stored": columns, "schema": schema.json()},
         "sources": {state.sources[i].name: state.sources[i].to_json() for i in sorted(sources)},
         "lineage": {
-            "path": lineage_path,
+            "path": str(data / "lineage"),  # the resolved pairs, once a Spark answer needs them
             "sources": {state.sources[i].name: i for i in sorted(sources)},
             "shared": None,
+            "rdd": {
+                "slots": slots_json(slots),
+                "sides": {
+                    str(k): {"operator": state.sides[k].operator, "slots": slots_json(state.sides[k].slots)}
+                    for k in sorted(reached)
+                },
+            },
         },
         "operators": [f"RDD.{op}" for op in operators],
         "explain": explain,
@@ -161,8 +159,15 @@ def _lineage_entry(ctx: LineageContext, capture_id: str, data: Path, slots: list
     }
 
 
-def _spark_type(kind: str) -> str:
-    return "long" if kind == "source" else "array<long>"
+def _link_side(side: Path, to: Path) -> None:
+    """The capture's own copy of a side's files: hard links (no bytes copied), so a
+    later job that computes the operator again (replacing its files) leaves them be."""
+    to.mkdir(parents=True)
+    for f in side.glob("part-*.parquet"):
+        try:
+            os.link(f, to / f.name)
+        except OSError:  # another file system, or links not allowed
+            shutil.copyfile(f, to / f.name)
 
 
 def _reachable_sides(slots: list, sides: list) -> set[int]:

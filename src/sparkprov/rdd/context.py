@@ -27,7 +27,8 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import unquote
 
 import pyarrow.parquet as pq
-from pyspark import SparkContext
+from pyspark import RDD, SparkContext
+from pyspark.serializers import UTF8Deserializer
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.pandas.types import from_arrow_schema
@@ -37,6 +38,7 @@ from pyspark.sql.utils import AnalysisException
 from ..capture.rewrite import Slot
 from ..capture.sources import RID, SourceInfo, file_fingerprint, rid_column, safe_id, snapshot_column
 from . import worker
+from .text import COMPRESSED, number_lines
 
 if TYPE_CHECKING:
     from ..api import LineageSession
@@ -102,10 +104,10 @@ class LineageContext:
         self._state = RddState(session.store.root / "rdd" / uuid.uuid4().hex)
 
     def textFile(self, name: str, minPartitions: int | None = None, use_unicode: bool = True) -> LineageRDD:
-        """The lines of the text file(s) at ``name``, each identified by its file and line.
-
-        The lines are first copied into the store as Parquet (a snapshot), so they
-        keep their ids whatever the reading splits.
+        """The lines of the text file(s) at ``name``, as ``sc.textFile`` reads them, each
+        identified by its input split and its number in the split: nothing is copied.
+        Compressed files (read whole by Hadoop) are copied into the store as Parquet
+        first, and their lines identified by their position in the copy.
         """
         return self._text(name, minPartitions, use_unicode, whole=False)
 
@@ -131,6 +133,8 @@ class LineageContext:
             if "PATH_NOT_FOUND" in str(exc):
                 raise FileNotFoundError(f"{what}: no such file or directory: {name}") from None
             raise
+        if not whole and not any(p.endswith(COMPRESSED) for p, _, _ in original):
+            return self._text_in_place(name, minPartitions, roots, original)
         fmt = "wholetext" if whole else "text"
         columns = ["path", "value"] if whole else ["value"]
         state = self._state
@@ -158,6 +162,32 @@ class LineageContext:
         value = (lambda r: (r[1], r[2])) if whole else (lambda r: r[1])
         records = rows.rdd.map(lambda r: ((r[0],), value(r)))
         return LineageRDD(self, records, [state.slot("source", number)])
+
+    def _text_in_place(self, name: str, minPartitions: int | None, roots: list, original: list) -> LineageRDD:
+        # sc.textFile itself, its lines numbered per input split as they stream by
+        from .lineage_rdd import LineageRDD
+
+        sc, state = self.sc, self._state
+        jrdd = sc._jsc.textFile(name, minPartitions if minPartitions is not None else sc.defaultMinPartitions)
+        splits = []
+        for partition in jrdd.rdd().partitions():
+            split = partition.inputSplit().value()
+            splits.append((split.getPath().toString(), split.getStart(), split.getLength()))
+        number = next(
+            (
+                i
+                for i, s in enumerate(state.sources)
+                if s.kind == "text" and (s.roots, s.original, s.splits) == (roots, original, splits)
+            ),
+            None,
+        )
+        if number is None:
+            number = len(state.sources)
+            source = state.source_name(safe_id(Path(name.rstrip("/")).name) or "text")
+            schema = StructType([StructField("value", StringType())]).json()
+            state.sources.append(SourceInfo(source, "text", "text", original, roots, original, schema, splits=splits))
+        lines = RDD(jrdd, sc, UTF8Deserializer(True))
+        return LineageRDD(self, lines.mapPartitionsWithIndex(number_lines), [state.slot("source", number)])
 
     def from_dataframe(self, df: DataFrame, name: str | None = None) -> LineageRDD:
         """``df.rdd``, traced: ``df`` is captured as ``name`` and its rows (``Row``

@@ -21,7 +21,7 @@ from pyspark.sql.types import ArrayType, DataType, LongType, StructField, Struct
 
 from ..capture.run import storage_names
 from ..capture.sources import RID, SourceInfo, rid_column
-from .commit import commit_frame
+from .commit import ORDER, commit_frame
 
 if TYPE_CHECKING:
     from .context import LineageContext
@@ -73,9 +73,13 @@ def dataframe_from_rdd(
     staged = spark.createDataFrame(rows, staged_schema, verifySchema=verifySchema)
     stored = storage_names(struct.names)
     columns = [staged[_VALUE][f.name].alias(s) for f, s in zip(struct.fields, stored)]
-    staged = staged.select(*columns, *[s.name for s in rdd._slots])
-    rdd.capture = capture = commit_frame(ctx, staged, struct.names, rdd._slots, name)
-    return spark.read.parquet(capture._entry["written"]["path"])
+    # the records' order, written with them: a DataFrame made from an RDD keeps its order
+    staged = staged.select(*columns, F.monotonically_increasing_id().alias(ORDER), *[s.name for s in rdd._slots])
+    rdd.capture = capture = commit_frame(ctx, staged, [*struct.names, ORDER], rdd._slots, name)
+    df = spark.read.parquet(capture._entry["written"]["path"])
+    if len(capture._entry["written"]["files"]) > 1:  # Spark reads the largest file first
+        df = df.orderBy(ORDER)
+    return df.drop(ORDER)
 
 
 def _atomic(schema: Any) -> bool:

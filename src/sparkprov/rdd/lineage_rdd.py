@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Callable, Iterable
+from itertools import repeat
 from typing import TYPE_CHECKING, Any
 
 from pyspark import RDD
@@ -104,7 +105,8 @@ class LineageRDD:
         return self._derive(self._rdd.map(lambda r: (r[0], f(r[1])), preservesPartitioning))
 
     def flatMap(self, f: Callable, preservesPartitioning: bool = False) -> LineageRDD:
-        return self._derive(self._rdd.flatMap(lambda r: ((r[0], y) for y in f(r[1])), preservesPartitioning))
+        # zip with repeat: each generated record gets its input's slots without a Python loop
+        return self._derive(self._rdd.flatMap(lambda r: zip(repeat(r[0]), f(r[1])), preservesPartitioning))
 
     def filter(self, f: Callable) -> LineageRDD:
         return self._derive(self._rdd.filter(lambda r: f(r[1])))
@@ -113,7 +115,7 @@ class LineageRDD:
         return self._derive(self._rdd.map(lambda r: (r[0], (r[1][0], f(r[1][1]))), True))
 
     def flatMapValues(self, f: Callable) -> LineageRDD:
-        return self._derive(self._rdd.flatMap(lambda r: ((r[0], (r[1][0], x)) for x in f(r[1][1])), True))
+        return self._derive(self._rdd.flatMap(lambda r: zip(repeat(r[0]), zip(repeat(r[1][0]), f(r[1][1]))), True))
 
     def keys(self) -> LineageRDD:
         return self._derive(self._rdd.map(lambda r: (r[0], r[1][0])))

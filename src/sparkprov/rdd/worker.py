@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import os
 import uuid
+from array import array
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
@@ -30,7 +31,7 @@ import pyarrow.parquet as pq
 HANDLE = "__sp_h"
 RID = "_sp_rid"
 _POSITION_BITS = 33
-_FLUSH_ROWS = 1 << 20  # side rows buffered before a row group is written
+SIDE_ROW_GROUP = 64 * 1024  # side rows per row group: what a trace reads to find one group
 
 
 def handle(partition: int, number: int) -> int:
@@ -38,39 +39,41 @@ def handle(partition: int, number: int) -> int:
     return (partition << _POSITION_BITS) | number
 
 
-class SideWriter:
-    """Writes ``(handle, slots...)`` rows of one partition to ``<path>/part-<partition>.parquet``.
+def write_side(path: str, partition: int, kinds: list[str], names: list[str], members: list) -> None:
+    """Write one partition's side file ``<path>/part-<partition>.parquet``: per partial
+    group, in handle order, the slots of the records it holds, one row per record.
 
-    Written under a temporary name and renamed at the end, so a task that is retried
-    replaces its partition's file rather than adding to it.
+    ``members`` has, per group (group ``n`` has handle ``handle(partition, n)``), an
+    ``array("q")`` of rids when the only slot is a source's, else a list of slot tuples.
+    Rows sorted by handle, in small row groups, let a trace read only the groups it
+    needs (their statistics bound the handles). A record repeated within a group (a
+    line that holds a word twice) is written once. Written under a temporary name and
+    renamed, so a retried task replaces the file rather than adding to it.
     """
+    import numpy as np
 
-    def __init__(self, path: str, partition: int, slot_names: list[str], slot_types: list[pa.DataType]) -> None:
-        self.final = os.path.join(path, f"part-{partition:05d}.parquet")
-        self.tmp = os.path.join(path, f".tmp-{partition:05d}-{uuid.uuid4().hex}")
-        self.schema = pa.schema([(HANDLE, pa.int64()), *zip(slot_names, slot_types)])
-        self.columns: list[list] = [[] for _ in self.schema]
-        self.writer: pq.ParquetWriter | None = None
+    lengths = np.fromiter((len(m) for m in members), np.int64, len(members))
+    handles = np.repeat(np.arange(len(members), dtype=np.int64) | (partition << _POSITION_BITS), lengths)
+    if kinds == ["source"]:
+        rids = np.frombuffer(b"".join(m.tobytes() for m in members), np.int64)
+        keep = np.ones(len(rids), dtype=bool)
+        keep[1:] = (rids[1:] != rids[:-1]) | (handles[1:] != handles[:-1])
+        columns = [pa.array(handles[keep]), pa.array(rids[keep])]
+    else:
+        rows = [(h, s) for h, group in enumerate(members) for i, s in enumerate(group) if not i or s != group[i - 1]]
+        base = partition << _POSITION_BITS
+        columns = [pa.array([base | h for h, _ in rows], pa.int64())]
+        columns.extend(pa.array([s[j] for _, s in rows], slot_type(k)) for j, k in enumerate(kinds))
+    table = pa.Table.from_arrays(columns, schema=pa.schema([(HANDLE, pa.int64()), *zip(names, map(slot_type, kinds))]))
+    os.makedirs(path, exist_ok=True)
+    tmp = os.path.join(path, f".tmp-{partition:05d}-{uuid.uuid4().hex}")
+    pq.write_table(table, tmp, row_group_size=SIDE_ROW_GROUP, compression="zstd")
+    os.replace(tmp, os.path.join(path, f"part-{partition:05d}.parquet"))
 
-    def add(self, h: int, slots: tuple) -> None:
-        self.columns[0].append(h)
-        for column, value in zip(self.columns[1:], slots):
-            column.append(value)
-        if len(self.columns[0]) >= _FLUSH_ROWS:
-            self._flush()
 
-    def _flush(self) -> None:
-        if self.writer is None:
-            os.makedirs(os.path.dirname(self.final), exist_ok=True)
-            self.writer = pq.ParquetWriter(self.tmp, self.schema)
-        arrays = [pa.array(c, f.type) for c, f in zip(self.columns, self.schema)]
-        self.writer.write_table(pa.Table.from_arrays(arrays, schema=self.schema))
-        self.columns = [[] for _ in self.schema]
-
-    def close(self) -> None:
-        self._flush()
-        self.writer.close()
-        os.replace(self.tmp, self.final)
+def new_members(kinds: list[str]) -> Callable[[], Any]:
+    """An empty member list for a partial group (see ``write_side``)."""
+    return (lambda: array("q")) if kinds == ["source"] else list
 
 
 def slot_type(kind: str) -> pa.DataType:
@@ -88,20 +91,21 @@ def combine_partition(
     """A ``mapPartitionsWithIndex`` function: records ``(slots, (key, value))`` in,
     ``(key, (combined, [handle]))`` out, one per key of the partition, with the side
     file written as a side effect."""
-    types = [slot_type(k) for k in slot_kinds]
+    members = new_members(slot_kinds)
+    first_only = slot_kinds == ["source"]
 
     def run(partition: int, records: Iterable) -> Iterator:
         groups: dict[Any, list] = {}
-        side = SideWriter(path, partition, slot_names, types)
+        base = partition << _POSITION_BITS
         for slots, (key, value) in records:
             group = groups.get(key)
             if group is None:
-                groups[key] = group = [create(value), handle(partition, len(groups))]
+                groups[key] = group = [create(value), base | len(groups), members()]
             else:
                 group[0] = merge(group[0], value)
-            side.add(group[1], slots)
-        side.close()
-        for key, (combined, h) in groups.items():
+            group[2].append(slots[0] if first_only else slots)
+        write_side(path, partition, slot_kinds, slot_names, [g[2] for g in groups.values()])
+        for key, (combined, h, _) in groups.items():
             yield key, (combined, [h])
 
     return run
@@ -120,19 +124,19 @@ def opaque_partition(path: str, slot_names: list[str], slot_kinds: list[str], fu
     """A ``mapPartitionsWithIndex`` function for an opaque partition function (the
     user's ``mapPartitions``): every record it consumed is behind every record it
     returns, so the partition is one group (coarse lineage)."""
-    types = [slot_type(k) for k in slot_kinds]
+    first_only = slot_kinds == ["source"]
 
     def run(partition: int, records: Iterable) -> Iterator:
-        side = SideWriter(path, partition, slot_names, types)
-        h = handle(partition, 0)
+        held = new_members(slot_kinds)()
 
         def values():
             for slots, value in records:
-                side.add(h, slots)
+                held.append(slots[0] if first_only else slots)
                 yield value
 
         out = list(func(values()))
-        side.close()
+        write_side(path, partition, slot_kinds, slot_names, [held])
+        h = handle(partition, 0)
         for value in out:
             yield ([h],), value
 
@@ -155,7 +159,7 @@ def output_partition(path: str, slot_names: list[str], slot_kinds: list[str]) ->
         )
         os.makedirs(path, exist_ok=True)
         tmp = os.path.join(path, f".tmp-{partition:05d}-{uuid.uuid4().hex}")
-        pq.write_table(table, tmp)
+        pq.write_table(table, tmp, row_group_size=SIDE_ROW_GROUP)  # rids ascending: a trace reads few groups
         os.replace(tmp, os.path.join(path, f"part-{partition:05d}.parquet"))
         yield from (r[1] for r in rows)
 

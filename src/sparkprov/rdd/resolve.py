@@ -1,0 +1,86 @@
+"""An RDD capture's end-to-end pairs, resolved from its stored sides when first needed.
+
+An action stores its records' slots and links the side files of the grouping
+operators behind them (``commit.py``): nothing is joined while the program runs, as in
+Titian. The embedded engine traces a few records straight from those files
+(``query/sides.py``). Answers computed by Spark (``Capture.pairs``, cursors, SQL views)
+use end-to-end ``(out_rid, in_rid)`` pairs: the first one resolves them, with the
+code DataFrame captures use (``capture/lineage.py``), and stores them in the capture's
+``lineage/`` folder for every later one.
+
+>>> [(s.name, s.kind, s.ref) for s in slots_from_json([["__sp_s0", "source", 0]])]
+[('__sp_s0', 'source', 0)]
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import uuid
+from pathlib import Path
+
+from pyspark.sql import SparkSession
+from pyspark.sql import functions as F
+
+from ..capture.lineage import OUT, SideGraph, source_pairs
+from ..capture.rewrite import Slot
+from ..capture.run import materializer, write_pairs
+from ..capture.sources import RID
+from .worker import HANDLE
+
+
+def slots_json(slots: list[Slot]) -> list[list]:
+    """Slots as the catalog keeps them: ``[name, kind, ref]``."""
+    return [[s.name, s.kind, s.ref] for s in slots]
+
+
+def slots_from_json(data: list[list]) -> list[Slot]:
+    return [Slot(name, kind, ref) for name, kind, ref in data]
+
+
+class _Side:
+    """A stored side as ``SideGraph`` reads it."""
+
+    shared = False
+    ranged = False
+
+    def __init__(self, slots: list[Slot]) -> None:
+        self.slots = slots
+
+
+def ensure_pairs(spark: SparkSession, entry: dict) -> None:
+    """Resolve the pairs of RDD capture ``entry`` into its ``lineage/`` folder, unless
+    they are there already. Written beside it and renamed into place, so two
+    processes resolving at once both end with one complete table."""
+    lineage = entry["lineage"]
+    path = Path(lineage["path"])
+    if path.is_dir():
+        return
+    data = path.parent
+    stored = lineage["rdd"]
+    slots = slots_from_json(stored["slots"])
+    sides = {int(k): _Side(slots_from_json(d["slots"])) for k, d in stored["sides"].items()}
+
+    def relation(k: int):
+        folder = data / "sides" / str(k)
+        if not any(folder.glob("part-*.parquet")):  # the operator saw no partition
+            kinds = (f"{s.name} {'long' if s.kind == 'source' else 'array<long>'}" for s in sides[k].slots)
+            return spark.createDataFrame([], ", ".join([f"{HANDLE} long", *kinds]))
+        return spark.read.parquet(str(folder))
+
+    rows = spark.read.parquet(entry["output"]["path"]).select(F.col(RID).alias(OUT), *[s.name for s in slots])
+    # a program that loops (an RDD joined with itself, round after round) reaches
+    # sides along many paths: each intermediate result is kept, not repeated in plans
+    tag = uuid.uuid4().hex
+    work, tmp = data / f".work-{tag}", data / f".lineage-{tag}"
+    graph = SideGraph(sides=sides, relation=relation, source_of=lambda i: i, keep=materializer(spark, work))
+    try:
+        write_pairs(spark, source_pairs(rows, slots, graph), str(tmp))
+        try:
+            os.rename(tmp, path)
+        except OSError:
+            if not path.is_dir():
+                raise
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+        shutil.rmtree(tmp, ignore_errors=True)

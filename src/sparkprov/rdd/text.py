@@ -1,0 +1,91 @@
+"""Text files read in place: a line's id is its input split and its number in it.
+
+``sc.textFile`` splits files as Hadoop's ``TextInputFormat`` does and reads each split
+in one task. A traced ``textFile`` numbers the lines of each split as they stream by
+(rid ``split << 40 | line``), so nothing is copied. To show a line again, its split
+is read the way Hadoop reads it (``split_lines``): from the byte ``start``, skipping
+the first line unless the split starts the file (the split before reads it), up to
+and including the line that starts at ``start + length``, lines ending at ``\\n``,
+``\\r`` or ``\\r\\n``. The files' fingerprint says whether they changed since.
+
+>>> import tempfile, os
+>>> path = os.path.join(tempfile.mkdtemp(), "t.txt")
+>>> _ = open(path, "w").write("one\\ntwo\\nthree\\n")
+>>> split_lines(path, 0, 5), split_lines(path, 5, 9)
+(['one', 'two'], ['three'])
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+
+from ..capture.sources import RID, ROW_BITS
+
+# Hadoop decompresses these whole (one split per file); read back with a copy instead
+COMPRESSED = (".gz", ".bz2", ".deflate", ".lz4", ".snappy", ".zst", ".zstd", ".br", ".xz")
+_CHUNK = 1 << 16
+_BOM = b"\xef\xbb\xbf"
+
+
+def split_lines(path: str, start: int, length: int) -> list[str]:
+    """The lines Hadoop's ``LineRecordReader`` reads for split ``(start, length)`` of ``path``."""
+    return [line.decode("utf-8", errors="replace") for line in split_bytes(path, start, length)]
+
+
+def split_bytes(path: str, start: int, length: int) -> list[bytes]:
+    """The lines of split ``(start, length)`` of ``path``, undecoded (see ``split_lines``)."""
+    with open(path, "rb") as f:
+        f.seek(start)
+        data = bytearray(f.read(length))
+        # the last line read starts at or before the split's end and may run past it
+        end = _line_end(data, length)
+        while end is None:
+            more = f.read(_CHUNK)
+            if not more:
+                end = len(data)
+                break
+            data += more
+            end = _line_end(data, length)
+        if data[end - 1 : end] == b"\r":  # \r\n is one line end
+            if end == len(data):
+                data += f.read(1)
+            if data[end : end + 1] == b"\n":
+                end += 1
+    data = bytes(data[:end])
+    if not start and data.startswith(_BOM):  # as Hadoop: a UTF-8 byte order mark is not text
+        data = data[len(_BOM) :]
+    if start:  # a split that does not start the file leaves its first line to the one before
+        first = _line_end(data, 0)
+        if first is None:
+            return []
+        if data[first - 1 : first] == b"\r" and data[first : first + 1] == b"\n":
+            first += 1
+        data = data[first:]
+    return data.splitlines()
+
+
+def _line_end(data: bytearray | bytes, at: int) -> int | None:
+    """The index just past the first line terminator at or after ``at``, if any."""
+    n, r = data.find(b"\n", at), data.find(b"\r", at)
+    found = [i for i in (n, r) if i >= 0]
+    return min(found) + 1 if found else None
+
+
+def number_lines(split: int, lines: Iterable[str]) -> Iterator[tuple[tuple[int], str]]:
+    """A ``mapPartitionsWithIndex`` function: each line of split ``split`` as a traced record."""
+    base = split << ROW_BITS
+    for n, line in enumerate(lines):
+        yield (base | n,), line
+
+
+def split_rows(split: tuple[int, tuple[str, int, int]]) -> Iterator[tuple[str, int]]:
+    """``(line, rid)`` for every line of one numbered split ``(number, (path, start, length))``."""
+    from ..query.embedded import local_path
+
+    number, (path, start, length) = split
+    base = number << ROW_BITS
+    for n, line in enumerate(split_lines(local_path(path), start, length)):
+        yield line, base | n
+
+
+ROWS_SCHEMA = f"value string, {RID} long"
