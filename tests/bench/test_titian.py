@@ -74,3 +74,16 @@ def test_workload_lineage_matches_its_meaning(spark, session, data, name):
         for p in cap.pairs(source).collect():
             got[keys[p["out_rid"]]].add(rows[p["in_rid"]])
     assert dict(got) == dict(expected)
+
+
+def test_benchmark_reports_ratios_storage_and_word_traces(spark, data):
+    report = titian.run(spark, 120_000, ["wordcount", "grep"], 1, str(Path(data.text).parent.parent))
+    assert [w["workload"] for w in report["workloads"]] == ["wordcount", "grep"]
+    for w in report["workloads"]:
+        assert w["median_ratio"] > 0 and len(w["plain_s"]) == len(w["traced_s"]) == 1
+    wc = report["workloads"][0]
+    assert wc["lineage_bytes"] > 0 and wc["storage_ratio"] == float(f"{wc['lineage_bytes'] / wc['input_bytes']:.3g}")
+    lines = _lines(data.text)
+    for t in wc["backward_trace"]:  # as sparkprov trace answers it: in this process
+        assert t["engine"] == "embedded"
+        assert t["lines"] == sum(1 for line in lines if t["word"] in line.split(" "))
