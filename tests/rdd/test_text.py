@@ -6,14 +6,17 @@ order mark, no final line end)."""
 from __future__ import annotations
 
 import gzip
+import random
 
 import pytest
 
 import sparkprov as sp
+from sparkprov.rdd.text import picked_lines, split_lines
 
+ENDS = ["\n", "\r\n", "\r", "\n\n"]
 TRICKY = (
     "\ufeffalpha beta\r\ngamma\rdelta\n\n"
-    + "".join(f"line {i} {'x' * (i * 7 % 50)}\n" for i in range(60))
+    + "".join(f"line {i} {'x' * (i * 7 % 50)}{ENDS[i % 4]}" for i in range(60))
     + "no line end at the end"
 )
 
@@ -67,3 +70,19 @@ def test_compressed_text_is_copied(spark, session, tmp_path):
     assert [s.kind for s in cap.sources.values()] == ["snapshot"]
     rids = [r["_sp_rid"] for r in cap.output.collect()]
     assert sorted(r["value"] for r in cap.backward(rids, source="log.gz").collect()) == ["ERROR a", "ERROR c"]
+
+
+def test_picked_lines_are_the_splits_lines(tmp_path):
+    # the embedded engine picks lines by their ends (NumPy); Spark's reader splits them all
+    rng = random.Random(7)
+    for trial in range(120):
+        text = "".join(rng.choice(["a", "bb c", "\n", "\r", "\r\n", "é"]) for _ in range(rng.randint(0, 40)))
+        path = tmp_path / f"t{trial}.txt"
+        path.write_bytes(("\ufeff" if trial % 5 == 0 else "").encode() + text.encode())
+        size = path.stat().st_size
+        for parts in (1, 2, 5):
+            step = max(1, size // parts)
+            for start in range(0, max(size, 1), step):
+                lines = split_lines(str(path), start, min(step, size - start))
+                rows = list(range(len(lines) + 1))
+                assert picked_lines(str(path), start, min(step, size - start), rows) == [*lines, None], (text, start)

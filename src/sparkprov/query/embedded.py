@@ -37,7 +37,7 @@ import pyarrow.parquet as pq
 from ..capture.lineage import IN, OUT, REF, SRC
 from ..capture.sources import RID, ROW_BITS, SourceInfo, compare_fingerprint, snapshot_column
 from ..errors import LineageTooLarge, SourceChanged, SparkprovError
-from ..rdd.text import split_bytes
+from ..rdd.text import picked_lines
 from .pairs import PairTable, build_forward_index, distinct_sorted, parquet_files
 from .sides import SideLineage
 
@@ -310,17 +310,17 @@ class EmbeddedEngine:
 
 def _text_rows(info: SourceInfo, rids: np.ndarray) -> pa.Table:
     """Lines of a text source read in place (``rdd/text.py``): each split read once."""
-    values = []
+    values: list[str | None] = []
     splits = rids >> ROW_BITS
     for number in np.unique(splits):
         if number >= len(info.splits):
             raise SourceChanged(f"source {info.name!r}: rid split number {number} is not a split of the capture")
         path, start, length = info.splits[number]
-        lines = split_bytes(local_path(path), start, length)  # decoded only where picked
-        for row in (rids[splits == number] & _ROW_MASK).tolist():
-            if row >= len(lines):
-                raise SourceChanged(f"source {info.name!r}: {path} has no line {row} in split {number}")
-            values.append(lines[row].decode("utf-8", errors="replace"))
+        rows = (rids[splits == number] & _ROW_MASK).tolist()
+        lines = picked_lines(local_path(path), start, length, rows)
+        if None in lines:
+            raise SourceChanged(f"source {info.name!r}: {path} has no line {rows[lines.index(None)]} in split {number}")
+        values.extend(lines)
     return pa.table({"value": pa.array(values, pa.string()), RID: pa.array(rids, pa.int64())})
 
 

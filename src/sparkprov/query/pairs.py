@@ -26,6 +26,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from ..capture.lineage import IN, OUT
+from ..store.catalog import publish_dir
 
 FORWARD_ROW_GROUP = 128 * 1024  # rows per row group of a forward index
 
@@ -128,11 +129,7 @@ def build_forward_index(pairs: PairTable, directory: Path) -> list[str]:
             use_dictionary=[OUT],
             column_encoding={IN: "DELTA_BINARY_PACKED"},
         )
-        try:
-            os.rename(tmp, directory)
-        except OSError:
-            if not directory.is_dir():
-                raise
+        publish_dir(tmp, directory)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     return parquet_files(directory)

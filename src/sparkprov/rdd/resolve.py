@@ -14,7 +14,6 @@ code DataFrame captures use (``capture/lineage.py``), and stores them in the cap
 
 from __future__ import annotations
 
-import os
 import shutil
 import uuid
 from pathlib import Path
@@ -26,6 +25,7 @@ from ..capture.lineage import OUT, SideGraph, source_pairs
 from ..capture.rewrite import Slot
 from ..capture.run import materializer, write_pairs
 from ..capture.sources import RID
+from ..store.catalog import publish_dir
 from .worker import HANDLE
 
 
@@ -76,11 +76,7 @@ def ensure_pairs(spark: SparkSession, entry: dict) -> None:
     graph = SideGraph(sides=sides, relation=relation, source_of=lambda i: i, keep=materializer(spark, work))
     try:
         write_pairs(spark, source_pairs(rows, slots, graph), str(tmp))
-        try:
-            os.rename(tmp, path)
-        except OSError:
-            if not path.is_dir():
-                raise
+        publish_dir(tmp, path)
     finally:
         shutil.rmtree(work, ignore_errors=True)
         shutil.rmtree(tmp, ignore_errors=True)

@@ -19,6 +19,8 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
 
+import numpy as np
+
 from ..capture.sources import RID, ROW_BITS
 
 # Hadoop decompresses these whole (one split per file); read back with a copy instead
@@ -29,11 +31,33 @@ _BOM = b"\xef\xbb\xbf"
 
 def split_lines(path: str, start: int, length: int) -> list[str]:
     """The lines Hadoop's ``LineRecordReader`` reads for split ``(start, length)`` of ``path``."""
-    return [line.decode("utf-8", errors="replace") for line in split_bytes(path, start, length)]
+    return [line.decode("utf-8", errors="replace") for line in _split_data(path, start, length).splitlines()]
 
 
-def split_bytes(path: str, start: int, length: int) -> list[bytes]:
-    """The lines of split ``(start, length)`` of ``path``, undecoded (see ``split_lines``)."""
+def picked_lines(path: str, start: int, length: int, rows: list[int]) -> list[str | None]:
+    """Lines ``rows`` (numbers in the split) of a split, as ``split_lines`` numbers them;
+    None for a number the split has no line for. Line ends are found with NumPy, and
+    only the picked lines become strings."""
+    data = _split_data(path, start, length)
+    codes = np.frombuffer(data, dtype=np.uint8)
+    lf, cr = codes == 10, codes == 13
+    lone_cr = cr.copy()
+    lone_cr[:-1] &= ~lf[1:]  # \r\n ends a line once, at its \n
+    ends = np.flatnonzero(lf | lone_cr)  # the last byte of each line end
+    starts = np.concatenate(([0], ends + 1))
+    stops = np.concatenate((ends, [len(data)]))
+    crlf = lf[ends] & (ends > 0) & cr[np.maximum(ends - 1, 0)]
+    stops[: len(ends)] -= crlf
+    if starts[-1] == len(data):  # nothing after the last line end
+        starts, stops = starts[:-1], stops[:-1]
+    found: list[str | None] = []
+    for row in rows:
+        found.append(data[starts[row] : stops[row]].decode("utf-8", errors="replace") if row < len(starts) else None)
+    return found
+
+
+def _split_data(path: str, start: int, length: int) -> bytes:
+    """The bytes of the lines a split holds (see ``split_lines``)."""
     with open(path, "rb") as f:
         f.seek(start)
         data = bytearray(f.read(length))
@@ -57,11 +81,11 @@ def split_bytes(path: str, start: int, length: int) -> list[bytes]:
     if start:  # a split that does not start the file leaves its first line to the one before
         first = _line_end(data, 0)
         if first is None:
-            return []
+            return b""
         if data[first - 1 : first] == b"\r" and data[first : first + 1] == b"\n":
             first += 1
         data = data[first:]
-    return data.splitlines()
+    return data
 
 
 def _line_end(data: bytearray | bytes, at: int) -> int | None:

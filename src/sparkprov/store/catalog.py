@@ -38,6 +38,17 @@ _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$")
 _ENTRY = re.compile(r"^v(\d{6,})\.json$")
 
 
+def publish_dir(tmp: Path, path: Path) -> None:
+    """Rename ``tmp``, a directory written privately, to ``path``. Two processes may
+    build the same directory at once: the first rename wins, and the loser keeps its
+    ``tmp`` (the caller removes it)."""
+    try:
+        os.rename(tmp, path)
+    except OSError:
+        if not path.is_dir():
+            raise
+
+
 def check_name(name: str) -> str:
     if not isinstance(name, str) or not _NAME.match(name) or ".." in name:
         raise ValueError(
