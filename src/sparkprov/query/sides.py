@@ -113,6 +113,8 @@ class SideLineage:
 
         def touched(rows: pa.Table, slots: list[Slot]) -> np.ndarray:
             mask = np.zeros(rows.num_rows, dtype=bool)
+            if not rows.num_rows:  # a side no partition reached: its columns are not even typed
+                return mask
             for s in slots:
                 column = rows[s.name].combine_chunks()
                 if s.kind == "source":

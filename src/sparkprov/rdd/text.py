@@ -18,6 +18,7 @@ and including the line that starts at ``start + length``, lines ending at ``\\n`
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
+from itertools import count
 
 import numpy as np
 
@@ -40,14 +41,18 @@ def picked_lines(path: str, start: int, length: int, rows: list[int]) -> list[st
     only the picked lines become strings."""
     data = _split_data(path, start, length)
     codes = np.frombuffer(data, dtype=np.uint8)
-    lf, cr = codes == 10, codes == 13
-    lone_cr = cr.copy()
-    lone_cr[:-1] &= ~lf[1:]  # \r\n ends a line once, at its \n
-    ends = np.flatnonzero(lf | lone_cr)  # the last byte of each line end
+    lf = codes == 10
+    if b"\r" in data:
+        cr = codes == 13
+        lone_cr = cr.copy()
+        lone_cr[:-1] &= ~lf[1:]  # \r\n ends a line once, at its \n
+        ends = np.flatnonzero(lf | lone_cr)  # the last byte of each line end
+        stops = np.concatenate((ends, [len(data)]))
+        stops[: len(ends)] -= lf[ends] & (ends > 0) & cr[np.maximum(ends - 1, 0)]
+    else:  # the usual text: \n alone ends lines
+        ends = np.flatnonzero(lf)
+        stops = np.concatenate((ends, [len(data)]))
     starts = np.concatenate(([0], ends + 1))
-    stops = np.concatenate((ends, [len(data)]))
-    crlf = lf[ends] & (ends > 0) & cr[np.maximum(ends - 1, 0)]
-    stops[: len(ends)] -= crlf
     if starts[-1] == len(data):  # nothing after the last line end
         starts, stops = starts[:-1], stops[:-1]
     found: list[str | None] = []
@@ -60,22 +65,23 @@ def _split_data(path: str, start: int, length: int) -> bytes:
     """The bytes of the lines a split holds (see ``split_lines``)."""
     with open(path, "rb") as f:
         f.seek(start)
-        data = bytearray(f.read(length))
+        data = f.read(length)
+        tail = bytearray()
         # the last line read starts at or before the split's end and may run past it
-        end = _line_end(data, length)
-        while end is None:
+        while len(data) == length:
             more = f.read(_CHUNK)
-            if not more:
-                end = len(data)
-                break
-            data += more
-            end = _line_end(data, length)
-        if data[end - 1 : end] == b"\r":  # \r\n is one line end
-            if end == len(data):
-                data += f.read(1)
-            if data[end : end + 1] == b"\n":
-                end += 1
-    data = bytes(data[:end])
+            end = _line_end(more, 0)
+            if end is None:
+                tail += more
+                if not more:
+                    break
+                continue
+            tail += more[:end]
+            if more[end - 1 : end] == b"\r" and (more[end : end + 1] or f.read(1)) == b"\n":
+                tail += b"\n"  # \r\n is one line end
+            break
+    if tail:
+        data += tail
     if not start and data.startswith(_BOM):  # as Hadoop: a UTF-8 byte order mark is not text
         data = data[len(_BOM) :]
     if start:  # a split that does not start the file leaves its first line to the one before
@@ -96,10 +102,9 @@ def _line_end(data: bytearray | bytes, at: int) -> int | None:
 
 
 def number_lines(split: int, lines: Iterable[str]) -> Iterator[tuple[tuple[int], str]]:
-    """A ``mapPartitionsWithIndex`` function: each line of split ``split`` as a traced record."""
-    base = split << ROW_BITS
-    for n, line in enumerate(lines):
-        yield (base | n,), line
+    """A ``mapPartitionsWithIndex`` function: each line of split ``split`` as a traced
+    record ``((split << 40 | n,), line)``, numbered in C (``count``), not a Python loop."""
+    return zip(zip(count(split << ROW_BITS)), lines)
 
 
 def split_rows(split: tuple[int, tuple[str, int, int]]) -> Iterator[tuple[str, int]]:
