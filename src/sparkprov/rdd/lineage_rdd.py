@@ -20,7 +20,8 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Callable, Iterable
-from itertools import repeat
+from itertools import chain, repeat
+from operator import itemgetter
 from typing import TYPE_CHECKING, Any
 
 from pyspark import RDD
@@ -81,14 +82,32 @@ SUPPORTED = [
 class LineageRDD:
     """A traced RDD (see the module). Made by ``LineageContext``, never directly."""
 
-    def __init__(self, ctx: LineageContext, rdd: RDD, slots: list) -> None:
+    def __init__(self, ctx: LineageContext, rdd: RDD, slots: list, ops: tuple = ()) -> None:
         self._ctx = ctx
-        self._rdd = rdd  # records: (slots tuple, value)
+        self._base = rdd  # records: (slots tuple, value)
+        self._ops = ops  # map / flatMap / filter on the values, not yet applied to _base
+        self._applied: RDD | None = None
         self._slots = slots
         self.capture: Capture | None = None  # the last action's capture
 
+    @property
+    def _rdd(self) -> RDD:
+        """The records, with the pending value operations applied (one RDD, made once)."""
+        if self._applied is None:
+            self._applied = self._base
+            if self._ops:
+                preserves = all(keep for _, _, keep in self._ops)
+                self._applied = self._base.mapPartitions(_applied(self._ops), preserves)
+        return self._applied
+
     def _derive(self, rdd: RDD, slots: list | None = None) -> LineageRDD:
         return LineageRDD(self._ctx, rdd, self._slots if slots is None else slots)
+
+    def _pending(self, kind: str, f: Callable, preserves: bool) -> LineageRDD:
+        # map, flatMap and filter wait: a grouping operator applies them inside its own
+        # loop (worker.combine_partition), so a record's slots are not paired with every
+        # value the chain makes on the way
+        return LineageRDD(self._ctx, self._base, self._slots, (*self._ops, (kind, f, preserves)))
 
     def __getattr__(self, name: str) -> Any:
         if hasattr(RDD, name):
@@ -102,29 +121,28 @@ class LineageRDD:
 
     # ---- 1:1 and generators: slots pass through ------------------------------------
     def map(self, f: Callable, preservesPartitioning: bool = False) -> LineageRDD:
-        return self._derive(self._rdd.map(lambda r: (r[0], f(r[1])), preservesPartitioning))
+        return self._pending("map", f, preservesPartitioning)
 
     def flatMap(self, f: Callable, preservesPartitioning: bool = False) -> LineageRDD:
-        # zip with repeat: each generated record gets its input's slots without a Python loop
-        return self._derive(self._rdd.flatMap(lambda r: zip(repeat(r[0]), f(r[1])), preservesPartitioning))
+        return self._pending("flatMap", f, preservesPartitioning)
 
     def filter(self, f: Callable) -> LineageRDD:
-        return self._derive(self._rdd.filter(lambda r: f(r[1])))
+        return self._pending("filter", f, True)
 
     def mapValues(self, f: Callable) -> LineageRDD:
-        return self._derive(self._rdd.map(lambda r: (r[0], (r[1][0], f(r[1][1]))), True))
+        return self._pending("map", lambda kv: (kv[0], f(kv[1])), True)
 
     def flatMapValues(self, f: Callable) -> LineageRDD:
-        return self._derive(self._rdd.flatMap(lambda r: zip(repeat(r[0]), zip(repeat(r[1][0]), f(r[1][1]))), True))
+        return self._pending("flatMap", lambda kv: zip(repeat(kv[0]), f(kv[1])), True)
 
     def keys(self) -> LineageRDD:
-        return self._derive(self._rdd.map(lambda r: (r[0], r[1][0])))
+        return self._pending("map", itemgetter(0), False)
 
     def values(self) -> LineageRDD:
-        return self._derive(self._rdd.map(lambda r: (r[0], r[1][1])))
+        return self._pending("map", itemgetter(1), False)
 
     def keyBy(self, f: Callable) -> LineageRDD:
-        return self._derive(self._rdd.map(lambda r: (r[0], (f(r[1]), r[1]))))
+        return self._pending("map", lambda v: (f(v), v), False)
 
     def sortBy(self, keyfunc: Callable, ascending: bool = True, numPartitions: int | None = None) -> LineageRDD:
         return self._derive(self._rdd.sortBy(lambda r: keyfunc(r[1]), ascending, numPartitions))
@@ -141,11 +159,11 @@ class LineageRDD:
         return self._derive(self._rdd.coalesce(numPartitions, shuffle))
 
     def cache(self) -> LineageRDD:
-        self._rdd.cache()
-        return self
+        return self.persist()
 
     def persist(self, *args: Any) -> LineageRDD:
         self._rdd.persist(*args)
+        self._base, self._ops = self._rdd, ()  # what is derived from now on reads the kept records
         return self
 
     def unpersist(self, blocking: bool = False) -> LineageRDD:
@@ -197,7 +215,7 @@ class LineageRDD:
 
     def groupByKey(self, numPartitions: int | None = None, partitionFunc: Callable = portable_hash) -> LineageRDD:
         grouped = self._combine("groupByKey", _one, _append, _extend, numPartitions, partitionFunc)
-        return grouped._derive(grouped._rdd.map(lambda r: (r[0], (r[1][0], ResultIterable(r[1][1])))))
+        return grouped._pending("map", _iterable_values, True)
 
     def groupBy(
         self, f: Callable, numPartitions: int | None = None, partitionFunc: Callable = portable_hash
@@ -205,15 +223,16 @@ class LineageRDD:
         return self.keyBy(f).groupByKey(numPartitions, partitionFunc)
 
     def distinct(self, numPartitions: int | None = None) -> LineageRDD:
-        keyed = self._derive(self._rdd.map(lambda r: (r[0], (r[1], None))))
+        keyed = self._pending("map", _with_none, False)
         pairs = keyed._combine("distinct", _none, _none2, _none2, numPartitions, portable_hash)
-        return pairs._derive(pairs._rdd.map(lambda r: (r[0], r[1][0])))
+        return pairs._pending("map", itemgetter(0), False)
 
     def _combine(self, operator, create, merge_value, merge_combiners, numPartitions, partitionFunc) -> LineageRDD:
         side = self._ctx._state.new_side(operator, self._slots)
         names, kinds = [s.name for s in self._slots], [s.kind for s in self._slots]
-        partial = self._rdd.mapPartitionsWithIndex(
-            worker.combine_partition(side.path, names, kinds, create, merge_value)
+        expand = worker.expander(self._ops) if self._ops else None
+        partial = self._base.mapPartitionsWithIndex(
+            worker.combine_partition(side.path, names, kinds, create, merge_value, expand)
         )
         merged = partial.reduceByKey(worker.merge_partials(merge_combiners), numPartitions, partitionFunc)
         records = merged.map(lambda kv: ((kv[1][1],), (kv[0], kv[1][0])))
@@ -331,6 +350,30 @@ class LineageRDD:
         if self.capture is None:
             raise ValueError("get_lineage() follows an action (collect, count, take...): run one first")
         return self.capture.lineage(rows if rows is not None else self.capture.output)
+
+
+def _applied(ops: tuple) -> Callable[[Iterable], Iterable]:
+    """A ``mapPartitions`` function applying ``ops`` to records ``(slots, value)``."""
+
+    def run(records: Iterable) -> Iterable:
+        for kind, f, _ in ops:
+            if kind == "map":
+                records = map(lambda r, f=f: (r[0], f(r[1])), records)
+            elif kind == "flatMap":  # zip with repeat: each value made gets its input's slots
+                records = chain.from_iterable(map(lambda r, f=f: zip(repeat(r[0]), f(r[1])), records))
+            else:
+                records = filter(lambda r, f=f: f(r[1]), records)
+        return records
+
+    return run
+
+
+def _iterable_values(kv: tuple) -> tuple:
+    return kv[0], ResultIterable(kv[1])
+
+
+def _with_none(v: Any) -> tuple:
+    return v, None
 
 
 def _one(v: Any) -> list:

@@ -23,6 +23,8 @@ import os
 import uuid
 from array import array
 from collections.abc import Callable, Iterable, Iterator
+from functools import partial
+from itertools import chain
 from typing import Any
 
 import pyarrow as pa
@@ -91,34 +93,65 @@ def slot_type(kind: str) -> pa.DataType:
     return pa.int64() if kind == "source" else pa.list_(pa.int64())
 
 
+def expander(ops: tuple) -> Callable[[Any], Iterable]:
+    """One value to the values that ``ops`` (``(kind, f, preserves)``: ``map``,
+    ``flatMap``, ``filter``, in order) make of it, through C iterators."""
+    steps = []
+    for kind, f, _ in ops:
+        if kind == "map":
+            steps.append(partial(map, f))
+        elif kind == "flatMap":
+            steps.append(lambda values, f=f: chain.from_iterable(map(f, values)))
+        else:
+            steps.append(partial(filter, f))
+
+    def expand(value: Any) -> Iterable:
+        values: Iterable = (value,)
+        for step in steps:
+            values = step(values)
+        return values
+
+    return expand
+
+
 def combine_partition(
     path: str,
     slot_names: list[str],
     slot_kinds: list[str],
     create: Callable[[Any], Any],
     merge: Callable[[Any, Any], Any],
+    expand: Callable[[Any], Iterable] | None = None,
 ) -> Callable[[int, Iterable], Iterator]:
     """A ``mapPartitionsWithIndex`` function: records ``(slots, (key, value))`` in,
     ``(key, (combined, [handle]))`` out, one per key of the partition, with the side
-    file written as a side effect."""
+    file written as a side effect. With ``expand`` (pending ``map``/``flatMap``/
+    ``filter``), records are ``(slots, value)`` and ``expand(value)`` gives the
+    ``(key, value)`` pairs, each with the record's slots."""
     members = new_members(slot_kinds)
     first_only = slot_kinds == ["source"]
 
     def run(partition: int, records: Iterable) -> Iterator:
         groups: dict[Any, list] = {}
         base = partition << _POSITION_BITS
-        for slots, (key, value) in records:
-            group = groups.get(key)
-            if group is None:
-                groups[key] = group = [create(value), base | len(groups), members()]
-            else:
-                group[0] = merge(group[0], value)
-            group[2].append(slots[0] if first_only else slots)
+        made = expand if expand is not None else _alone
+        for slots, value in records:
+            member = slots[0] if first_only else slots
+            for key, v in made(value):
+                group = groups.get(key)
+                if group is None:
+                    groups[key] = group = [create(v), base | len(groups), members()]
+                else:
+                    group[0] = merge(group[0], v)
+                group[2].append(member)
         write_side(path, partition, slot_kinds, slot_names, [g[2] for g in groups.values()])
         for key, (combined, h, _) in groups.items():
             yield key, (combined, [h])
 
     return run
+
+
+def _alone(pair: Any) -> tuple:
+    return (pair,)
 
 
 def merge_partials(merge_combiners: Callable[[Any, Any], Any]) -> Callable[[Any, Any], Any]:
