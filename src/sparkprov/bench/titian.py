@@ -104,6 +104,23 @@ def _bytes(path: Path) -> int:
     return sum(f.stat().st_size for f in path.rglob("*") if f.is_file())
 
 
+def _slot_bytes(entry: dict) -> int:
+    """Bytes of the records' slot columns in a capture's output files (their lineage)."""
+    import pyarrow.parquet as pq
+
+    slots = {name for name, _, _ in entry["lineage"]["rdd"]["slots"]}
+    total = 0
+    for f in Path(entry["output"]["path"]).glob("part-*.parquet"):
+        meta = pq.ParquetFile(f).metadata
+        for g in range(meta.num_row_groups):
+            group = meta.row_group(g)
+            for c in range(group.num_columns):
+                column = group.column(c)
+                if column.path_in_schema.split(".")[0] in slots:
+                    total += column.total_compressed_size
+    return total
+
+
 def _write_lines(folder: Path, size: int, make: Callable[[int], list[str]], file_bytes: int = 64 << 20) -> None:
     folder.mkdir()
     written, part = 0, 0
@@ -266,10 +283,11 @@ def run(spark: Any, size: int, workloads: list[str], repeat: int, data_dir: str)
 def _report(name: str, plain_t: list, traced_t: list, ctx: Any, cap: Any, data: Data) -> dict:
     entry = cap._entry
     input_bytes = sum(data.input_bytes[k] for k in _INPUTS[name])
-    # the capture's links to the side files the program's tasks wrote (pairs are
-    # resolved only when a Spark answer needs them: none has, yet)
+    # the capture's links to the side files the program's tasks wrote, and the records'
+    # slot columns (pairs are resolved only when a Spark answer needs them: none has, yet)
     sides = Path(entry["lineage"]["path"]).parent / "sides"
     side_bytes = _bytes(sides) if sides.exists() else 0
+    side_bytes += _slot_bytes(entry)
     copies = ctx._state.root / "sources"
     copy_bytes = _bytes(copies) if copies.exists() else 0
     report = {
