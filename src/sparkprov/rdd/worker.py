@@ -27,6 +27,7 @@ from functools import partial
 from itertools import chain
 from typing import Any
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
@@ -52,8 +53,6 @@ def write_side(path: str, partition: int, kinds: list[str], names: list[str], me
     line that holds a word twice) is written once. Written under a temporary name and
     renamed, so a retried task replaces the file rather than adding to it.
     """
-    import numpy as np
-
     lengths = np.fromiter((len(m) for m in members), np.int64, len(members))
     handles = np.repeat(np.arange(len(members), dtype=np.int64) | (partition << _POSITION_BITS), lengths)
     if kinds == ["source"]:
