@@ -286,8 +286,7 @@ def _report(name: str, plain_t: list, traced_t: list, ctx: Any, cap: Any, data: 
     # the capture's links to the side files the program's tasks wrote, and the records'
     # slot columns (pairs are resolved only when a Spark answer needs them: none has, yet)
     sides = Path(entry["lineage"]["path"]).parent / "sides"
-    side_bytes = _bytes(sides) if sides.exists() else 0
-    side_bytes += _slot_bytes(entry)
+    lineage_bytes = (_bytes(sides) if sides.exists() else 0) + _slot_bytes(entry)
     copies = ctx._state.root / "sources"
     copy_bytes = _bytes(copies) if copies.exists() else 0
     report = {
@@ -296,9 +295,9 @@ def _report(name: str, plain_t: list, traced_t: list, ctx: Any, cap: Any, data: 
         "traced_s": [round(x, 3) for x in traced_t],
         "median_ratio": round(statistics.median(t / p for t, p in zip(traced_t, plain_t)), 3),
         "input_bytes": input_bytes,
-        "lineage_bytes": side_bytes,
+        "lineage_bytes": lineage_bytes,
         "text_copy_bytes": copy_bytes,
-        "storage_ratio": float(f"{side_bytes / input_bytes:.3g}"),
+        "storage_ratio": float(f"{lineage_bytes / input_bytes:.3g}"),
         "output_rows": cap.output.count(),
     }
     if name == "wordcount":

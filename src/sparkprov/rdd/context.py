@@ -76,6 +76,18 @@ class RddState:
         self.sides.append(side)
         return side
 
+    def known(self, kind: str, fmt: str, roots: list, original: list, splits: list) -> int | None:
+        """The number of the source already read from the same unchanged files in the
+        same way, if any: read again, they are the same source (one name, one copy)."""
+        return next(
+            (
+                i
+                for i, s in enumerate(self.sources)
+                if (s.kind, s.format, s.roots, s.original, s.splits) == (kind, fmt, roots, original, splits)
+            ),
+            None,
+        )
+
     def source_name(self, base: str) -> str:
         taken = {s.name for s in self.sources}
         name, n = base, 2
@@ -138,14 +150,10 @@ class LineageContext:
         fmt = "wholetext" if whole else "text"
         columns = ["path", "value"] if whole else ["value"]
         state = self._state
-        # the same unchanged files read again are the same source (one copy, one name)
-        number = next(
-            (i for i, s in enumerate(state.sources) if s.format == fmt and (s.roots, s.original) == (roots, original)),
-            None,
-        )
+        number = state.known("snapshot", fmt, roots, original, [])
         if number is None:
             number = len(state.sources)
-            source = state.source_name(safe_id(Path(name.rstrip("/")).name) or "text")
+            source = state.source_name(_path_name(name))
             path = str(state.root / "sources" / f"{number}-{source}")
             if whole:
                 lines = lines.select(F.col("_metadata.file_path"), "value")
@@ -173,17 +181,10 @@ class LineageContext:
         for partition in jrdd.rdd().partitions():
             split = partition.inputSplit().value()
             splits.append((split.getPath().toString(), split.getStart(), split.getLength()))
-        number = next(
-            (
-                i
-                for i, s in enumerate(state.sources)
-                if s.kind == "text" and (s.roots, s.original, s.splits) == (roots, original, splits)
-            ),
-            None,
-        )
+        number = state.known("text", "text", roots, original, splits)
         if number is None:
             number = len(state.sources)
-            source = state.source_name(safe_id(Path(name.rstrip("/")).name) or "text")
+            source = state.source_name(_path_name(name))
             schema = StructType([StructField("value", StringType())]).json()
             state.sources.append(SourceInfo(source, "text", "text", original, roots, original, schema, splits=splits))
         lines = RDD(jrdd, sc, UTF8Deserializer(True))
@@ -246,3 +247,8 @@ class LineageContext:
         # one file: a row's index in it is its position in ``c``, and so its rid
         records = self.sc.parallelize(list(enumerate(data)), numSlices).map(lambda iv: ((iv[0],), iv[1]))
         return LineageRDD(self, records, [state.slot("source", number)])
+
+
+def _path_name(path: str) -> str:
+    """A source name from a text path: its last part."""
+    return safe_id(Path(path.rstrip("/")).name) or "text"

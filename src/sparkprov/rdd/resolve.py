@@ -18,15 +18,17 @@ import shutil
 import uuid
 from pathlib import Path
 
+import pyarrow as pa
 from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
+from pyspark.sql.pandas.types import from_arrow_schema
 
 from ..capture.lineage import OUT, SideGraph, source_pairs
 from ..capture.rewrite import Slot
 from ..capture.run import materializer, write_pairs
 from ..capture.sources import RID
 from ..store.catalog import publish_dir
-from .worker import HANDLE
+from .worker import HANDLE, slot_type
 
 
 def slots_json(slots: list[Slot]) -> list[list]:
@@ -64,8 +66,8 @@ def ensure_pairs(spark: SparkSession, entry: dict) -> None:
     def relation(k: int):
         folder = data / "sides" / str(k)
         if not any(folder.glob("part-*.parquet")):  # the operator saw no partition
-            kinds = (f"{s.name} {'long' if s.kind == 'source' else 'array<long>'}" for s in sides[k].slots)
-            return spark.createDataFrame([], ", ".join([f"{HANDLE} long", *kinds]))
+            columns = [(HANDLE, pa.int64()), *((s.name, slot_type(s.kind)) for s in sides[k].slots)]
+            return spark.createDataFrame([], from_arrow_schema(pa.schema(columns)))
         return spark.read.parquet(str(folder))
 
     rows = spark.read.parquet(entry["output"]["path"]).select(F.col(RID).alias(OUT), *[s.name for s in slots])
