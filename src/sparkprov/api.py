@@ -27,6 +27,7 @@ from pyspark.sql.types import StructType
 
 from .capture.lineage import IN, OUT, PAIRS_SCHEMA, SHARED_SCHEMA, SRC, expand_shared
 from .capture.marks import capture_marks
+from .capture.rewrite import STRATEGIES
 from .capture.run import Write, run_capture
 from .capture.sources import RID, SourceInfo, read_source
 from .plan.catalyst import Bridge
@@ -424,6 +425,7 @@ class LineageSession:
         table: str | None = None,
         mode: str = "errorifexists",
         witnesses: bool = False,
+        strategy: str = "auto",
     ) -> Capture:
         """Run ``df`` once with capture; store its output and lineage under ``name``.
 
@@ -436,6 +438,14 @@ class LineageSession:
         ``witnesses=True`` also keeps how each output row was derived (which rows were
         joined, grouped, matched), for :meth:`Capture.why` and :meth:`Capture.how`.
         It stores each grouping operator's groups, which costs time and space.
+
+        ``strategy`` is how aggregates keep their groups' input rows (``explain()``
+        shows the choice per operator): ``"inject"`` collects the rids inside the
+        aggregate, ``"logical"`` names each group by its key and joins the aggregate's
+        input again afterwards, ``"auto"`` injects where that input has a join or an
+        aggregate (which the join afterwards would run again). All give the same lineage.
+
+        >>> cap = session.capture(df.groupBy("k").count(), "counts", strategy="inject")  # doctest: +SKIP
         """
         if not isinstance(df, DataFrame):
             raise ValueError(f"df must be a DataFrame, not {type(df).__name__}")
@@ -452,7 +462,9 @@ class LineageSession:
             write = Write(str(path) if path is not None else None, table, mode)
         if not isinstance(witnesses, bool):
             raise ValueError(f"witnesses must be True or False, not {witnesses!r}")
-        return Capture(self, self._capture(df, name, write=write, witnesses=witnesses))
+        if strategy not in STRATEGIES:
+            raise ValueError(f"strategy must be one of {', '.join(STRATEGIES)}, not {strategy!r}")
+        return Capture(self, self._capture(df, name, write=write, witnesses=witnesses, strategy=strategy))
 
     def checkpoint(self, df: DataFrame, name: str) -> DataFrame:
         """``df`` computed once and stored, as ``df.checkpoint()`` does, but traceable.
@@ -478,17 +490,28 @@ class LineageSession:
         by_occurrence: bool = False,
         write: Write | None = None,
         witnesses: bool = False,
+        strategy: str = "auto",
     ) -> dict:
         leaves: dict = {}  # every source's leaf, marked parts' too: replay runs the whole query
 
         def capture_mark(sub: DataFrame, mark_name: str, named: list, path: str) -> dict:
             return run_capture(
-                self._bridge, self.store, sub, mark_name, named, write=Write(path), leaves=leaves, witnesses=witnesses
+                self._bridge,
+                self.store,
+                sub,
+                mark_name,
+                named,
+                write=Write(path),
+                leaves=leaves,
+                witnesses=witnesses,
+                strategy=strategy,
             )
 
         query = df
         df, named = capture_marks(self._bridge, df, name, self._named, self.store.root, capture_mark)
-        entry = run_capture(self._bridge, self.store, df, name, named, by_occurrence, write, leaves, witnesses)
+        entry = run_capture(
+            self._bridge, self.store, df, name, named, by_occurrence, write, leaves, witnesses, strategy
+        )
         self._queries[(entry["name"], entry["version"])] = (query, leaves)
         return entry
 

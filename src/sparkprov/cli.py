@@ -73,13 +73,20 @@ def build_parser() -> argparse.ArgumentParser:
     bench = sub.add_parser("bench", help="benchmarks")
     bench_sub = bench.add_subparsers(dest="bench_command", required=True)
     cap = bench_sub.add_parser("capture", help="capture on/off time ratio on TPC-H queries or Titian's workloads")
-    cap.add_argument("--suite", choices=["tpch", "titian"], default="tpch")
+    cap.add_argument("--suite", choices=["tpch", "micro", "titian"], default="tpch")
     cap.add_argument("--sf", type=float, default=1.0, help="TPC-H scale factor (default 1)")
     cap.add_argument("--size", default="1GB", help="titian: bytes of generated text (default 1GB)")
     cap.add_argument(
         "--queries",
         default=None,
-        help="comma-separated TPC-H query numbers (default 1,3,6) or Titian workloads (default: all)",
+        help="comma-separated TPC-H query numbers (default 1,3,6), micro or Titian workloads (default: all)",
+    )
+    cap.add_argument("--rows", type=int, default=1_000_000, help="micro: rows per table (default 1,000,000)")
+    cap.add_argument(
+        "--strategy",
+        choices=("auto", "inject", "logical"),  # capture.rewrite.STRATEGIES (not imported: keeps startup light)
+        default="auto",
+        help="how aggregates keep their groups: auto (per operator), inject or logical (default auto)",
     )
     cap.add_argument("--repeat", type=int, default=5, help="interleaved on/off pairs per query (default 5)")
     cap.add_argument("--data", default=None, help="where the data is generated (default data/<suite>)")
@@ -186,8 +193,9 @@ def main(argv: list[str] | None = None) -> int:
         if args.command == "bench":
             from .bench.capture import main as bench_main
 
-            args.data = args.data or "data/tpch"
-            args.queries = args.queries or "1,3,6"
+            args.data = args.data or f"data/{args.suite}"
+            if args.suite == "tpch":
+                args.queries = args.queries or "1,3,6"
 
             return bench_main(args)
     except (SparkprovError, ValueError, FileNotFoundError) as exc:

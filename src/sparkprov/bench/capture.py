@@ -41,39 +41,105 @@ def summarize(results: list[dict]) -> dict:
     return {
         "median_ratio": round(statistics.median(ratios), 3),
         "max_ratio": round(max(ratios), 3),
+        "output_median_ratio": round(statistics.median(r.get("output_median_ratio", 0) for r in results), 3),
         "storage_ratio": float(f"{lineage / inputs:.3g}") if inputs else None,
     }
 
 
+def slot_bytes(entry: dict) -> int:
+    """Bytes the output files spend on slot columns (handles, rids, rid arrays): lineage
+    kept with the output rows, read from the Parquet footers' column chunk sizes."""
+    import pyarrow.parquet as pq
+
+    user = set(entry["output"]["stored"]) | {"_sp_rid"}
+    total = 0
+    for f in Path(entry["output"]["path"]).glob("*.parquet"):
+        meta = pq.ParquetFile(f).metadata
+        for g in range(meta.num_row_groups):
+            group = meta.row_group(g)
+            for c in range(group.num_columns):
+                column = group.column(c)
+                if column.path_in_schema.split(".")[0] not in user:
+                    total += column.total_compressed_size
+    return total
+
+
+def operator_strategies(entry: dict) -> list[list[str]]:
+    """``[operator, strategy]`` per operator of the captured plan (its explain() lines);
+    the strategy is named by the text before its first colon."""
+    return [[line[1][:100], line[3].split(":")[0]] for line in entry["explain"]]
+
+
 def run(
-    spark: SparkSession, sf: float, queries: list[int], repeat: int, data_dir: str, witnesses: bool = False
+    spark: SparkSession,
+    sf: float,
+    queries: list[int],
+    repeat: int,
+    data_dir: str,
+    witnesses: bool = False,
+    strategy: str = "auto",
 ) -> dict:
-    """Benchmark ``queries`` at scale factor ``sf`` on ``spark``; returns the report.
+    """Benchmark TPC-H ``queries`` at scale factor ``sf`` on ``spark``; returns the report.
 
     ``witnesses`` captures with ``witnesses=True`` (the structure why/how read), whose
-    stored side relations count as lineage bytes.
+    stored side relations count as lineage bytes. ``strategy`` is passed to capture.
     """
-    import sparkprov as sp
-
     path = tpch.generate(sf, data_dir)
     tpch.register(spark, path)
+    results = compare(spark, [(n, tpch.query(n)) for n in queries], repeat, witnesses, strategy)
+    return {
+        "suite": "tpch",
+        "sf": sf,
+        "repeat": repeat,
+        "witnesses": witnesses,
+        "strategy": strategy,
+        "queries": results,
+        **summarize(results),
+    }
+
+
+def run_micro(spark: SparkSession, rows: int, repeat: int, data_dir: str, names=None, strategy: str = "auto") -> dict:
+    """Smoke's microbenchmarks (``bench/micro.py``) over ``rows`` rows; returns the report."""
+    from . import micro
+
+    path = micro.generate(rows, data_dir)
+    micro.register(spark, path)
+    texts = micro.workloads(rows)
+    unknown = sorted(set(names or ()) - set(texts))
+    if unknown:
+        raise ValueError(f"unknown micro workloads {unknown}; choose from {', '.join(texts)}")
+    chosen = [(n, t) for n, t in texts.items() if not names or n in names]
+    results = compare(spark, chosen, repeat, False, strategy)
+    return {
+        "suite": "micro",
+        "rows": rows,
+        "repeat": repeat,
+        "strategy": strategy,
+        "queries": results,
+        **summarize(results),
+    }
+
+
+def compare(spark, workloads: list[tuple], repeat: int, witnesses: bool, strategy: str) -> list[dict]:
+    """Each ``(label, SQL text)`` run plain and captured, interleaved; one result per workload."""
+    import sparkprov as sp
+
     work = Path(tempfile.mkdtemp(prefix="sparkprov-bench-"))
     results = []
     try:
         session = sp.LineageSession(spark, store=work / "store")
-        for n in queries:
-            text = tpch.query(n)
-            plain_t, cap_t, default_t = [], [], []
+        for n, text in workloads:
+            plain_t, cap_t, default_t, output_t = [], [], [], []
             cap = None
 
-            def plain(i: int, n: int = n, text: str = text) -> float:
+            def plain(i: int, n=n, text: str = text) -> float:
                 t = time.perf_counter()
                 spark.sql(text).write.parquet(str(work / f"plain-{n}-{i}"))
                 return time.perf_counter() - t
 
-            def captured(i: int, n: int = n, text: str = text, keep: bool = witnesses):
+            def captured(i: int, n=n, text: str = text, keep: bool = witnesses):
                 t = time.perf_counter()
-                c = session.capture(spark.sql(text), name=f"q{n}", witnesses=keep)
+                c = session.capture(spark.sql(text), name=f"q{n}", witnesses=keep, strategy=strategy)
                 return time.perf_counter() - t, c
 
             plain(-1)  # warm-up: file listings, code generation caches
@@ -88,75 +154,87 @@ def run(
                     elif kind == "capture":
                         t, cap = captured(i)
                         cap_t.append(t)
+                        # the capture's own time until its output was written, lineage not yet
+                        output_t.append(t - cap._entry["timings"]["lineage_s"])
                     else:
                         default_t.append(captured(i, keep=False)[0])
                 extra = f", without witnesses {default_t[-1]:.2f}s" if default_t else ""
                 print(
-                    f"Q{n} round {i + 1}/{repeat}: plain {plain_t[-1]:.2f}s, capture {cap_t[-1]:.2f}s{extra}",
+                    f"{_label(n)} round {i + 1}/{repeat}: plain {plain_t[-1]:.2f}s, capture {cap_t[-1]:.2f}s{extra}",
                     flush=True,
                 )
-            ratios = [c / p for c, p in zip(cap_t, plain_t)]
-            entry = cap._entry
-            shared = entry["lineage"].get("shared")
-            # shared lineage (a scalar subquery's, kept once) is part of what capture stores
-            lineage_bytes = _dir_bytes(entry["lineage"]["path"]) + (_dir_bytes(shared) if shared else 0)
-            sides = entry.get("witnesses")
-            witness_bytes = sum(_dir_bytes(s["path"]) for s in sides["sides"].values()) if sides else 0
-            input_bytes = sum(sum(f[1] for f in s["original"]) for s in entry["sources"].values())
-            results.append(
-                {
-                    "query": n,
-                    "plain_s": [round(x, 3) for x in plain_t],
-                    "capture_s": [round(x, 3) for x in cap_t],
-                    "median_ratio": round(statistics.median(ratios), 3),
-                    "lineage_bytes": lineage_bytes + witness_bytes,
-                    "witness_bytes": witness_bytes,
-                    "output_rows": cap.output.count(),
-                    "pairs": spark.read.parquet(entry["lineage"]["path"]).count(),
-                    "shared_pairs": spark.read.parquet(shared).count() if shared else 0,
-                    "input_bytes": input_bytes,
-                    "storage_ratio": float(f"{(lineage_bytes + witness_bytes) / input_bytes:.3g}")
-                    if input_bytes
-                    else None,
-                    **(
-                        {
-                            "without_witnesses_s": [round(x, 3) for x in default_t],
-                            "without_witnesses_median_ratio": round(
-                                statistics.median(d / p for d, p in zip(default_t, plain_t)), 3
-                            ),
-                            "witness_cost_median_ratio": round(
-                                statistics.median(c / d for c, d in zip(cap_t, default_t)), 3
-                            ),
-                        }
-                        if witnesses
-                        else {}
-                    ),
-                    "strategy": "logical rewrite, end-to-end pair tables"
-                    + (" and side relations" if witnesses else ""),
-                }
-            )
+            results.append(_result(spark, n, cap._entry, plain_t, cap_t, output_t, default_t, witnesses))
     finally:
         shutil.rmtree(work, ignore_errors=True)
-    summary = summarize(results)
-    return {"suite": "tpch", "sf": sf, "repeat": repeat, "witnesses": witnesses, "queries": results, **summary}
+    return results
+
+
+def _label(query) -> str:
+    return f"Q{query}" if isinstance(query, int) else query
+
+
+def _result(spark, n, entry: dict, plain_t, cap_t, output_t, default_t, witnesses: bool) -> dict:
+    shared = entry["lineage"].get("shared")
+    # shared lineage (a scalar subquery's, kept once) and the output's slot columns are
+    # part of what capture stores
+    pair_bytes = _dir_bytes(entry["lineage"]["path"]) + (_dir_bytes(shared) if shared else 0)
+    sides = entry.get("witnesses")
+    witness_bytes = sum(_dir_bytes(s["path"]) for s in sides["sides"].values()) if sides else 0
+    slots = slot_bytes(entry)
+    lineage_bytes = pair_bytes + witness_bytes + slots
+    input_bytes = sum(sum(f[1] for f in s["original"]) for s in entry["sources"].values())
+    result = {
+        "query": n,
+        "plain_s": [round(x, 3) for x in plain_t],
+        "capture_s": [round(x, 3) for x in cap_t],
+        "median_ratio": round(statistics.median(c / p for c, p in zip(cap_t, plain_t)), 3),
+        "output_median_ratio": round(statistics.median(o / p for o, p in zip(output_t, plain_t)), 3),
+        "lineage_bytes": lineage_bytes,
+        "slot_bytes": slots,
+        "witness_bytes": witness_bytes,
+        "output_rows": spark.read.parquet(entry["output"]["path"]).count(),
+        "pairs": spark.read.parquet(entry["lineage"]["path"]).count(),
+        "shared_pairs": spark.read.parquet(shared).count() if shared else 0,
+        "input_bytes": input_bytes,
+        "storage_ratio": float(f"{lineage_bytes / input_bytes:.3g}") if input_bytes else None,
+        "timings": entry["timings"],
+        "strategies": operator_strategies(entry),
+    }
+    if witnesses:
+        result["without_witnesses_s"] = [round(x, 3) for x in default_t]
+        result["without_witnesses_median_ratio"] = round(
+            statistics.median(d / p for d, p in zip(default_t, plain_t)), 3
+        )
+        result["witness_cost_median_ratio"] = round(statistics.median(c / d for c, d in zip(cap_t, default_t)), 3)
+    return result
 
 
 def main(args: argparse.Namespace) -> int:
-    queries = [int(q) for q in args.queries.split(",") if q.strip()]
     if args.repeat < 1:
         raise ValueError("--repeat must be at least 1")
     from ..local import local_session
 
     spark = local_session("sparkprov-bench", shuffle_partitions=8, driver_memory="6g")
     try:
-        report = run(spark, args.sf, queries, args.repeat, os.path.expanduser(args.data), args.witnesses)
+        data = os.path.expanduser(args.data)
+        if args.suite == "micro":
+            names = [q.strip() for q in args.queries.split(",") if q.strip()] if args.queries else None
+            report = run_micro(spark, args.rows, args.repeat, data, names, args.strategy)
+            title = f"Smoke microbenchmarks, {args.rows:,} rows"
+        else:
+            queries = [int(q) for q in args.queries.split(",") if q.strip()]
+            report = run(spark, args.sf, queries, args.repeat, data, args.witnesses, args.strategy)
+            title = f"TPC-H SF {args.sf}"
     finally:
         spark.stop()
     kept = " with witnesses" if args.witnesses else ""
-    print(f"\nTPC-H SF {args.sf}, {args.repeat} interleaved pairs per query (capture{kept} time / plain time)")
+    print(
+        f"\n{title}, strategy {args.strategy}, {args.repeat} interleaved pairs per query "
+        f"(capture{kept} time / plain time; until the output alone was written in brackets)"
+    )
     for r in report["queries"]:
         print(
-            f"  Q{r['query']:<3} median ratio {r['median_ratio']:.2f}   "
+            f"  {_label(r['query']):<18} median ratio {r['median_ratio']:.2f} ({r['output_median_ratio']:.2f})   "
             f"plain median {statistics.median(r['plain_s']):.2f}s   lineage/input bytes {r['storage_ratio']}   "
             f"{r['output_rows']} rows, {r['pairs']} pairs + {r['shared_pairs']} shared"
             + (
@@ -166,7 +244,10 @@ def main(args: argparse.Namespace) -> int:
                 else ""
             )
         )
-    print(f"  median {report['median_ratio']}, max {report['max_ratio']}, storage {report['storage_ratio']}")
+    print(
+        f"  median {report['median_ratio']} ({report['output_median_ratio']}), max {report['max_ratio']}, "
+        f"storage {report['storage_ratio']}"
+    )
     if args.json_out:
         Path(args.json_out).write_text(json.dumps(report, indent=1))
     return 0

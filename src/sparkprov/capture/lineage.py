@@ -35,6 +35,7 @@ _TOP = "__sp_top"
 _KEY = "__sp_key"
 _LO, _HI = "__sp_lo", "__sp_hi"
 POS = "__sp_pos"
+ROW_SLOTS = ("source", "rids")  # slots naming source rows directly (a rid, or an array of rids)
 
 
 def ref_source(side: int) -> int:
@@ -81,7 +82,7 @@ def source_pairs(rows: DataFrame, slots: list[Slot], graph: SideGraph) -> dict[i
     _visit(rows, slots, graph, found, probes, cheap=True)
 
     def inner(k: int) -> list[int]:  # shared sides are not resolved here: stored once (shared_pairs)
-        return [s.ref for s in graph.sides[k].slots if s.kind != "source" and not graph.sides[s.ref].shared]
+        return [s.ref for s in graph.sides[k].slots if s.kind not in ROW_SLOTS and not graph.sides[s.ref].shared]
 
     for k in parents_first(probes, inner):
         parts = probes.pop(k, [])
@@ -100,19 +101,24 @@ def source_pairs(rows: DataFrame, slots: list[Slot], graph: SideGraph) -> dict[i
         if kept:
             joined = graph.keep(joined)
         _visit(joined, side_slots, graph, found, probes, cheap=kept)
-        derived.update(s.ref for s in side_slots if s.kind != "source")
+        derived.update(s.ref for s in side_slots if s.kind not in ROW_SLOTS)
     return found
 
 
 def _visit(rows: DataFrame, slots: list[Slot], graph: SideGraph, found, probes, cheap: bool) -> None:
     for slot in slots:
-        present = rows.where(F.col(slot.name).isNotNull())
-        if slot.kind == "source":
-            found[graph.source_of(slot.ref)].append(present.select(F.col(OUT), F.col(slot.name).alias(IN)))
+        # an injected aggregate over no rows has an empty array: no lineage, not even
+        # a reference to a shared side
+        kept = F.size(slot.name) > 0 if slot.kind in ("rids", "groups") else F.col(slot.name).isNotNull()
+        present = rows.where(kept)
+        if slot.kind in ROW_SLOTS:
+            rid = F.explode(slot.name) if slot.kind == "rids" else F.col(slot.name)
+            found[graph.source_of(slot.ref)].append(present.select(F.col(OUT), rid.alias(IN)))
         elif graph.sides[slot.ref].shared:
             found[ref_source(slot.ref)].append(present.select(F.col(OUT), F.lit(0).cast("long").alias(IN)))
         else:
-            # "groups": a list of handles (an RDD record's partial groups, one per input partition)
+            # "groups": a list of handles (an RDD record's partial groups, one per input
+            # partition; an injected aggregate's input groups)
             probe = F.explode(slot.name) if slot.kind == "groups" else F.col(slot.name)
             probes[slot.ref].append((present.select(F.col(OUT), probe.alias(_PROBE)), cheap))
 

@@ -42,7 +42,10 @@ class Slot:
     """One lineage column of a rewritten operator's output."""
 
     name: str  # column name, unique in the whole capture
-    kind: str  # "source", "group" or "window"
+    # "source" (a rid), "group" or "window" (a handle), or collected by inject (an
+    # aggregate's input rows): "rids" (an array of rids of one source occurrence) or
+    # "groups" (an array of handles)
+    kind: str
     ref: int  # index into Rewriter.instances (source) or Rewriter.sides (group)
     attr: JExpr = None  # the attribute in the rewritten plan
 
@@ -84,6 +87,7 @@ class Rewritten:
     plan: JPlan
     slots: list[Slot]
     coarse: str | None = None  # why this operator's lineage is coarse, when only some of its cases are
+    strategy: str | None = None  # for explain(), when the rule chose among strategies
 
 
 @dataclass
@@ -177,6 +181,11 @@ _COARSE = {
 }
 _HANDLE = "__sp_handle"
 _GROUPED_ITER = (PythonEvalType.SQL_GROUPED_MAP_PANDAS_ITER_UDF, PythonEvalType.SQL_GROUPED_MAP_ARROW_ITER_UDF)
+_INJECT = "inject: input rids (and handles) collected in the aggregate's own state, an array per slot; no side relation"
+STRATEGIES = ("auto", "inject", "logical")
+# the slot kinds inject collects, and the kind of the array it makes of each
+_COLLECTED = {"source": "rids", "rids": "rids", "group": "groups", "groups": "groups"}
+_ARRAYS = ("rids", "groups")
 _SUBQUERY_STRATEGY = "scalar subquery: its lineage stored once; rows carry a reference"
 
 _UDTF_COARSE = "coarse: the Python UDTF {}; every row of its input partition"
@@ -211,6 +220,8 @@ class Rewriter:
     # class names in the optimized plan (subqueries included), to skip walks that cannot
     # find anything; None when unknown (then everything is walked)
     classes: set[str] | None = None
+    # how grouping operators keep their groups (STRATEGIES): "auto" picks per operator
+    strategy: str = "auto"
     _depth: int = 0
     _ids: itertools.count = field(default_factory=itertools.count)
 
@@ -286,7 +297,7 @@ class Rewriter:
         elif op == "Join":
             strategy = _JOIN_STRATEGY.get(b.join_type(node).split("(")[0], "")
         else:
-            strategy = _BY_PARTITION if rw.coarse else _STRATEGY.get(op, "")
+            strategy = rw.strategy or (_BY_PARTITION if rw.coarse else _STRATEGY.get(op, ""))
         granularity = rw.coarse or _COARSE.get(op, "exact")
         return ExplainLine(self._depth + 1, b.simple_string(node), granularity, strategy)  # the root is depth 1
 
@@ -736,6 +747,8 @@ class Rewriter:
                     "Aggregate", self._where(node), f"non-deterministic grouping expression {b.expr_sql(g)[:80]}"
                 )
         inner = self._rewrite_stable(child, node)
+        if self._injects(child, inner):
+            return self._inject(node, inner)
         handle = b.struct(grouping) if grouping else b.int_literal(0)
         # an Aggregate without aggregate functions only removes duplicates (DISTINCT
         # arrives as one)
@@ -748,6 +761,39 @@ class Rewriter:
         plan = b.aggregate_like(node, b.aggregate_expressions(node) + [out_alias], inner.plan)
         slot.attr = b.output(plan)[-1]
         return Rewritten(plan, [slot])
+
+    def _injects(self, child: JPlan, inner: Rewritten) -> bool:
+        # Auto injects when the side relation would re-run a join or another aggregate:
+        # collecting rids in the aggregate costs its generated code (collect_list is an
+        # object aggregate), which a scan and a filter, re-read for the side relation,
+        # cost less than. A window's slot (a range of positions) is not collected.
+        if self.strategy == "logical" or not all(s.kind in _COLLECTED for s in inner.slots):
+            return False
+        if self.strategy == "inject":
+            return True
+        b = self.bridge
+        return b.has_pattern(child, "JOIN") or b.has_pattern(child, "AGGREGATE")
+
+    def _inject(self, node: JPlan, inner: Rewritten) -> Rewritten:
+        # Smoke's inject: the aggregate keeps its input rows' rids in its own state, one
+        # array per slot (an inner aggregate's arrays are flattened), so the output row
+        # carries its lineage and no side relation is built. An input slot that is a
+        # handle (a semi join's matches, a logical aggregate's group) is collected the
+        # same way: the row then names every group its input rows came from.
+        b = self.bridge
+        (child,) = b.children(node)
+        # A join, a generator or an Expand (distinct aggregates) can bring one input row
+        # into a group more than once; its rid is kept once, so pairs need no distinct.
+        # (Catalyst has no tree pattern for Expand: any Expand in the plan counts.)
+        expand = self.classes is None or "Expand" in self.classes
+        repeats = expand or any(b.has_pattern(child, p) for p in ("JOIN", "GENERATE"))
+        collected = [
+            b.alias(b.collect_rids(s.attr, s.kind in _ARRAYS, repeats), f"__sp_r{next(self._ids)}") for s in inner.slots
+        ]
+        plan = b.aggregate_like(node, b.aggregate_expressions(node) + collected, inner.plan)
+        out = b.output(plan)[len(b.output(plan)) - len(collected) :]
+        slots = [Slot(b.attr_name(a), _COLLECTED[s.kind], s.ref, a) for a, s in zip(out, inner.slots)]
+        return Rewritten(plan, slots, strategy=_INJECT)
 
     def rule_distinct(self, node: JPlan) -> Rewritten:
         (child,) = self.bridge.children(node)

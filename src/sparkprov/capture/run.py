@@ -22,7 +22,18 @@ from pyspark.sql.types import CharType, LongType, StringType, StructField, Struc
 
 from ..plan.catalyst import Bridge, JPlan
 from ..store.catalog import Store
-from .lineage import IN, OUT, PAIRS_SCHEMA, SHARED_SCHEMA, SRC, SideGraph, shared_pairs, source_pairs, union_pairs
+from .lineage import (
+    IN,
+    OUT,
+    PAIRS_SCHEMA,
+    ROW_SLOTS,
+    SHARED_SCHEMA,
+    SRC,
+    SideGraph,
+    shared_pairs,
+    source_pairs,
+    union_pairs,
+)
 from .rewrite import Rewriter
 from .sources import RID, ROW_BITS
 
@@ -56,6 +67,7 @@ def run_capture(
     write: Write | None = None,
     leaves: dict | None = None,
     witnesses: bool = False,
+    strategy: str = "auto",
 ) -> dict:
     """Capture ``df`` into ``store`` under ``name``; returns the committed catalog entry.
 
@@ -67,12 +79,16 @@ def run_capture(
     rows as the user's Parquet files or table; their rids as a source of a later
     capture are then the output's ``_sp_rid``, so traces continue across captures.
     ``witnesses`` also keeps the side relations, the structure why and how
-    provenance are read from (``query/provenance.py``).
+    provenance are read from (``query/provenance.py``). ``strategy`` is how grouping
+    operators keep their groups (``rewrite.STRATEGIES``); witnesses need side
+    relations, so they make every aggregate ``logical``.
     """
     started = time.time()
     capture_id, data = store.new_data_dir()
     try:
-        entry = _capture_into(bridge, df, name, named, capture_id, data, by_occurrence, write, leaves, witnesses)
+        entry = _capture_into(
+            bridge, df, name, named, capture_id, data, by_occurrence, write, leaves, witnesses, strategy
+        )
     except BaseException:
         shutil.rmtree(data, ignore_errors=True)
         raise
@@ -100,9 +116,15 @@ def _rewrite(bridge: Bridge, df: DataFrame, rewriter: Rewriter) -> DataFrame:
 
 
 def _capture_into(
-    bridge, df, name, named, capture_id, data: Path, by_occurrence: bool, write, leaves, witnesses: bool
+    bridge, df, name, named, capture_id, data: Path, by_occurrence: bool, write, leaves, witnesses: bool, strategy
 ) -> dict:
-    rewriter = Rewriter(bridge, snapshot_dir=str(data / "snapshots"), named=list(named), by_occurrence=by_occurrence)
+    rewriter = Rewriter(
+        bridge,
+        snapshot_dir=str(data / "snapshots"),
+        named=list(named),
+        by_occurrence=by_occurrence,
+        strategy="logical" if witnesses else strategy,
+    )
     try:
         out = _rewrite(bridge, df, rewriter)
         if leaves is not None:
@@ -125,11 +147,14 @@ def _run_rewritten(
     output_path = str(data / "output")
     log.info("sparkprov: running %r with capture", name)
     staged = out.toDF(*stored, *slot_names)
+    started = time.perf_counter()
     written = None
     if write is None:
         staged.withColumn(RID, F.monotonically_increasing_id()).write.parquet(output_path)
     else:
         written = write_for_user(bridge, staged, display, write, output_path)
+
+    output_done = time.perf_counter()
 
     # A side relation is built only when a slot of the output leads to it (an anti
     # join's right side never does), and joined once with the handles that reach it.
@@ -151,9 +176,7 @@ def _run_rewritten(
         pairs = source_pairs(rows, slots, graph)
         lineage_path = str(data / "lineage")
         operators = sorted({bridge.node_name(n) for n in _nodes(bridge, rewriter.optimized)})
-        # With one scan and no join, every (output, input) path is unique: no duplicates to remove.
-        unique = len(rewriter.instances) == 1 and "Join" not in operators
-        write_pairs(spark, pairs, lineage_path, distinct=not unique)
+        write_pairs(spark, pairs, lineage_path, distinct=not _unique_pairs(rewriter, operators))
         # Lineage of scalar subquery results: stored once, referenced from the pairs above.
         referenced = {-src - 1 for src in pairs if src < 0}
         shared_path = None
@@ -164,6 +187,8 @@ def _run_rewritten(
             table.write.options(**PAIR_WRITE_OPTIONS).parquet(shared_path)
         structure = _write_sides(graph, slots, data / "sides") if witnesses else None
     shutil.rmtree(work, ignore_errors=True)
+    # what dominates a capture's cost: the query with slots, or resolving them into pairs
+    timings = {"output_s": round(output_done - started, 3), "lineage_s": round(time.perf_counter() - output_done, 3)}
 
     return {
         "id": capture_id,
@@ -181,7 +206,22 @@ def _run_rewritten(
         "explain": [line.to_json() for line in rewriter.report],
         "written": written,
         "witnesses": structure,
+        "timings": timings,
     }
+
+
+def _unique_pairs(rewriter: Rewriter, operators: list[str]) -> bool:
+    """Whether every ``(output, input)`` pair is found once, so none need removing."""
+    # one scan and no join: every path is unique
+    if len(rewriter.instances) == 1 and "Join" not in operators:
+        return True
+    # Rows and rid arrays (kept without repeats by inject) of distinct sources: one
+    # pair per rid. A handle's side relation could reach a row along several paths.
+    slots = rewriter.root.slots
+    if not all(s.kind in ROW_SLOTS for s in slots):
+        return False
+    sources = [rewriter.instances[s.ref].source for s in slots]
+    return len(set(sources)) == len(sources)
 
 
 def materializer(spark, work: Path) -> Callable[[DataFrame], DataFrame]:

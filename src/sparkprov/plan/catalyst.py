@@ -431,6 +431,16 @@ class Bridge:
     def aggregate_like(self, agg: JPlan, aggregate_exprs: list[JExpr], child: JPlan) -> JPlan:
         return self._logical.Aggregate(agg.groupingExpressions(), self.seq(aggregate_exprs), child, agg.hint())
 
+    def collect_rids(self, attr: JExpr, nested: bool, repeats: bool) -> JExpr:
+        """``collect_list(attr)`` as an aggregate expression, flattened when ``attr`` is
+        itself an array (rids collected by an inner aggregate), without repeated values
+        when the input may repeat a row (``repeats``). NULLs are skipped."""
+        e = self._expr
+        agg = e.aggregate.CollectList(attr).toAggregateExpression()
+        if nested:
+            agg = e.Flatten(agg)
+        return e.ArrayDistinct(agg) if repeats else agg
+
     def deduplicate(self, keys: list[JExpr], child: JPlan) -> JPlan:
         # Spark 4.3 added a third constructor argument (Option[DeduplicateSpec]).
         return self._logical.Deduplicate(self.seq(keys), child, self.none())
