@@ -25,6 +25,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.types import StructType
 
+from .capture import row_lineage
 from .capture.lineage import IN, OUT, PAIRS_SCHEMA, SHARED_SCHEMA, SRC, expand_shared
 from .capture.marks import capture_marks
 from .capture.rewrite import STRATEGIES
@@ -134,8 +135,12 @@ class Capture:
         self._check_source(source)
         stored = self._entry["lineage"]
         spark = self._session.spark
-        if stored.get("rdd"):  # an RDD capture keeps its sides; pairs are made when first needed
+        # an RDD capture keeps its sides, and a capture whose output rows name their
+        # source rows keeps them there: the pair table is made when first needed
+        if stored.get("rdd"):
             ensure_pairs(spark, self._entry)
+        elif stored.get("in_output"):
+            row_lineage.ensure_pairs(spark, self._entry)
         pairs = spark.read.schema(PAIRS_SCHEMA).parquet(stored["path"])
         direct = pairs.where(F.col(SRC) == stored["sources"][source]).select(OUT, IN)
         if not stored.get("shared"):

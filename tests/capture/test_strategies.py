@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 from pyspark.sql import functions as F
 
 import sparkprov as sp
 from sparkprov.bench import tpch
+from sparkprov.capture import row_lineage
 from sparkprov.capture.rewrite import STRATEGIES
+from sparkprov.capture.sources import RID
 
 from .test_rewrite import lineage_by_output
 
@@ -86,3 +90,28 @@ def test_witnesses_keep_side_relations_and_bad_strategies_are_refused(session, t
     assert cap.why([0]).count() > 0  # and they are there
     with pytest.raises(ValueError, match="strategy must be one of auto, inject, logical"):
         session.capture(q, "bad", strategy="eager")
+
+
+@pytest.mark.parametrize("n", [3, 7])  # Q7 reads nation twice: its pairs need a distinct
+def test_lineage_kept_in_the_output_rows_gets_its_pair_table_on_first_use(spark, tpch_dir, tmp_path, n):
+    tpch.register(spark, tpch_dir)
+    session = sp.LineageSession(spark, store=tmp_path / "store")
+    cap = session.capture(spark.sql(tpch.query(n)), f"q{n}")
+    lineage = cap._entry["lineage"]
+    # every output slot names source rows (rids, injected rid arrays): no pair table yet
+    assert lineage["in_output"]["unique"] == (n == 3)
+    assert not Path(lineage["path"]).exists()
+    first = cap.output.orderBy(RID).first()[RID]
+    local = cap.backward([first], engine="embedded")  # builds the table in this process
+    assert Path(lineage["path"]).is_dir()
+    answered = cap.backward([first], engine="spark")
+    for source, rows in local.items():
+        assert sorted(map(tuple, rows.collect())) == sorted(map(tuple, answered[source].collect())), source
+    # the same table built by Spark elsewhere: identical pairs, source by source
+    other = {**cap._entry, "lineage": {**lineage, "path": str(tmp_path / "spark-built")}}
+    row_lineage.ensure_pairs(spark, other)
+    read = [
+        spark.read.parquet(p).orderBy("src", "out_rid", "in_rid").collect()
+        for p in (lineage["path"], str(tmp_path / "spark-built"))
+    ]
+    assert read[0] == read[1] and len(read[0]) > 0

@@ -24,6 +24,7 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from ..capture import row_lineage
 from . import tpch
 
 if TYPE_CHECKING:
@@ -182,6 +183,12 @@ def _result(spark, n, entry: dict, plain_t, cap_t, output_t, default_t, witnesse
     witness_bytes = sum(_dir_bytes(s["path"]) for s in sides["sides"].values()) if sides else 0
     slots = slot_bytes(entry)
     lineage_bytes = pair_bytes + witness_bytes + slots
+    # lineage kept in the output rows: the pair table is built by the first answer
+    # that needs one; what that costs, once
+    started = time.perf_counter()
+    if entry["lineage"].get("in_output"):
+        row_lineage.ensure_pairs(spark, entry)
+    pair_table_s = time.perf_counter() - started
     input_bytes = sum(sum(f[1] for f in s["original"]) for s in entry["sources"].values())
     result = {
         "query": n,
@@ -198,6 +205,8 @@ def _result(spark, n, entry: dict, plain_t, cap_t, output_t, default_t, witnesse
         "input_bytes": input_bytes,
         "storage_ratio": float(f"{lineage_bytes / input_bytes:.3g}") if input_bytes else None,
         "timings": entry["timings"],
+        "lineage_in_output": bool(entry["lineage"].get("in_output")),
+        "pair_table_s": round(pair_table_s, 3),
         "strategies": operator_strategies(entry),
     }
     if witnesses:

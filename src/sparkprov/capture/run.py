@@ -22,6 +22,7 @@ from pyspark.sql.types import CharType, LongType, StringType, StructField, Struc
 
 from ..plan.catalyst import Bridge, JPlan
 from ..store.catalog import Store
+from . import row_lineage
 from .lineage import (
     IN,
     OUT,
@@ -155,38 +156,19 @@ def _run_rewritten(
         written = write_for_user(bridge, staged, display, write, output_path)
 
     output_done = time.perf_counter()
-
-    # A side relation is built only when a slot of the output leads to it (an anti
-    # join's right side never does), and joined once with the handles that reach it.
     spark = bridge.spark
-    work = data / "work"
-    keep = materializer(spark, work)
-    graph = SideGraph(
-        sides=rewriter.sides,
-        relation=lambda k: bridge.to_dataframe(rewriter.sides[k].plan),
-        source_of=lambda i: rewriter.instances[i].source,
-        keep=keep,
-    )
 
-    # Pair tables can be much larger than the query's own shuffles (an output row
-    # times its inputs): more, smaller partitions to start with keep each task's
-    # distinct within memory, and adaptive execution merges the small ones again.
-    with bridge.settings({_INITIAL_PARTITIONS: str(max(LINEAGE_PARTITIONS, _shuffle_partitions(spark)))}):
-        rows = spark.read.parquet(output_path).select(F.col(RID).alias(OUT), *slot_names)
-        pairs = source_pairs(rows, slots, graph)
-        lineage_path = str(data / "lineage")
-        operators = sorted({bridge.node_name(n) for n in _nodes(bridge, rewriter.optimized)})
-        write_pairs(spark, pairs, lineage_path, distinct=not _unique_pairs(rewriter, operators))
-        # Lineage of scalar subquery results: stored once, referenced from the pairs above.
-        referenced = {-src - 1 for src in pairs if src < 0}
-        shared_path = None
-        if referenced:
-            shared_path = str(data / "shared")
-            shared = shared_pairs(referenced, graph)
-            table = union_pairs(shared) if shared else spark.createDataFrame([], SHARED_SCHEMA)
-            table.write.options(**PAIR_WRITE_OPTIONS).parquet(shared_path)
-        structure = _write_sides(graph, slots, data / "sides") if witnesses else None
-    shutil.rmtree(work, ignore_errors=True)
+    lineage_path = str(data / "lineage")
+    operators = sorted({bridge.node_name(n) for n in _nodes(bridge, rewriter.optimized)})
+    shared_path, structure, in_output = None, None, None
+    if slots and not witnesses and all(s.kind in ROW_SLOTS for s in slots):
+        # the output's slot columns are the whole lineage: no pair table until one is needed
+        source_of = [rewriter.instances[s.ref].source for s in slots]
+        in_output = row_lineage.describe(
+            [(s.name, s.kind, src) for s, src in zip(slots, source_of)], _unique_pairs(rewriter, operators)
+        )
+    else:
+        shared_path, structure = _resolve(bridge, rewriter, output_path, lineage_path, operators, witnesses, data)
     # what dominates a capture's cost: the query with slots, or resolving them into pairs
     timings = {"output_s": round(output_done - started, 3), "lineage_s": round(time.perf_counter() - output_done, 3)}
 
@@ -201,6 +183,7 @@ def _run_rewritten(
             "path": lineage_path,
             "sources": {u.info.name: i for i, u in enumerate(rewriter.sources)},
             "shared": shared_path,
+            **({"in_output": in_output} if in_output else {}),
         },
         "operators": operators,
         "explain": [line.to_json() for line in rewriter.report],
@@ -208,6 +191,38 @@ def _run_rewritten(
         "witnesses": structure,
         "timings": timings,
     }
+
+
+def _resolve(bridge, rewriter, output_path: str, lineage_path: str, operators, witnesses: bool, data: Path):
+    """Resolve the output's slots into the pair table (and shared lineage, and with
+    ``witnesses`` the side relations); returns (shared lineage path, witnesses)."""
+    slots = rewriter.root.slots
+    spark = bridge.spark
+    work = data / "work"
+    graph = SideGraph(
+        sides=rewriter.sides,
+        relation=lambda k: bridge.to_dataframe(rewriter.sides[k].plan),
+        source_of=lambda i: rewriter.instances[i].source,
+        keep=materializer(spark, work),
+    )
+    # Pair tables can be much larger than the query's own shuffles (an output row
+    # times its inputs): more, smaller partitions to start with keep each task's
+    # distinct within memory, and adaptive execution merges the small ones again.
+    with bridge.settings({_INITIAL_PARTITIONS: str(max(LINEAGE_PARTITIONS, _shuffle_partitions(spark)))}):
+        rows = spark.read.parquet(output_path).select(F.col(RID).alias(OUT), *[s.name for s in slots])
+        pairs = source_pairs(rows, slots, graph)
+        write_pairs(spark, pairs, lineage_path, distinct=not _unique_pairs(rewriter, operators))
+        # Lineage of scalar subquery results: stored once, referenced from the pairs above.
+        referenced = {-src - 1 for src in pairs if src < 0}
+        shared_path = None
+        if referenced:
+            shared_path = str(data / "shared")
+            shared = shared_pairs(referenced, graph)
+            table = union_pairs(shared) if shared else spark.createDataFrame([], SHARED_SCHEMA)
+            table.write.options(**PAIR_WRITE_OPTIONS).parquet(shared_path)
+        structure = _write_sides(graph, slots, data / "sides") if witnesses else None
+    shutil.rmtree(work, ignore_errors=True)
+    return shared_path, structure
 
 
 def _unique_pairs(rewriter: Rewriter, operators: list[str]) -> bool:

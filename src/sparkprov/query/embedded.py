@@ -34,6 +34,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
+from ..capture import row_lineage
 from ..capture.lineage import IN, OUT, REF, SRC
 from ..capture.sources import RID, ROW_BITS, SourceInfo, compare_fingerprint, snapshot_column
 from ..errors import LineageTooLarge, SourceChanged, SparkprovError
@@ -99,6 +100,8 @@ class EmbeddedEngine:
     def _table(self, src: int, key: str) -> PairTable:
         found = self._tables.get((src, key))
         if found is None:
+            if self.entry["lineage"].get("in_output"):
+                row_lineage.build_locally(self.entry, self._within_limit)
             backward = PairTable(parquet_files(self._root / f"{SRC}={src}"), OUT)
             if key == OUT:
                 found = backward

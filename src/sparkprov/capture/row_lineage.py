@@ -1,0 +1,120 @@
+"""Lineage kept in the output rows themselves, and the pair table made from it on demand.
+
+When every slot of a capture's output names source rows directly (a rid, or an array
+of rids an injected aggregate collected), the output files already hold the whole
+lineage: Smoke's rid array (1:1 operators) and rid index (an aggregate's groups), one
+row per output row, in output order. Capture then writes no pair table. The first
+answer that needs one builds it from those columns, sorted by ``out_rid`` as capture
+would have written it, and renames it into ``lineage/`` for every later answer: with
+Spark (``ensure_pairs``) or, when small enough, in this process (``build_locally``).
+
+>>> describe([("__sp_s0", "source", 0), ("__sp_r1", "rids", 1)], unique=True)["slots"][1]
+['__sp_r1', 'rids', 1]
+"""
+
+from __future__ import annotations
+
+import shutil
+import uuid
+from collections import defaultdict
+from collections.abc import Callable
+from pathlib import Path
+
+from pyspark.sql import SparkSession
+from pyspark.sql import functions as F
+
+from ..store.catalog import publish_dir
+from .lineage import IN, OUT, SRC, SideGraph, source_pairs
+from .rewrite import Slot
+from .sources import RID
+
+ROW_GROUP = 64 * 1024  # rows per row group of a pair table built in this process
+
+
+def describe(slots: list[tuple[str, str, int]], unique: bool) -> dict:
+    """The catalog entry's ``lineage.in_output``: ``[name, kind, source number]`` per
+    output slot, and whether no pair can repeat (else the table is made distinct)."""
+    return {"slots": [list(s) for s in slots], "unique": unique}
+
+
+def ensure_pairs(spark: SparkSession, entry: dict) -> None:
+    """Build ``lineage/`` of capture ``entry`` with Spark, unless it is there already."""
+    from .run import write_pairs  # run imports this module
+
+    lineage = entry["lineage"]
+    path = Path(lineage["path"])
+    if path.is_dir():
+        return
+    kept = lineage["in_output"]
+    slots = [Slot(name, kind, src) for name, kind, src in kept["slots"]]
+    rows = spark.read.parquet(entry["output"]["path"]).select(F.col(RID).alias(OUT), *[s.name for s in slots])
+    graph = SideGraph(sides=[], relation=lambda k: None, source_of=lambda i: i)
+    tmp = path.with_name(f".{path.name}-{uuid.uuid4().hex}")
+    try:
+        write_pairs(spark, source_pairs(rows, slots, graph), str(tmp), distinct=not kept["unique"])
+        publish_dir(tmp, path)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def build_locally(entry: dict, within_limit: Callable[[int], None]) -> None:
+    """Build ``lineage/`` of capture ``entry`` in this process (pyarrow), unless it is
+    there already. ``within_limit(n)`` is called first with an upper bound of the
+    pairs (the slot columns' values, from the footers) and raises if that is too many."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+    import pyarrow.parquet as pq
+
+    from ..query.pairs import parquet_files
+
+    lineage = entry["lineage"]
+    path = Path(lineage["path"])
+    if path.is_dir():
+        return
+    kept = lineage["in_output"]
+    names = [name for name, _, _ in kept["slots"]]
+    files = parquet_files(entry["output"]["path"])
+    bound = 0
+    for f in files:
+        meta = pq.ParquetFile(f).metadata
+        for g in range(meta.num_row_groups):
+            group = meta.row_group(g)
+            bound += sum(
+                group.column(c).num_values
+                for c in range(group.num_columns)
+                if group.column(c).path_in_schema.split(".")[0] in names
+            )
+    within_limit(bound)
+    parts = [pq.read_table(f, columns=[RID, *names]) for f in files]
+    table = pa.concat_tables(parts) if parts else None
+    by_source: dict[int, list] = defaultdict(list)
+    for name, kind, src in kept["slots"]:
+        if table is None or table.num_rows == 0:
+            continue
+        rid, col = table.column(RID).combine_chunks(), table.column(name).combine_chunks()
+        if kind == "rids":
+            outs, ins = pc.take(rid, pc.list_parent_indices(col)), pc.list_flatten(col)
+        else:
+            valid = pc.is_valid(col)
+            outs, ins = rid.filter(valid), col.filter(valid)
+        by_source[src].append(pa.table({OUT: outs.cast(pa.int64()), IN: ins.cast(pa.int64())}))
+    tmp = path.with_name(f".{path.name}-{uuid.uuid4().hex}")
+    tmp.mkdir(parents=True)
+    try:
+        for src, found in by_source.items():
+            pairs = pa.concat_tables(found)
+            if not kept["unique"]:
+                pairs = pairs.group_by([OUT, IN]).aggregate([])
+            pairs = pairs.sort_by([(OUT, "ascending"), (IN, "ascending")])
+            folder = tmp / f"{SRC}={src}"
+            folder.mkdir()
+            pq.write_table(
+                pairs,
+                folder / "part-0.parquet",
+                row_group_size=ROW_GROUP,
+                use_dictionary=False,
+                column_encoding={OUT: "DELTA_BINARY_PACKED", IN: "DELTA_BINARY_PACKED"},
+            )
+        publish_dir(tmp, path)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
