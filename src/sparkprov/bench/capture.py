@@ -24,6 +24,8 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from pyspark.sql.types import StructType
+
 from ..capture import row_lineage
 from . import tpch
 
@@ -50,19 +52,11 @@ def summarize(results: list[dict]) -> dict:
 def slot_bytes(entry: dict) -> int:
     """Bytes the output files spend on slot columns (handles, rids, rid arrays): lineage
     kept with the output rows, read from the Parquet footers' column chunk sizes."""
-    import pyarrow.parquet as pq
+    from ..query.pairs import column_chunk_sum, parquet_files
 
-    user = set(entry["output"]["stored"]) | {"_sp_rid"}
-    total = 0
-    for f in Path(entry["output"]["path"]).glob("*.parquet"):
-        meta = pq.ParquetFile(f).metadata
-        for g in range(meta.num_row_groups):
-            group = meta.row_group(g)
-            for c in range(group.num_columns):
-                column = group.column(c)
-                if column.path_in_schema.split(".")[0] not in user:
-                    total += column.total_compressed_size
-    return total
+    schema = StructType.fromJson(json.loads(entry["output"]["schema"]))
+    slots = set(schema.fieldNames()) - set(entry["output"]["stored"]) - {"_sp_rid"}
+    return column_chunk_sum(parquet_files(entry["output"]["path"]), slots, "total_compressed_size")
 
 
 def operator_strategies(entry: dict) -> list[list[str]]:

@@ -106,19 +106,10 @@ def _bytes(path: Path) -> int:
 
 def _slot_bytes(entry: dict) -> int:
     """Bytes of the records' slot columns in a capture's output files (their lineage)."""
-    import pyarrow.parquet as pq
+    from ..query.pairs import column_chunk_sum, parquet_files
 
     slots = {name for name, _, _ in entry["lineage"]["rdd"]["slots"]}
-    total = 0
-    for f in Path(entry["output"]["path"]).glob("part-*.parquet"):
-        meta = pq.ParquetFile(f).metadata
-        for g in range(meta.num_row_groups):
-            group = meta.row_group(g)
-            for c in range(group.num_columns):
-                column = group.column(c)
-                if column.path_in_schema.split(".")[0] in slots:
-                    total += column.total_compressed_size
-    return total
+    return column_chunk_sum(parquet_files(entry["output"]["path"]), slots, "total_compressed_size")
 
 
 def _write_lines(folder: Path, size: int, make: Callable[[int], list[str]], file_bytes: int = 64 << 20) -> None:

@@ -65,7 +65,7 @@ def build_locally(entry: dict, within_limit: Callable[[int], None]) -> None:
     import pyarrow.compute as pc
     import pyarrow.parquet as pq
 
-    from ..query.pairs import parquet_files
+    from ..query.pairs import column_chunk_sum, parquet_files
 
     lineage = entry["lineage"]
     path = Path(lineage["path"])
@@ -74,17 +74,7 @@ def build_locally(entry: dict, within_limit: Callable[[int], None]) -> None:
     kept = lineage["in_output"]
     names = [name for name, _, _ in kept["slots"]]
     files = parquet_files(entry["output"]["path"])
-    bound = 0
-    for f in files:
-        meta = pq.ParquetFile(f).metadata
-        for g in range(meta.num_row_groups):
-            group = meta.row_group(g)
-            bound += sum(
-                group.column(c).num_values
-                for c in range(group.num_columns)
-                if group.column(c).path_in_schema.split(".")[0] in names
-            )
-    within_limit(bound)
+    within_limit(column_chunk_sum(files, set(names), "num_values"))
     parts = [pq.read_table(f, columns=[RID, *names]) for f in files]
     table = pa.concat_tables(parts) if parts else None
     by_source: dict[int, list] = defaultdict(list)

@@ -110,6 +110,22 @@ def parquet_files(directory: str | os.PathLike) -> list[str]:
     return sorted(str(p) for p in d.glob("*.parquet") if not p.name.startswith((".", "_")))
 
 
+def column_chunk_sum(files: list[str], columns: set[str], attribute: str) -> int:
+    """The sum of ``attribute`` (``total_compressed_size``, ``num_values``) over the
+    column chunks of ``files`` whose top-level column is in ``columns``, read from the
+    footers only."""
+    total = 0
+    for f in files:
+        meta = pq.ParquetFile(f).metadata
+        for g in range(meta.num_row_groups):
+            group = meta.row_group(g)
+            for c in range(group.num_columns):
+                chunk = group.column(c)
+                if chunk.path_in_schema.split(".")[0] in columns:
+                    total += getattr(chunk, attribute)
+    return total
+
+
 def build_forward_index(pairs: PairTable, directory: Path) -> list[str]:
     """Write ``pairs`` sorted by ``in_rid`` into ``directory`` (atomically); returns its files.
 
