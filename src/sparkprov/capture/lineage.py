@@ -118,9 +118,12 @@ def _visit(rows: DataFrame, slots: list[Slot], graph: SideGraph, found, probes, 
             found[ref_source(slot.ref)].append(present.select(F.col(OUT), F.lit(0).cast("long").alias(IN)))
         else:
             # "groups": a list of handles (an RDD record's partial groups, one per input
-            # partition; an injected aggregate's input groups)
-            probe = F.explode(slot.name) if slot.kind == "groups" else F.col(slot.name)
-            probes[slot.ref].append((present.select(F.col(OUT), probe.alias(_PROBE)), cheap))
+            # partition; an injected aggregate's input groups, which may repeat one)
+            if slot.kind == "groups":
+                probe = present.select(F.col(OUT), F.explode(slot.name).alias(_PROBE)).distinct()
+            else:
+                probe = present.select(F.col(OUT), F.col(slot.name).alias(_PROBE))
+            probes[slot.ref].append((probe, cheap))
 
 
 def parents_first(start: Iterable[int], children: Callable[[int], Iterable[int]]) -> list[int]:

@@ -787,8 +787,14 @@ class Rewriter:
         # (Catalyst has no tree pattern for Expand: any Expand in the plan counts.)
         expand = self.classes is None or "Expand" in self.classes
         repeats = expand or any(b.has_pattern(child, p) for p in ("JOIN", "GENERATE"))
+        # Handles are not made distinct here: array_distinct compares structs pairwise
+        # (quadratic in the group's size); resolving drops repeated probes instead.
         collected = [
-            b.alias(b.collect_rids(s.attr, s.kind in _ARRAYS, repeats), f"__sp_r{next(self._ids)}") for s in inner.slots
+            b.alias(
+                b.collect_rids(s.attr, s.kind in _ARRAYS, repeats and _COLLECTED[s.kind] == "rids"),
+                f"__sp_r{next(self._ids)}",
+            )
+            for s in inner.slots
         ]
         plan = b.aggregate_like(node, b.aggregate_expressions(node) + collected, inner.plan)
         out = b.output(plan)[len(b.output(plan)) - len(collected) :]
