@@ -1,9 +1,13 @@
-"""``sparkprov bench capture``: time TPC-H queries with capture on and off.
+"""``sparkprov bench capture``: time TPC-H queries (or Smoke's microbenchmarks, ``--suite
+micro``) with capture on and off, under a capture strategy (``--strategy``).
 
 Pairs are interleaved (the order alternates between pairs) in one Spark session and
 the median of the per-pair ratios is reported. The plain run writes its result to
 Parquet, as a capture writes its output, so both sides do the same user-visible work;
-the capture side counts everything until output and lineage are committed. With
+the capture side counts everything until output and lineage are committed, and the
+capture's own timings give the ratio until the output alone was written. Lineage
+bytes are the pair tables plus the output's slot columns; a capture that keeps its
+lineage in the output rows builds its pair table on first use, timed separately. With
 ``--witnesses`` the capture keeps why/how structure, and a capture without it runs in
 every round too, so the structure's own cost is a same-run ratio.
 
