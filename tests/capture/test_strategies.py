@@ -40,9 +40,9 @@ def test_every_strategy_gives_the_same_tpch_lineage(spark, tpch_dir, tmp_path, n
     for strategy in ("inject", "auto"):
         assert _pairs(caps[strategy]) == reference, strategy
     assert set(_aggregate_strategies(caps["logical"])) <= {"group"}
-    # forced inject collects rids in every aggregate whose input slots are all rids
-    # (Q18's outer aggregate reads a semi join's group of matches: logical)
-    assert "inject" in _aggregate_strategies(caps["inject"])
+    # forced inject collects in every aggregate: rids, and the handles of groups below
+    # (a semi join's matches, a scalar subquery's row); only window slots are not
+    assert set(_aggregate_strategies(caps["inject"])) == {"inject"}
 
 
 def test_auto_injects_where_the_side_relation_would_rerun_a_join(spark, tpch_dir, tmp_path):
