@@ -8,6 +8,8 @@ table per source (Smoke's propagation: no per-operator lineage is kept).
 
 >>> sorted(PAIR_COLUMNS)
 ['in_rid', 'out_rid']
+>>> [(s.name, s.kind, s.ref) for s in slots_from_json([["__sp_s0", "source", 0]])]
+[('__sp_s0', 'source', 0)]
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
 from ..errors import UnsupportedOperation
-from .rewrite import Slot
+from .rewrite import ARRAY_SLOTS, Slot
 
 OUT = "out_rid"
 IN = "in_rid"
@@ -36,6 +38,15 @@ _KEY = "__sp_key"
 _LO, _HI = "__sp_lo", "__sp_hi"
 POS = "__sp_pos"
 ROW_SLOTS = ("source", "rids")  # slots naming source rows directly (a rid, or an array of rids)
+
+
+def slots_json(slots: list[Slot]) -> list[list]:
+    """Slots as a catalog entry keeps them: ``[name, kind, ref]``."""
+    return [[s.name, s.kind, s.ref] for s in slots]
+
+
+def slots_from_json(data: list[list]) -> list[Slot]:
+    return [Slot(name, kind, ref) for name, kind, ref in data]
 
 
 def ref_source(side: int) -> int:
@@ -109,7 +120,7 @@ def _visit(rows: DataFrame, slots: list[Slot], graph: SideGraph, found, probes, 
     for slot in slots:
         # an injected aggregate over no rows has an empty array: no lineage, not even
         # a reference to a shared side
-        kept = F.size(slot.name) > 0 if slot.kind in ("rids", "groups") else F.col(slot.name).isNotNull()
+        kept = F.size(slot.name) > 0 if slot.kind in ARRAY_SLOTS else F.col(slot.name).isNotNull()
         present = rows.where(kept)
         if slot.kind in ROW_SLOTS:
             rid = F.explode(slot.name) if slot.kind == "rids" else F.col(slot.name)

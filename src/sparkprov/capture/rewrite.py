@@ -185,7 +185,7 @@ _INJECT = "inject: input rids (and handles) collected in the aggregate's own sta
 STRATEGIES = ("auto", "inject", "logical")
 # the slot kinds inject collects, and the kind of the array it makes of each
 _COLLECTED = {"source": "rids", "rids": "rids", "group": "groups", "groups": "groups"}
-_ARRAYS = ("rids", "groups")
+ARRAY_SLOTS = ("rids", "groups")  # slots holding an array (collected by inject; an RDD record's groups)
 _SUBQUERY_STRATEGY = "scalar subquery: its lineage stored once; rows carry a reference"
 
 _UDTF_COARSE = "coarse: the Python UDTF {}; every row of its input partition"
@@ -791,7 +791,7 @@ class Rewriter:
         # (quadratic in the group's size); resolving drops repeated probes instead.
         collected = [
             b.alias(
-                b.collect_rids(s.attr, s.kind in _ARRAYS, repeats and _COLLECTED[s.kind] == "rids"),
+                b.collect_rids(s.attr, s.kind in ARRAY_SLOTS, repeats and _COLLECTED[s.kind] == "rids"),
                 f"__sp_r{next(self._ids)}",
             )
             for s in inner.slots

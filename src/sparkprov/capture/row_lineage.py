@@ -7,9 +7,9 @@ row per output row, in output order. Capture then writes no pair table. The firs
 answer that needs one builds it from those columns, sorted by ``out_rid`` as capture
 would have written it, and renames it into ``lineage/`` for every later answer: with
 Spark (``ensure_pairs``) or, when small enough, in this process (``build_locally``).
-
->>> describe([("__sp_s0", "source", 0), ("__sp_r1", "rids", 1)], unique=True)["slots"][1]
-['__sp_r1', 'rids', 1]
+The catalog entry's ``lineage.in_output`` holds the output's slots (``[name, kind,
+source number]``) and ``unique``: whether no pair can repeat (else the table is made
+distinct).
 """
 
 from __future__ import annotations
@@ -24,37 +24,25 @@ from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
 from ..store.catalog import publish_dir
-from .lineage import IN, OUT, SRC, SideGraph, source_pairs
-from .rewrite import Slot
+from .lineage import IN, OUT, SRC, SideGraph, slots_from_json, source_pairs
 from .sources import RID
 
 ROW_GROUP = 64 * 1024  # rows per row group of a pair table built in this process
 
 
-def describe(slots: list[tuple[str, str, int]], unique: bool) -> dict:
-    """The catalog entry's ``lineage.in_output``: ``[name, kind, source number]`` per
-    output slot, and whether no pair can repeat (else the table is made distinct)."""
-    return {"slots": [list(s) for s in slots], "unique": unique}
-
-
 def ensure_pairs(spark: SparkSession, entry: dict) -> None:
     """Build ``lineage/`` of capture ``entry`` with Spark, unless it is there already."""
-    from .run import write_pairs  # run imports this module
+    from .run import publish_pairs  # run imports this module
 
     lineage = entry["lineage"]
     path = Path(lineage["path"])
     if path.is_dir():
         return
     kept = lineage["in_output"]
-    slots = [Slot(name, kind, src) for name, kind, src in kept["slots"]]
+    slots = slots_from_json(kept["slots"])
     rows = spark.read.parquet(entry["output"]["path"]).select(F.col(RID).alias(OUT), *[s.name for s in slots])
     graph = SideGraph(sides=[], relation=lambda k: None, source_of=lambda i: i)
-    tmp = path.with_name(f".{path.name}-{uuid.uuid4().hex}")
-    try:
-        write_pairs(spark, source_pairs(rows, slots, graph), str(tmp), distinct=not kept["unique"])
-        publish_dir(tmp, path)
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
+    publish_pairs(spark, source_pairs(rows, slots, graph), path, distinct=not kept["unique"])
 
 
 def build_locally(entry: dict, within_limit: Callable[[int], None]) -> None:
@@ -72,22 +60,21 @@ def build_locally(entry: dict, within_limit: Callable[[int], None]) -> None:
     if path.is_dir():
         return
     kept = lineage["in_output"]
-    names = [name for name, _, _ in kept["slots"]]
+    slots = slots_from_json(kept["slots"])
+    names = [s.name for s in slots]
     files = parquet_files(entry["output"]["path"])
     within_limit(column_chunk_sum(files, set(names), "num_values"))
     parts = [pq.read_table(f, columns=[RID, *names]) for f in files]
     table = pa.concat_tables(parts) if parts else None
     by_source: dict[int, list] = defaultdict(list)
-    for name, kind, src in kept["slots"]:
-        if table is None or table.num_rows == 0:
-            continue
-        rid, col = table.column(RID).combine_chunks(), table.column(name).combine_chunks()
-        if kind == "rids":
+    for slot in slots if table is not None and table.num_rows else []:
+        rid, col = table.column(RID).combine_chunks(), table.column(slot.name).combine_chunks()
+        if slot.kind == "rids":
             outs, ins = pc.take(rid, pc.list_parent_indices(col)), pc.list_flatten(col)
         else:
             valid = pc.is_valid(col)
             outs, ins = rid.filter(valid), col.filter(valid)
-        by_source[src].append(pa.table({OUT: outs.cast(pa.int64()), IN: ins.cast(pa.int64())}))
+        by_source[slot.ref].append(pa.table({OUT: outs.cast(pa.int64()), IN: ins.cast(pa.int64())}))
     tmp = path.with_name(f".{path.name}-{uuid.uuid4().hex}")
     tmp.mkdir(parents=True)
     try:

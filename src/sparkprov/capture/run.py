@@ -12,6 +12,7 @@ import logging
 import re
 import shutil
 import time
+import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -21,8 +22,7 @@ from pyspark.sql import functions as F
 from pyspark.sql.types import CharType, LongType, StringType, StructField, StructType, VarcharType
 
 from ..plan.catalyst import Bridge, JPlan
-from ..store.catalog import Store
-from . import row_lineage
+from ..store.catalog import Store, publish_dir
 from .lineage import (
     IN,
     OUT,
@@ -32,10 +32,11 @@ from .lineage import (
     SRC,
     SideGraph,
     shared_pairs,
+    slots_json,
     source_pairs,
     union_pairs,
 )
-from .rewrite import Rewriter
+from .rewrite import Rewriter, Slot
 from .sources import RID, ROW_BITS
 
 log = logging.getLogger("sparkprov")
@@ -163,10 +164,8 @@ def _run_rewritten(
     shared_path, structure, in_output = None, None, None
     if slots and not witnesses and all(s.kind in ROW_SLOTS for s in slots):
         # the output's slot columns are the whole lineage: no pair table until one is needed
-        source_of = [rewriter.instances[s.ref].source for s in slots]
-        in_output = row_lineage.describe(
-            [(s.name, s.kind, src) for s, src in zip(slots, source_of)], _unique_pairs(rewriter, operators)
-        )
+        by_source = [Slot(s.name, s.kind, rewriter.instances[s.ref].source) for s in slots]
+        in_output = {"slots": slots_json(by_source), "unique": _unique_pairs(rewriter, operators)}
     else:
         shared_path, structure = _resolve(bridge, rewriter, output_path, lineage_path, operators, witnesses, data)
     # what dominates a capture's cost: the query with slots, or resolving them into pairs
@@ -262,6 +261,18 @@ def write_pairs(spark, pairs: dict[int, list[DataFrame]], path: str, distinct: b
         table.write.options(**PAIR_WRITE_OPTIONS).partitionBy(SRC).parquet(path)
     else:  # e.g. a global aggregate over an empty input: no pairs at all
         spark.createDataFrame([], PAIRS_SCHEMA).write.parquet(path)
+
+
+def publish_pairs(spark, pairs: dict[int, list[DataFrame]], path: Path, distinct: bool = True) -> None:
+    """``write_pairs`` into a private directory beside ``path``, then renamed to it: a
+    pair table built after the capture (on first use) appears whole or not at all, and
+    two processes building it at once both end with one complete table."""
+    tmp = path.with_name(f".{path.name}-{uuid.uuid4().hex}")
+    try:
+        write_pairs(spark, pairs, str(tmp), distinct)
+        publish_dir(tmp, path)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
 
 
 def _write_sides(graph: SideGraph, slots, root: Path) -> dict:

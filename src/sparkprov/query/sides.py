@@ -24,9 +24,9 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from ..capture.lineage import slots_from_json
 from ..capture.rewrite import Slot
 from ..capture.sources import RID
-from ..rdd.resolve import slots_from_json
 from ..rdd.worker import HANDLE
 from .pairs import PairTable, distinct_sorted, parquet_files
 

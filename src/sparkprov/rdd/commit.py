@@ -28,10 +28,10 @@ from pyspark import RDD
 from pyspark.sql import DataFrame
 from pyspark.sql.pandas.types import from_arrow_schema
 
+from ..capture.lineage import slots_json
 from ..capture.run import Write, write_for_user
 from ..capture.sources import RID
 from . import worker
-from .resolve import slots_json
 
 ORDER = "_sp_order"  # toDF writes the records' order with them (frames.py): not a value column
 

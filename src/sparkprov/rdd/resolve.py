@@ -7,9 +7,6 @@ Titian. The embedded engine traces a few records straight from those files
 use end-to-end ``(out_rid, in_rid)`` pairs: the first one resolves them, with the
 code DataFrame captures use (``capture/lineage.py``), and stores them in the capture's
 ``lineage/`` folder for every later one.
-
->>> [(s.name, s.kind, s.ref) for s in slots_from_json([["__sp_s0", "source", 0]])]
-[('__sp_s0', 'source', 0)]
 """
 
 from __future__ import annotations
@@ -23,21 +20,11 @@ from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.pandas.types import from_arrow_schema
 
-from ..capture.lineage import OUT, SideGraph, source_pairs
+from ..capture.lineage import OUT, SideGraph, slots_from_json, source_pairs
 from ..capture.rewrite import Slot
-from ..capture.run import materializer, write_pairs
+from ..capture.run import materializer, publish_pairs
 from ..capture.sources import RID
-from ..store.catalog import publish_dir
 from .worker import HANDLE, slot_type
-
-
-def slots_json(slots: list[Slot]) -> list[list]:
-    """Slots as the catalog keeps them: ``[name, kind, ref]``."""
-    return [[s.name, s.kind, s.ref] for s in slots]
-
-
-def slots_from_json(data: list[list]) -> list[Slot]:
-    return [Slot(name, kind, ref) for name, kind, ref in data]
 
 
 class _Side:
@@ -73,12 +60,9 @@ def ensure_pairs(spark: SparkSession, entry: dict) -> None:
     rows = spark.read.parquet(entry["output"]["path"]).select(F.col(RID).alias(OUT), *[s.name for s in slots])
     # a program that loops (an RDD joined with itself, round after round) reaches
     # sides along many paths: each intermediate result is kept, not repeated in plans
-    tag = uuid.uuid4().hex
-    work, tmp = data / f".work-{tag}", data / f".lineage-{tag}"
+    work = data / f".work-{uuid.uuid4().hex}"
     graph = SideGraph(sides=sides, relation=relation, source_of=lambda i: i, keep=materializer(spark, work))
     try:
-        write_pairs(spark, source_pairs(rows, slots, graph), str(tmp))
-        publish_dir(tmp, path)
+        publish_pairs(spark, source_pairs(rows, slots, graph), path)
     finally:
         shutil.rmtree(work, ignore_errors=True)
-        shutil.rmtree(tmp, ignore_errors=True)
