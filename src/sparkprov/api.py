@@ -447,8 +447,10 @@ class LineageSession:
         ``strategy`` is how aggregates keep their groups' input rows (``explain()``
         shows the choice per operator): ``"inject"`` collects the rids inside the
         aggregate, ``"logical"`` names each group by its key and joins the aggregate's
-        input again afterwards, ``"auto"`` injects where that input has a join or an
-        aggregate (which the join afterwards would run again). All give the same lineage.
+        input again afterwards, ``"auto"`` injects unless the relations below the
+        aggregate add up to more than the conf ``spark.sparkprov.injectMaxInputBytes``
+        (default ``1g``, by Spark's size estimate; one group's rids are one array in
+        memory). All give the same lineage.
 
         >>> cap = session.capture(df.groupBy("k").count(), "counts", strategy="inject")  # doctest: +SKIP
         """

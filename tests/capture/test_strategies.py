@@ -10,7 +10,7 @@ from pyspark.sql import functions as F
 import sparkprov as sp
 from sparkprov.bench import tpch
 from sparkprov.capture import row_lineage
-from sparkprov.capture.rewrite import STRATEGIES
+from sparkprov.capture.rewrite import INJECT_MAX_INPUT_BYTES, STRATEGIES
 from sparkprov.capture.sources import RID
 
 from .test_rewrite import lineage_by_output
@@ -45,16 +45,32 @@ def test_every_strategy_gives_the_same_tpch_lineage(spark, tpch_dir, tmp_path, n
     assert set(_aggregate_strategies(caps["inject"])) == {"inject"}
 
 
-def test_auto_injects_where_the_side_relation_would_rerun_a_join(spark, tpch_dir, tmp_path):
+def test_auto_injects_unless_the_input_is_estimated_too_large(spark, tpch_dir, tmp_path):
     tpch.register(spark, tpch_dir)
     session = sp.LineageSession(spark, store=tmp_path / "store")
-    scan_only = session.capture(spark.sql(tpch.query(1)), "q1")  # lineitem alone: read again
-    assert _aggregate_strategies(scan_only) == ["group"]
     joined = session.capture(spark.sql(tpch.query(3)), "q3")
     assert _aggregate_strategies(joined) == ["inject"]
     assert "inject" in joined.explain()
     # an inject capture's output rows carry their rids; the output the user sees does not
     assert joined.output.columns == [*spark.sql(tpch.query(3)).columns, "_sp_rid"]
+    scan_only = session.capture(spark.sql(tpch.query(1)), "q1")
+    assert _aggregate_strategies(scan_only) == ["inject"]
+    # above the bound (lineitem at SF 0.01 is about 2 MB of Parquet), auto keeps a side
+    # relation and explain() says why; the lineage is the same
+    spark.conf.set(INJECT_MAX_INPUT_BYTES, "1m")
+    try:
+        bounded = session.capture(spark.sql(tpch.query(1)), "q1")
+    finally:
+        spark.conf.unset(INJECT_MAX_INPUT_BYTES)
+    assert _aggregate_strategies(bounded) == ["group"]
+    assert f"above {INJECT_MAX_INPUT_BYTES}=1,048,576" in bounded.explain()
+    assert _pairs(bounded) == _pairs(scan_only)
+    spark.conf.set(INJECT_MAX_INPUT_BYTES, "lots")
+    try:
+        with pytest.raises(ValueError, match="must be a size in bytes"):
+            session.capture(spark.sql(tpch.query(1)), "q1")
+    finally:
+        spark.conf.unset(INJECT_MAX_INPUT_BYTES)
 
 
 @pytest.fixture
@@ -80,6 +96,41 @@ def test_inject_over_an_outer_join_and_a_nested_aggregate(session, two):
     nested = joined.groupBy((F.col("n") > 0).alias("matched")).agg(F.count("*").alias("groups"))
     got = lineage_by_output(session.capture(nested, "nested", strategy="inject"))
     assert got == {(True, 2): expected[("a", 2)] | expected[("b", 2)], (False, 1): expected[("c", 0)]}
+
+
+def _join_strategies(cap: sp.Capture) -> list[str]:
+    return [line[3].split(":")[0] for line in cap._entry["explain"] if line[1].startswith("Join")]
+
+
+def test_semi_join_on_keys_injects_its_matches(spark, session):
+    rows = [(0, "a"), (1, "a"), (2, "b"), (3, "c"), (4, None)]
+    left = session.source(spark.createDataFrame(rows, "k int, g string"), "sl")
+    matched = [(10, "a"), (11, "b"), (12, "b"), (13, None)]
+    right = session.source(spark.createDataFrame(matched, "k int, g string"), "sr")
+    right = right.select(F.col("k").alias("rk"), F.col("g").alias("rg"))
+    on_key = {
+        (0, "a"): {("sl", 0), ("sr", 10)},
+        (1, "a"): {("sl", 1), ("sr", 10)},
+        (2, "b"): {("sl", 2), ("sr", 11), ("sr", 12)},
+    }
+    cases = [
+        ("key", left["g"] == right["rg"], on_key, "inject"),
+        # NULL matches NULL under <=>: row 4 is kept, with the right row 13
+        ("nullsafe", left["g"].eqNullSafe(right["rg"]), {**on_key, (4, None): {("sl", 4), ("sr", 13)}}, "inject"),
+        # a condition beyond key equalities: the matches come from a side relation
+        (
+            "theta",
+            (left["g"] == right["rg"]) & (left["k"] <= right["rk"] - 10),
+            {(0, "a"): {("sl", 0), ("sr", 10)}, (2, "b"): {("sl", 2), ("sr", 12)}},
+            "left slots plus a group of matches; side relation",
+        ),
+    ]
+    for label, cond, expected, auto in cases:
+        for strategy in STRATEGIES:
+            cap = session.capture(left.join(right, cond, "left_semi"), f"semi_{label}_{strategy}", strategy=strategy)
+            assert lineage_by_output(cap) == expected, (label, strategy)
+            chosen = "left slots plus a group of matches; side relation" if strategy == "logical" else auto
+            assert _join_strategies(cap) == [chosen], (label, strategy)
 
 
 def test_witnesses_keep_side_relations_and_bad_strategies_are_refused(session, two):

@@ -182,7 +182,15 @@ _COARSE = {
 _HANDLE = "__sp_handle"
 _GROUPED_ITER = (PythonEvalType.SQL_GROUPED_MAP_PANDAS_ITER_UDF, PythonEvalType.SQL_GROUPED_MAP_ARROW_ITER_UDF)
 _INJECT = "inject: input rids (and handles) collected in the aggregate's own state, an array per slot; no side relation"
+_INJECT_MATCHES = (
+    "inject: right side grouped by the join key, its rids collected; an inner join in place of the semi join, "
+    "each row carrying its matches; no side relation"
+)
 STRATEGIES = ("auto", "inject", "logical")
+# auto's bound on an aggregate's input (Catalyst's size estimate) for inject; a Spark
+# conf, in bytes or with a unit ("512m", "8g")
+INJECT_MAX_INPUT_BYTES = "spark.sparkprov.injectMaxInputBytes"
+_INJECT_MAX_DEFAULT = "1g"
 # the slot kinds inject collects, and the kind of the array it makes of each
 _COLLECTED = {"source": "rids", "rids": "rids", "group": "groups", "groups": "groups"}
 ARRAY_SLOTS = ("rids", "groups")  # slots holding an array (collected by inject; an RDD record's groups)
@@ -222,12 +230,16 @@ class Rewriter:
     classes: set[str] | None = None
     # how grouping operators keep their groups (STRATEGIES): "auto" picks per operator
     strategy: str = "auto"
+    inject_max_bytes: int = 0  # from INJECT_MAX_INPUT_BYTES, read by rewrite_root
+    unknown_bytes: int = 0  # spark.sql.defaultSizeInBytes, read by rewrite_root
     _depth: int = 0
     _ids: itertools.count = field(default_factory=itertools.count)
 
     # ---- driver --------------------------------------------------------------------
     def rewrite_root(self, plan: JPlan) -> Rewritten:
         self.analyzed = plan
+        self.inject_max_bytes = self.bridge.conf_bytes(INJECT_MAX_INPUT_BYTES, _INJECT_MAX_DEFAULT)
+        self.unknown_bytes = self.bridge.conf_bytes("spark.sql.defaultSizeInBytes", str(2**63 - 1))
         self._collect_view_names(plan, None)
         self.optimized = self.bridge.optimized(self._prepare(plan))
         self.classes = self.bridge.class_names(self.optimized)
@@ -295,7 +307,7 @@ class Rewriter:
                 else:
                     strategy = f"source {use.info.name}: rid = position in a Parquet copy made at capture"
         elif op == "Join":
-            strategy = _JOIN_STRATEGY.get(b.join_type(node).split("(")[0], "")
+            strategy = rw.strategy or _JOIN_STRATEGY.get(b.join_type(node).split("(")[0], "")
         else:
             strategy = rw.strategy or (_BY_PARTITION if rw.coarse else _STRATEGY.get(op, ""))
         granularity = rw.coarse or _COARSE.get(op, "exact")
@@ -726,6 +738,9 @@ class Rewriter:
         # condition reads: rows equal on both have the same matches.
         b = self.bridge
         lw, rw = self._rewrite_stable(left, node), self._rewrite_stable(right, node)
+        keys = b.equi_join_keys(node) if b.join_type(node) == "LeftSemi" and rw.slots else None
+        if keys and self._stays_logical(rw) is None:
+            return self._inject_matches(node, lw, rw, right, *keys)
         left_ids = {b.expr_id(a) for a in b.output(left)}
         used = [a for a in b.condition_references(node) if b.expr_id(a) in left_ids]
         handle = b.struct([s.attr for s in lw.slots] + used)
@@ -735,6 +750,42 @@ class Rewriter:
         plan = b.project(b.output(semi) + [b.alias(handle, slot.name)], semi)
         slot.attr = b.output(plan)[-1]
         return Rewritten(plan, lw.slots + [slot])
+
+    def _inject_matches(self, node: JPlan, lw: Rewritten, rw: Rewritten, right: JPlan, left_keys, right_keys):
+        # A semi join on key equalities alone: a left row's matches are the right rows
+        # with its key. The right side is grouped by the key, collecting its slots (as an
+        # injected aggregate does), and inner-joined in place of the semi join: one row
+        # per key, so each left row is kept once, as the semi join keeps it, carrying
+        # its matches' rids. No side relation re-runs the join afterwards.
+        b = self.bridge
+        keys = [b.alias(k, f"__sp_k{next(self._ids)}") for k in right_keys]
+        collected = self._collected(right, rw.slots)
+        grouped = b.group_by(right_keys, keys + collected, rw.plan)
+        out = b.output(grouped)
+        joined = b.key_join(node, lw.plan, grouped, left_keys, out[: len(keys)])
+        arrays = out[len(keys) :]
+        plan = b.project(b.output(lw.plan) + arrays, joined)
+        slots = [Slot(b.attr_name(a), _COLLECTED[s.kind], s.ref, a) for a, s in zip(arrays, rw.slots)]
+        return Rewritten(plan, lw.slots + slots, strategy=_INJECT_MATCHES)
+
+    def _collected(self, child: JPlan, slots: list[Slot]) -> list[JExpr]:
+        """Aggregate expressions collecting each of ``slots`` into an array over the rows
+        of a group of ``child``'s output."""
+        b = self.bridge
+        # A join, a generator or an Expand (distinct aggregates) can bring one input row
+        # into a group more than once; its rid is kept once, so pairs need no distinct.
+        # (Catalyst has no tree pattern for Expand: any Expand in the plan counts.)
+        expand = self.classes is None or "Expand" in self.classes
+        repeats = expand or any(b.has_pattern(child, p) for p in ("JOIN", "GENERATE"))
+        # Handles are not made distinct here: array_distinct compares structs pairwise
+        # (quadratic in the group's size); resolving drops repeated probes instead.
+        return [
+            b.alias(
+                b.collect_rids(s.attr, s.kind in ARRAY_SLOTS, repeats and _COLLECTED[s.kind] == "rids"),
+                f"__sp_r{next(self._ids)}",
+            )
+            for s in slots
+        ]
 
     # ---- grouping operators --------------------------------------------------------
     def rule_aggregate(self, node: JPlan) -> Rewritten:
@@ -747,7 +798,8 @@ class Rewriter:
                     "Aggregate", self._where(node), f"non-deterministic grouping expression {b.expr_sql(g)[:80]}"
                 )
         inner = self._rewrite_stable(child, node)
-        if self._injects(child, inner):
+        logical = self._stays_logical(inner, node)
+        if logical is None:
             return self._inject(node, inner)
         handle = b.struct(grouping) if grouping else b.int_literal(0)
         # an Aggregate without aggregate functions only removes duplicates (DISTINCT
@@ -760,19 +812,31 @@ class Rewriter:
         out_alias = b.alias(handle, slot.name)
         plan = b.aggregate_like(node, b.aggregate_expressions(node) + [out_alias], inner.plan)
         slot.attr = b.output(plan)[-1]
-        return Rewritten(plan, [slot])
+        return Rewritten(plan, [slot], strategy=f"{_STRATEGY['Aggregate']}: {logical}")
 
-    def _injects(self, child: JPlan, inner: Rewritten) -> bool:
-        # Auto injects when the side relation would re-run a join or another aggregate:
-        # collecting rids in the aggregate costs its generated code (collect_list is an
-        # object aggregate), which a scan and a filter, re-read for the side relation,
-        # cost less than. A window's slot (a range of positions) is not collected.
-        if self.strategy == "logical" or not all(s.kind in _COLLECTED for s in inner.slots):
-            return False
-        if self.strategy == "inject":
-            return True
+    def _stays_logical(self, inner: Rewritten, aggregate: JPlan | None = None) -> str | None:
+        """Why this aggregate keeps a side relation rather than injecting (None: it injects)."""
+        # Auto injects wherever the input slots can be collected: measured on every
+        # TPC-H aggregate and on Smoke's group-bys, that beats running the input again
+        # for a side relation, even over a bare scan. It stays logical over an input
+        # estimated above the bound: one group's rids are one array in memory, and a
+        # global aggregate's one group is its whole input.
+        if self.strategy == "logical":
+            return "strategy='logical'"
+        if not all(s.kind in _COLLECTED for s in inner.slots):
+            return "a window's ranges are not collected"
         b = self.bridge
-        return b.has_pattern(child, "JOIN") or b.has_pattern(child, "AGGREGATE")
+        if aggregate is not None and any(b.has_pattern(e, "PYTHON_UDF") for e in b.aggregate_expressions(aggregate)):
+            return "Spark evaluates a pandas aggregate UDF only beside other pandas UDFs, not beside collect_list"
+        if self.strategy == "inject":
+            return None
+        # the rewritten input's leaves: Parquet files, in-memory sources as their copies
+        size = self.bridge.leaf_bytes(inner.plan)
+        if size >= self.unknown_bytes:  # what Catalyst assumes for a relation it cannot size (an RDD)
+            return f"input of unknown size, so possibly above {INJECT_MAX_INPUT_BYTES}"
+        if size > self.inject_max_bytes:
+            return f"input read from {size:,} bytes, above {INJECT_MAX_INPUT_BYTES}={self.inject_max_bytes:,}"
+        return None
 
     def _inject(self, node: JPlan, inner: Rewritten) -> Rewritten:
         # Smoke's inject: the aggregate keeps its input rows' rids in its own state, one
@@ -782,20 +846,7 @@ class Rewriter:
         # same way: the row then names every group its input rows came from.
         b = self.bridge
         (child,) = b.children(node)
-        # A join, a generator or an Expand (distinct aggregates) can bring one input row
-        # into a group more than once; its rid is kept once, so pairs need no distinct.
-        # (Catalyst has no tree pattern for Expand: any Expand in the plan counts.)
-        expand = self.classes is None or "Expand" in self.classes
-        repeats = expand or any(b.has_pattern(child, p) for p in ("JOIN", "GENERATE"))
-        # Handles are not made distinct here: array_distinct compares structs pairwise
-        # (quadratic in the group's size); resolving drops repeated probes instead.
-        collected = [
-            b.alias(
-                b.collect_rids(s.attr, s.kind in ARRAY_SLOTS, repeats and _COLLECTED[s.kind] == "rids"),
-                f"__sp_r{next(self._ids)}",
-            )
-            for s in inner.slots
-        ]
+        collected = self._collected(child, inner.slots)
         plan = b.aggregate_like(node, b.aggregate_expressions(node) + collected, inner.plan)
         out = b.output(plan)[len(b.output(plan)) - len(collected) :]
         slots = [Slot(b.attr_name(a), _COLLECTED[s.kind], s.ref, a) for a, s in zip(out, inner.slots)]

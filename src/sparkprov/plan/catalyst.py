@@ -544,6 +544,28 @@ class Bridge:
             )
         return self._expr.CreateNamedStruct(self.seq(args))
 
+    def equi_join_keys(self, join: JPlan) -> tuple[list[JExpr], list[JExpr]] | None:
+        """``(left keys, right keys)`` when ``join``'s condition is equalities between
+        its two sides and nothing else (as Spark's planner reads it: a null-safe
+        equality becomes a coalesced key and an IS NULL key); None otherwise."""
+        found = self.jvm.org.apache.spark.sql.catalyst.planning.ExtractEquiJoinKeys.unapply(join)
+        if found.isEmpty() or found.get()._4().isDefined():
+            return None
+        return self.to_list(found.get()._2()), self.to_list(found.get()._3())
+
+    def key_join(self, join: JPlan, left: JPlan, right: JPlan, left_keys: list, right_keys: list) -> JPlan:
+        """An inner join of ``left`` and ``right`` on ``left_keys[i] = right_keys[i]``,
+        with ``join``'s hint."""
+        cond = None
+        for lk, rk in zip(left_keys, right_keys, strict=True):
+            eq = self._expr.EqualTo(lk, rk)
+            cond = eq if cond is None else self._expr.And(cond, eq)
+        inner = self.jvm.org.apache.spark.sql.catalyst.plans.JoinType.apply("inner")
+        return self._logical.Join(left, right, inner, self.jvm.scala.Option.apply(cond), join.hint())
+
+    def group_by(self, keys: list[JExpr], aggregate_exprs: list[JExpr], child: JPlan) -> JPlan:
+        return self._logical.Aggregate(self.seq(keys), self.seq(aggregate_exprs), child, self.none())
+
     def inner_join_like(self, join: JPlan, left: JPlan, right: JPlan) -> JPlan:
         """An inner join with ``join``'s condition and hint over ``left`` and ``right``."""
         inner = self.jvm.org.apache.spark.sql.catalyst.plans.JoinType.apply("inner")
@@ -583,6 +605,20 @@ class Bridge:
         for e in rest[1:]:
             cond = self._expr.And(cond, e)
         return self._logical.Filter(cond, child)
+
+    def leaf_bytes(self, plan: JPlan) -> int:
+        """The size Catalyst estimates for the relations ``plan`` reads, summed (file
+        sizes; a statistic, no job). Its estimate for ``plan`` itself is no bound
+        without cost-based statistics: it multiplies the sizes of a join's inputs."""
+        return sum(int(str(leaf.stats().sizeInBytes())) for leaf in self.to_list(plan.collectLeaves()))
+
+    def conf_bytes(self, key: str, default: str) -> int:
+        """A size from the session's conf, in bytes (``"512m"``, ``"4g"`` or a number)."""
+        value = self.spark.conf.get(key, default)
+        try:
+            return int(self.jvm.org.apache.spark.network.util.JavaUtils.byteStringAsBytes(value))
+        except Exception as e:  # py4j wraps Java's NumberFormatException
+            raise ValueError(f"{key} must be a size in bytes such as 512m or 4g, not {value!r}") from e
 
     def with_new_children(self, node: JPlan, children: list[JPlan]) -> JPlan:
         return node.withNewChildren(self.seq(children))
