@@ -143,15 +143,21 @@ def test_witnesses_keep_side_relations_and_bad_strategies_are_refused(session, t
         session.capture(q, "bad", strategy="eager")
 
 
-@pytest.mark.parametrize("n", [3, 7])  # Q7 reads nation twice: its pairs need a distinct
+# Q7 reads nation twice: its pairs need a distinct. Q22's rows also refer to a scalar
+# subquery's lineage, stored once at capture.
+@pytest.mark.parametrize("n", [3, 7, 22])
 def test_lineage_kept_in_the_output_rows_gets_its_pair_table_on_first_use(spark, tpch_dir, tmp_path, n):
     tpch.register(spark, tpch_dir)
     session = sp.LineageSession(spark, store=tmp_path / "store")
     cap = session.capture(spark.sql(tpch.query(n)), f"q{n}")
     lineage = cap._entry["lineage"]
     # every output slot names source rows (rids, injected rid arrays): no pair table yet
-    assert lineage["in_output"]["unique"] == (n == 3)
+    assert lineage["in_output"]["unique"] == (n != 7)
     assert not Path(lineage["path"]).exists()
+    if n == 22:  # the subquery's lineage is stored at capture, once
+        assert Path(lineage["shared"]).is_dir()
+    else:
+        assert lineage["shared"] is None
     first = cap.output.orderBy(RID).first()[RID]
     local = cap.backward([first], engine="embedded")  # builds the table in this process
     assert Path(lineage["path"]).is_dir()
@@ -166,3 +172,5 @@ def test_lineage_kept_in_the_output_rows_gets_its_pair_table_on_first_use(spark,
         for p in (lineage["path"], str(tmp_path / "spark-built"))
     ]
     assert read[0] == read[1] and len(read[0]) > 0
+    # Q22's rows refer to the subquery's lineage: pairs under its pseudo-source number
+    assert any(r["src"] < 0 for r in read[0]) == (n == 22)

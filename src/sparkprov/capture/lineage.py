@@ -38,6 +38,9 @@ _KEY = "__sp_key"
 _LO, _HI = "__sp_lo", "__sp_hi"
 POS = "__sp_pos"
 ROW_SLOTS = ("source", "rids")  # slots naming source rows directly (a rid, or an array of rids)
+# a reference to a shared side's lineage (a scalar subquery's row) as lineage kept in the
+# output rows records it: its ref is the side's pseudo-source number (ref_source)
+SHARED_REF = "shared"
 
 
 def slots_json(slots: list[Slot]) -> list[list]:
@@ -125,8 +128,9 @@ def _visit(rows: DataFrame, slots: list[Slot], graph: SideGraph, found, probes, 
         if slot.kind in ROW_SLOTS:
             rid = F.explode(slot.name) if slot.kind == "rids" else F.col(slot.name)
             found[graph.source_of(slot.ref)].append(present.select(F.col(OUT), rid.alias(IN)))
-        elif graph.sides[slot.ref].shared:
-            found[ref_source(slot.ref)].append(present.select(F.col(OUT), F.lit(0).cast("long").alias(IN)))
+        elif slot.kind == SHARED_REF or graph.sides[slot.ref].shared:
+            number = slot.ref if slot.kind == SHARED_REF else ref_source(slot.ref)
+            found[number].append(present.select(F.col(OUT), F.lit(0).cast("long").alias(IN)))
         else:
             # "groups": a list of handles (an RDD record's partial groups, one per input
             # partition; an injected aggregate's input groups, which may repeat one)

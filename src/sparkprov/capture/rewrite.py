@@ -427,19 +427,25 @@ class Rewriter:
             self.check_supported(b.subquery_plan(sq))
 
     def _pin_subqueries(self, node: JPlan) -> JPlan:
-        # A subquery whose row could differ between runs (LIMIT, rand()) is computed
-        # once, with its lineage, and the query reads that row: both see the same one.
+        # A scalar subquery is computed once, with its lineage, before the query, and
+        # the query reads that row: the subquery runs once, not again to resolve its
+        # lineage, and a row that could differ between runs (LIMIT, rand()) is the same
+        # one for both. One without sources (constants) has no lineage to keep.
         b = self.bridge
         for sq in self._scalar_subqueries(node):
             key = b.expr_id(sq)
-            if key in self.subqueries or not self._nondeterminism(b.subquery_plan(sq)):
+            plan = b.subquery_plan(sq)
+            if key in self.subqueries:
                 continue
+            why = self._nondeterminism(plan)
+            kept = " (row kept from this run)" if why else " (computed once, before the query, which reads its row)"
             # called while the host's rule runs: the depth is already one below the host
-            line = ExplainLine(
-                self._depth, f"scalar subquery #{key}", "exact", _SUBQUERY_STRATEGY + " (row kept from this run)"
-            )
+            line = ExplainLine(self._depth, f"scalar subquery #{key}", "exact", _SUBQUERY_STRATEGY + kept)
             self.report.append(line)
-            inner = self.rewrite(b.subquery_plan(sq))
+            inner = self.rewrite(plan)
+            if not inner.slots and not why:
+                self.subqueries[key] = -1
+                continue
             kept_plan = self._kept(inner.plan)
             value = self.user_output(inner)[0]
             self.subqueries[key] = (
@@ -463,22 +469,9 @@ class Rewriter:
         b = self.bridge
         added = []
         for sq in subqueries:
-            key = b.expr_id(sq)
-            if key not in self.subqueries:
-                self.report.append(ExplainLine(self._depth + 1, f"scalar subquery #{key}", "exact", _SUBQUERY_STRATEGY))
-                self._depth += 1
-                try:
-                    inner = self.rewrite(b.subquery_plan(sq))
-                finally:
-                    self._depth -= 1
-                # a subquery over constants only has no lineage (-1: nothing to reference)
-                self.subqueries[key] = (
-                    self._side("scalar subquery", b.int_literal(0), inner, shared=True, combine="matches")
-                    if inner.slots
-                    else -1
-                )
-            if self.subqueries[key] >= 0 and all(s.ref != self.subqueries[key] for s in added):
-                added.append(self._new_slot("group", self.subqueries[key]))
+            ref = self.subqueries[b.expr_id(sq)]  # registered by _pin_subqueries; -1: no lineage (constants)
+            if ref >= 0 and all(s.ref != ref for s in added):
+                added.append(self._new_slot("group", ref))
         if not added:
             return rw
         exprs = b.output(rw.plan) + [b.alias(b.int_literal(0), s.name) for s in added]
@@ -765,7 +758,7 @@ class Rewriter:
         joined = b.key_join(node, lw.plan, grouped, left_keys, out[: len(keys)])
         arrays = out[len(keys) :]
         plan = b.project(b.output(lw.plan) + arrays, joined)
-        slots = [Slot(b.attr_name(a), _COLLECTED[s.kind], s.ref, a) for a, s in zip(arrays, rw.slots)]
+        slots = [Slot(b.attr_name(a), self._collected_kind(s), s.ref, a) for a, s in zip(arrays, rw.slots)]
         return Rewritten(plan, lw.slots + slots, strategy=_INJECT_MATCHES)
 
     def _collected(self, child: JPlan, slots: list[Slot]) -> list[JExpr]:
@@ -781,11 +774,21 @@ class Rewriter:
         # (quadratic in the group's size); resolving drops repeated probes instead.
         return [
             b.alias(
-                b.collect_rids(s.attr, s.kind in ARRAY_SLOTS, repeats and _COLLECTED[s.kind] == "rids"),
+                b.any_value(s.attr)
+                if self._collected_kind(s) == "group"
+                else b.collect_rids(s.attr, s.kind in ARRAY_SLOTS, repeats and _COLLECTED[s.kind] == "rids"),
                 f"__sp_r{next(self._ids)}",
             )
             for s in slots
         ]
+
+    def _collected_kind(self, slot: Slot) -> str:
+        # A reference to a scalar subquery's lineage (a constant handle) is the same for
+        # every row: the group keeps one, a scalar, as the subquery's other rows do, and
+        # none (NULL) when it has no rows. Everything else is collected into an array.
+        if slot.kind == "group" and self.sides[slot.ref].shared:
+            return "group"
+        return _COLLECTED[slot.kind]
 
     # ---- grouping operators --------------------------------------------------------
     def rule_aggregate(self, node: JPlan) -> Rewritten:
@@ -849,7 +852,7 @@ class Rewriter:
         collected = self._collected(child, inner.slots)
         plan = b.aggregate_like(node, b.aggregate_expressions(node) + collected, inner.plan)
         out = b.output(plan)[len(b.output(plan)) - len(collected) :]
-        slots = [Slot(b.attr_name(a), _COLLECTED[s.kind], s.ref, a) for a, s in zip(out, inner.slots)]
+        slots = [Slot(b.attr_name(a), self._collected_kind(s), s.ref, a) for a, s in zip(out, inner.slots)]
         return Rewritten(plan, slots, strategy=_INJECT)
 
     def rule_distinct(self, node: JPlan) -> Rewritten:

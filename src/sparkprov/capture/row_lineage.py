@@ -1,15 +1,16 @@
 """Lineage kept in the output rows themselves, and the pair table made from it on demand.
 
 When every slot of a capture's output names source rows directly (a rid, or an array
-of rids an injected aggregate collected), the output files already hold the whole
-lineage: Smoke's rid array (1:1 operators) and rid index (an aggregate's groups), one
-row per output row, in output order. Capture then writes no pair table. The first
-answer that needs one builds it from those columns, sorted by ``out_rid`` as capture
-would have written it, and renames it into ``lineage/`` for every later answer: with
-Spark (``ensure_pairs``) or, when small enough, in this process (``build_locally``).
+of rids an injected aggregate collected) or refers to a scalar subquery's lineage (stored
+once at capture, as ``shared/``), the output files already hold the whole lineage:
+Smoke's rid array (1:1 operators) and rid index (an aggregate's groups), one row per
+output row, in output order. Capture then writes no pair table. The first answer that
+needs one builds it from those columns, sorted by ``out_rid`` as capture would have
+written it, and renames it into ``lineage/`` for every later answer: with Spark
+(``ensure_pairs``) or, when small enough, in this process (``build_locally``).
 The catalog entry's ``lineage.in_output`` holds the output's slots (``[name, kind,
-source number]``) and ``unique``: whether no pair can repeat (else the table is made
-distinct).
+source number]``; a reference has kind ``shared`` and its side's pseudo-source number)
+and ``unique``: whether no pair can repeat (else the table is made distinct).
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
 from ..store.catalog import publish_dir
-from .lineage import IN, OUT, SRC, SideGraph, slots_from_json, source_pairs
+from .lineage import IN, OUT, SHARED_REF, SRC, SideGraph, slots_from_json, source_pairs
 from .sources import RID
 
 ROW_GROUP = 64 * 1024  # rows per row group of a pair table built in this process
@@ -49,6 +50,7 @@ def build_locally(entry: dict, within_limit: Callable[[int], None]) -> None:
     """Build ``lineage/`` of capture ``entry`` in this process (pyarrow), unless it is
     there already. ``within_limit(n)`` is called first with an upper bound of the
     pairs (the slot columns' values, from the footers) and raises if that is too many."""
+    import numpy as np
     import pyarrow as pa
     import pyarrow.compute as pc
     import pyarrow.parquet as pq
@@ -74,6 +76,8 @@ def build_locally(entry: dict, within_limit: Callable[[int], None]) -> None:
         else:
             valid = pc.is_valid(col)
             outs, ins = rid.filter(valid), col.filter(valid)
+            if slot.kind == SHARED_REF:  # a reference: (out_rid, 0) under the side's number
+                ins = pa.array(np.zeros(len(outs), dtype=np.int64))
         by_source[slot.ref].append(pa.table({OUT: outs.cast(pa.int64()), IN: ins.cast(pa.int64())}))
     tmp = path.with_name(f".{path.name}-{uuid.uuid4().hex}")
     tmp.mkdir(parents=True)

@@ -28,9 +28,11 @@ from .lineage import (
     OUT,
     PAIRS_SCHEMA,
     ROW_SLOTS,
+    SHARED_REF,
     SHARED_SCHEMA,
     SRC,
     SideGraph,
+    ref_source,
     shared_pairs,
     slots_json,
     source_pairs,
@@ -162,10 +164,14 @@ def _run_rewritten(
     lineage_path = str(data / "lineage")
     operators = sorted({bridge.node_name(n) for n in _nodes(bridge, rewriter.optimized)})
     shared_path, structure, in_output = None, None, None
-    if slots and not witnesses and all(s.kind in ROW_SLOTS for s in slots):
-        # the output's slot columns are the whole lineage: no pair table until one is needed
-        by_source = [Slot(s.name, s.kind, rewriter.instances[s.ref].source) for s in slots]
-        in_output = {"slots": slots_json(by_source), "unique": _unique_pairs(rewriter, operators)}
+    if slots and not witnesses and all(s.kind in ROW_SLOTS or _is_shared(rewriter, s) for s in slots):
+        # the output's slot columns are the whole lineage (with a scalar subquery's,
+        # stored once now): no pair table until one is needed
+        in_output = {"slots": slots_json(_in_output_slots(rewriter)), "unique": _unique_pairs(rewriter, operators)}
+        referenced = {s.ref for s in slots if _is_shared(rewriter, s)}
+        if referenced:
+            shared_path = _write_shared(spark, _side_graph(bridge, rewriter, data / "work"), referenced, data)
+            shutil.rmtree(data / "work", ignore_errors=True)
     else:
         shared_path, structure = _resolve(bridge, rewriter, output_path, lineage_path, operators, witnesses, data)
     # what dominates a capture's cost: the query with slots, or resolving them into pairs
@@ -192,18 +198,47 @@ def _run_rewritten(
     }
 
 
+def _is_shared(rewriter: Rewriter, slot: Slot) -> bool:
+    return slot.kind == "group" and rewriter.sides[slot.ref].shared
+
+
+def _in_output_slots(rewriter: Rewriter) -> list[Slot]:
+    """The output's slots as lineage kept in output rows records them: by source
+    number, and references to shared sides by their pseudo-source number."""
+    return [
+        Slot(s.name, SHARED_REF, ref_source(s.ref))
+        if _is_shared(rewriter, s)
+        else Slot(s.name, s.kind, rewriter.instances[s.ref].source)
+        for s in rewriter.root.slots
+    ]
+
+
+def _side_graph(bridge, rewriter, work: Path) -> SideGraph:
+    return SideGraph(
+        sides=rewriter.sides,
+        relation=lambda k: bridge.to_dataframe(rewriter.sides[k].plan),
+        source_of=lambda i: rewriter.instances[i].source,
+        keep=materializer(bridge.spark, work),
+    )
+
+
+def _write_shared(spark, graph: SideGraph, referenced: set[int], data: Path) -> str:
+    """Store the lineage of the shared sides ``referenced`` (and those they reach) once,
+    as ``shared/``; returns its path."""
+    shared_path = str(data / "shared")
+    shared = shared_pairs(referenced, graph)
+    table = union_pairs(shared) if shared else spark.createDataFrame([], SHARED_SCHEMA)
+    table.write.options(**PAIR_WRITE_OPTIONS).parquet(shared_path)
+    return shared_path
+
+
 def _resolve(bridge, rewriter, output_path: str, lineage_path: str, operators, witnesses: bool, data: Path):
     """Resolve the output's slots into the pair table (and shared lineage, and with
     ``witnesses`` the side relations); returns (shared lineage path, witnesses)."""
     slots = rewriter.root.slots
     spark = bridge.spark
     work = data / "work"
-    graph = SideGraph(
-        sides=rewriter.sides,
-        relation=lambda k: bridge.to_dataframe(rewriter.sides[k].plan),
-        source_of=lambda i: rewriter.instances[i].source,
-        keep=materializer(spark, work),
-    )
+    graph = _side_graph(bridge, rewriter, work)
     # Pair tables can be much larger than the query's own shuffles (an output row
     # times its inputs): more, smaller partitions to start with keep each task's
     # distinct within memory, and adaptive execution merges the small ones again.
@@ -213,12 +248,7 @@ def _resolve(bridge, rewriter, output_path: str, lineage_path: str, operators, w
         write_pairs(spark, pairs, lineage_path, distinct=not _unique_pairs(rewriter, operators))
         # Lineage of scalar subquery results: stored once, referenced from the pairs above.
         referenced = {-src - 1 for src in pairs if src < 0}
-        shared_path = None
-        if referenced:
-            shared_path = str(data / "shared")
-            shared = shared_pairs(referenced, graph)
-            table = union_pairs(shared) if shared else spark.createDataFrame([], SHARED_SCHEMA)
-            table.write.options(**PAIR_WRITE_OPTIONS).parquet(shared_path)
+        shared_path = _write_shared(spark, graph, referenced, data) if referenced else None
         structure = _write_sides(graph, slots, data / "sides") if witnesses else None
     shutil.rmtree(work, ignore_errors=True)
     return shared_path, structure
@@ -231,10 +261,9 @@ def _unique_pairs(rewriter: Rewriter, operators: list[str]) -> bool:
         return True
     # Rows and rid arrays (kept without repeats by inject) of distinct sources: one
     # pair per rid. A handle's side relation could reach a row along several paths.
-    slots = rewriter.root.slots
-    if not all(s.kind in ROW_SLOTS for s in slots):
+    if not all(s.kind in ROW_SLOTS or _is_shared(rewriter, s) for s in rewriter.root.slots):
         return False
-    sources = [rewriter.instances[s.ref].source for s in slots]
+    sources = [s.ref for s in _in_output_slots(rewriter)]  # a reference: one (out_rid, 0) per row
     return len(set(sources)) == len(sources)
 
 

@@ -83,6 +83,8 @@ def snapshot_column(i: int) -> str:
 
 def rid_column(files: list[tuple[str, int, int]]) -> Column:
     """The rid of a row read from ``files`` (needs ``_metadata`` of a Parquet scan)."""
+    if len(files) == 1:  # file number 0: the scan reads no other file than the one listed
+        return F.col("_metadata.row_index")
     # create_map, not map_from_arrays: the latter missed keys in element_at (Spark 4.3)
     pairs = [x for i, (p, _, _) in enumerate(files) for x in (F.lit(p), F.lit(i).cast("long"))]
     file_id = F.element_at(F.create_map(*pairs), F.col("_metadata.file_path"))

@@ -441,6 +441,11 @@ class Bridge:
             agg = e.Flatten(agg)
         return e.ArrayDistinct(agg) if repeats else agg
 
+    def any_value(self, attr: JExpr) -> JExpr:
+        """``max(attr)`` as an aggregate expression: one of the group's values when
+        they are all equal, NULL over no rows (or only NULLs)."""
+        return self._expr.aggregate.Max(attr).toAggregateExpression()
+
     def deduplicate(self, keys: list[JExpr], child: JPlan) -> JPlan:
         # Spark 4.3 added a third constructor argument (Option[DeduplicateSpec]).
         return self._logical.Deduplicate(self.seq(keys), child, self.none())
