@@ -52,8 +52,8 @@ def test_failed_capture_leaves_nothing(spark, tmp_path, monkeypatch):
         raise RuntimeError("disk on fire")
 
     monkeypatch.setattr("sparkprov.capture.run.source_pairs", broken)
-    with pytest.raises(RuntimeError, match="disk on fire"):
-        session.capture(df.groupBy("a").count(), name="doomed")
+    with pytest.raises(RuntimeError, match="disk on fire"):  # logical: pairs are resolved at capture
+        session.capture(df.groupBy("a").count(), name="doomed", strategy="logical")
     assert session.captures() == []
     assert list((tmp_path / "store" / "data").iterdir()) == []  # its files were removed too
 
