@@ -434,9 +434,9 @@ class Rewriter:
         b = self.bridge
         for sq in self._scalar_subqueries(node):
             key = b.expr_id(sq)
-            plan = b.subquery_plan(sq)
             if key in self.subqueries:
                 continue
+            plan = b.subquery_plan(sq)
             why = self._nondeterminism(plan)
             kept = " (row kept from this run)" if why else " (computed once, before the query, which reads its row)"
             # called while the host's rule runs: the depth is already one below the host
@@ -444,6 +444,7 @@ class Rewriter:
             self.report.append(line)
             inner = self.rewrite(plan)
             if not inner.slots and not why:
+                line.strategy = "scalar subquery: over constants only, no lineage"
                 self.subqueries[key] = -1
                 continue
             kept_plan = self._kept(inner.plan)
