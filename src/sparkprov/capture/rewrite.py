@@ -783,13 +783,15 @@ class Rewriter:
             for s in slots
         ]
 
+    def refers_to_shared(self, slot: Slot) -> bool:
+        """Whether ``slot`` is a handle of a shared side (a scalar subquery's row)."""
+        return slot.kind == "group" and self.sides[slot.ref].shared
+
     def _collected_kind(self, slot: Slot) -> str:
         # A reference to a scalar subquery's lineage (a constant handle) is the same for
         # every row: the group keeps one, a scalar, as the subquery's other rows do, and
         # none (NULL) when it has no rows. Everything else is collected into an array.
-        if slot.kind == "group" and self.sides[slot.ref].shared:
-            return "group"
-        return _COLLECTED[slot.kind]
+        return "group" if self.refers_to_shared(slot) else _COLLECTED[slot.kind]
 
     # ---- grouping operators --------------------------------------------------------
     def rule_aggregate(self, node: JPlan) -> Rewritten:

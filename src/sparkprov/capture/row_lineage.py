@@ -26,21 +26,30 @@ from pyspark.sql import functions as F
 
 from ..store.catalog import publish_dir
 from .lineage import IN, OUT, SHARED_REF, SRC, SideGraph, slots_from_json, source_pairs
+from .rewrite import Slot
 from .sources import RID
 
 ROW_GROUP = 64 * 1024  # rows per row group of a pair table built in this process
+
+
+def _pending(entry: dict) -> tuple[Path, dict, list[Slot]] | None:
+    """``(lineage/ path, lineage.in_output, its slots)``, or None when the table is built."""
+    lineage = entry["lineage"]
+    path = Path(lineage["path"])
+    if path.is_dir():
+        return None
+    kept = lineage["in_output"]
+    return path, kept, slots_from_json(kept["slots"])
 
 
 def ensure_pairs(spark: SparkSession, entry: dict) -> None:
     """Build ``lineage/`` of capture ``entry`` with Spark, unless it is there already."""
     from .run import publish_pairs  # run imports this module
 
-    lineage = entry["lineage"]
-    path = Path(lineage["path"])
-    if path.is_dir():
+    pending = _pending(entry)
+    if pending is None:
         return
-    kept = lineage["in_output"]
-    slots = slots_from_json(kept["slots"])
+    path, kept, slots = pending
     rows = spark.read.parquet(entry["output"]["path"]).select(F.col(RID).alias(OUT), *[s.name for s in slots])
     graph = SideGraph(sides=[], relation=lambda k: None, source_of=lambda i: i)
     publish_pairs(spark, source_pairs(rows, slots, graph), path, distinct=not kept["unique"])
@@ -57,12 +66,10 @@ def build_locally(entry: dict, within_limit: Callable[[int], None]) -> None:
 
     from ..query.pairs import column_chunk_sum, parquet_files
 
-    lineage = entry["lineage"]
-    path = Path(lineage["path"])
-    if path.is_dir():
+    pending = _pending(entry)
+    if pending is None:
         return
-    kept = lineage["in_output"]
-    slots = slots_from_json(kept["slots"])
+    path, kept, slots = pending
     names = [s.name for s in slots]
     files = parquet_files(entry["output"]["path"])
     within_limit(column_chunk_sum(files, set(names), "num_values"))

@@ -164,11 +164,11 @@ def _run_rewritten(
     lineage_path = str(data / "lineage")
     operators = sorted({bridge.node_name(n) for n in _nodes(bridge, rewriter.optimized)})
     shared_path, structure, in_output = None, None, None
-    if slots and not witnesses and all(s.kind in ROW_SLOTS or _is_shared(rewriter, s) for s in slots):
+    if slots and not witnesses and _names_rows(rewriter):
         # the output's slot columns are the whole lineage (with a scalar subquery's,
         # stored once now): no pair table until one is needed
         in_output = {"slots": slots_json(_in_output_slots(rewriter)), "unique": _unique_pairs(rewriter, operators)}
-        referenced = {s.ref for s in slots if _is_shared(rewriter, s)}
+        referenced = {s.ref for s in slots if rewriter.refers_to_shared(s)}
         if referenced:
             shared_path = _write_shared(spark, _side_graph(bridge, rewriter, data / "work"), referenced, data)
             shutil.rmtree(data / "work", ignore_errors=True)
@@ -198,8 +198,10 @@ def _run_rewritten(
     }
 
 
-def _is_shared(rewriter: Rewriter, slot: Slot) -> bool:
-    return slot.kind == "group" and rewriter.sides[slot.ref].shared
+def _names_rows(rewriter: Rewriter) -> bool:
+    """Whether every output slot names source rows (a rid, a rid array) or refers to a
+    scalar subquery's lineage: the output rows then hold the whole lineage."""
+    return all(s.kind in ROW_SLOTS or rewriter.refers_to_shared(s) for s in rewriter.root.slots)
 
 
 def _in_output_slots(rewriter: Rewriter) -> list[Slot]:
@@ -207,7 +209,7 @@ def _in_output_slots(rewriter: Rewriter) -> list[Slot]:
     number, and references to shared sides by their pseudo-source number."""
     return [
         Slot(s.name, SHARED_REF, ref_source(s.ref))
-        if _is_shared(rewriter, s)
+        if rewriter.refers_to_shared(s)
         else Slot(s.name, s.kind, rewriter.instances[s.ref].source)
         for s in rewriter.root.slots
     ]
@@ -261,7 +263,7 @@ def _unique_pairs(rewriter: Rewriter, operators: list[str]) -> bool:
         return True
     # Rows and rid arrays (kept without repeats by inject) of distinct sources: one
     # pair per rid. A handle's side relation could reach a row along several paths.
-    if not all(s.kind in ROW_SLOTS or _is_shared(rewriter, s) for s in rewriter.root.slots):
+    if not _names_rows(rewriter):
         return False
     sources = [s.ref for s in _in_output_slots(rewriter)]  # a reference: one (out_rid, 0) per row
     return len(set(sources)) == len(sources)
