@@ -10,6 +10,7 @@ from .capture.marks import mark
 from .errors import (
     CaptureFailed,
     CaptureNotFound,
+    LineageNotBuilt,
     LineageTooLarge,
     SourceChanged,
     SparkprovError,
@@ -31,6 +32,7 @@ __all__ = [
     "LineageContext",
     "LineageCursor",
     "LineageRDD",
+    "LineageNotBuilt",
     "LineageSession",
     "LineageTooLarge",
     "Source",

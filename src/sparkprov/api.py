@@ -17,6 +17,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import time
 import uuid
 from dataclasses import dataclass
 from typing import Any
@@ -25,7 +26,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.types import StructType
 
-from .capture import row_lineage
+from .capture import lazy, row_lineage
 from .capture.lineage import IN, OUT, PAIRS_SCHEMA, SHARED_SCHEMA, SRC, expand_shared
 from .capture.marks import capture_marks
 from .capture.rewrite import STRATEGIES
@@ -135,18 +136,40 @@ class Capture:
         self._check_source(source)
         stored = self._entry["lineage"]
         spark = self._session.spark
+        self.build_lineage()
+        pairs = spark.read.schema(PAIRS_SCHEMA).parquet(stored["path"])
+        direct = pairs.where(F.col(SRC) == stored["sources"][source]).select(OUT, IN)
+        shared_path = lazy.shared_path(stored)
+        if not shared_path:
+            return direct
+        shared = spark.read.schema(SHARED_SCHEMA).parquet(shared_path)
+        return direct.unionByName(expand_shared(pairs, shared, stored["sources"][source])).distinct()
+
+    def build_lineage(self) -> float:
+        """Build the pair table now, if this capture left it for its first answer;
+        returns the seconds that took (0 when it was built already).
+
+        A lazy capture (``strategy="lazy"``) runs its query again with capture, which
+        only the process that captured it can do: build before that process ends to
+        trace later from elsewhere. Lineage kept in the output rows (an RDD's, or one
+        whose slots are all rids) is turned into its pair table.
+
+        >>> cap = session.capture(df.groupBy("k").count(), "counts", strategy="lazy")  # doctest: +SKIP
+        >>> cap.build_lineage() > 0  # doctest: +SKIP
+        True
+        """
+        started = time.perf_counter()
+        stored = self._entry["lineage"]
+        spark = self._session.spark
         # an RDD capture keeps its sides, and a capture whose output rows name their
         # source rows keeps them there: the pair table is made when first needed
         if stored.get("rdd"):
             ensure_pairs(spark, self._entry)
         elif stored.get("in_output"):
             row_lineage.ensure_pairs(spark, self._entry)
-        pairs = spark.read.schema(PAIRS_SCHEMA).parquet(stored["path"])
-        direct = pairs.where(F.col(SRC) == stored["sources"][source]).select(OUT, IN)
-        if not stored.get("shared"):
-            return direct
-        shared = spark.read.schema(SHARED_SCHEMA).parquet(stored["shared"])
-        return direct.unionByName(expand_shared(pairs, shared, stored["sources"][source])).distinct()
+        elif stored.get("lazy"):
+            lazy.ensure_built(self._entry)
+        return time.perf_counter() - started
 
     def backward(
         self, rows: RowsArg, source: str | None = None, end_to_end: bool = False, engine: str = "auto"
@@ -450,7 +473,10 @@ class LineageSession:
         input again afterwards, ``"auto"`` injects unless the relations below the
         aggregate add up to more than the conf ``spark.sparkprov.injectMaxInputBytes``
         (default ``1g``, by Spark's size estimate; one group's rids are one array in
-        memory). All give the same lineage.
+        memory). All give the same lineage. ``"lazy"`` captures nothing: the query
+        runs as it is, and the first answer that needs lineage (or
+        :meth:`Capture.build_lineage`) runs it again with capture, in this process;
+        a query that could give other rows the second time is refused.
 
         >>> cap = session.capture(df.groupBy("k").count(), "counts", strategy="inject")  # doctest: +SKIP
         """
@@ -471,6 +497,8 @@ class LineageSession:
             raise ValueError(f"witnesses must be True or False, not {witnesses!r}")
         if strategy not in STRATEGIES:
             raise ValueError(f"strategy must be one of {', '.join(STRATEGIES)}, not {strategy!r}")
+        if strategy == "lazy" and witnesses:
+            raise ValueError("witnesses=True keeps what capture records; strategy='lazy' records nothing")
         return Capture(self, self._capture(df, name, write=write, witnesses=witnesses, strategy=strategy))
 
     def checkpoint(self, df: DataFrame, name: str) -> DataFrame:

@@ -61,6 +61,11 @@ class LineageTooLarge(SparkprovError):
     """An answer would read more lineage than the embedded engine takes on; Spark answers it."""
 
 
+class LineageNotBuilt(SparkprovError):
+    """A lazy capture's lineage could not be built: the process that captured it (which
+    holds the query) is gone, or the query gave other rows when run again."""
+
+
 class WitnessesNotKept(SparkprovError):
     """The capture was made without the structure why and how provenance are read from
     (``capture(..., witnesses=True)``)."""

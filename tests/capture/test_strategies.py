@@ -1,4 +1,4 @@
-"""Capture strategies (inject, logical, auto) give identical lineage; explain() shows the choice."""
+"""Capture strategies (inject, logical, auto, lazy) give identical lineage; explain() shows the choice."""
 
 from __future__ import annotations
 
@@ -37,7 +37,8 @@ def test_every_strategy_gives_the_same_tpch_lineage(spark, tpch_dir, tmp_path, n
     caps = {s: session.capture(spark.sql(tpch.query(n)), f"q{n}_{s}", strategy=s) for s in STRATEGIES}
     reference = _pairs(caps["logical"])
     assert sum(len(p) for p in reference.values()) > 0
-    for strategy in ("inject", "auto"):
+    assert not Path(caps["lazy"]._entry["lineage"]["path"]).exists()  # built by its first answer, below
+    for strategy in ("inject", "auto", "lazy"):
         assert _pairs(caps[strategy]) == reference, strategy
     assert set(_aggregate_strategies(caps["logical"])) <= {"group"}
     # forced inject collects in every aggregate: rids, and the handles of groups below
@@ -129,7 +130,8 @@ def test_semi_join_on_keys_injects_its_matches(spark, session):
         for strategy in STRATEGIES:
             cap = session.capture(left.join(right, cond, "left_semi"), f"semi_{label}_{strategy}", strategy=strategy)
             assert lineage_by_output(cap) == expected, (label, strategy)
-            chosen = "left slots plus a group of matches; side relation" if strategy == "logical" else auto
+            logical = "left slots plus a group of matches; side relation"
+            chosen = {"logical": logical, "lazy": "lazy"}.get(strategy, auto)
             assert _join_strategies(cap) == [chosen], (label, strategy)
 
 

@@ -7,7 +7,9 @@ Parquet, as a capture writes its output, so both sides do the same user-visible 
 the capture side counts everything until output and lineage are committed, and the
 capture's own timings give the ratio until the output alone was written. Lineage
 bytes are the pair tables plus the output's slot columns; a capture that keeps its
-lineage in the output rows builds its pair table on first use, timed separately. With
+lineage in the output rows builds its pair table on first use, timed separately, as
+does a lazy capture (``--strategy lazy``), whose lineage bytes are what it stores once
+built. With
 ``--witnesses`` the capture keeps why/how structure, and a capture without it runs in
 every round too, so the structure's own cost is a same-run ratio.
 
@@ -30,7 +32,7 @@ from typing import TYPE_CHECKING
 
 from pyspark.sql.types import StructType
 
-from ..capture import row_lineage
+from ..capture import lazy
 from . import tpch
 
 if TYPE_CHECKING:
@@ -162,7 +164,7 @@ def compare(spark, workloads: list[tuple], repeat: int, witnesses: bool, strateg
                     f"{_label(n)} round {i + 1}/{repeat}: plain {plain_t[-1]:.2f}s, capture {cap_t[-1]:.2f}s{extra}",
                     flush=True,
                 )
-            results.append(_result(spark, n, cap._entry, plain_t, cap_t, output_t, default_t, witnesses))
+            results.append(_result(spark, n, cap, plain_t, cap_t, output_t, default_t, witnesses))
     finally:
         shutil.rmtree(work, ignore_errors=True)
     return results
@@ -172,8 +174,12 @@ def _label(query) -> str:
     return f"Q{query}" if isinstance(query, int) else query
 
 
-def _result(spark, n, entry: dict, plain_t, cap_t, output_t, default_t, witnesses: bool) -> dict:
-    shared = entry["lineage"].get("shared")
+def _result(spark, n, cap, plain_t, cap_t, output_t, default_t, witnesses: bool) -> dict:
+    entry = cap._entry
+    # a lazy capture stores lineage when first used: built first, so its bytes count
+    deferred = entry["lineage"].get("lazy")
+    pair_table_s = cap.build_lineage() if deferred else 0.0
+    shared = lazy.shared_path(entry["lineage"])
     # shared lineage (a scalar subquery's, kept once) and the output's slot columns are
     # part of what capture stores
     pair_bytes = _dir_bytes(entry["lineage"]["path"]) + (_dir_bytes(shared) if shared else 0)
@@ -183,10 +189,8 @@ def _result(spark, n, entry: dict, plain_t, cap_t, output_t, default_t, witnesse
     lineage_bytes = pair_bytes + witness_bytes + slots
     # lineage kept in the output rows: the pair table is built by the first answer
     # that needs one; what that costs, once
-    started = time.perf_counter()
-    if entry["lineage"].get("in_output"):
-        row_lineage.ensure_pairs(spark, entry)
-    pair_table_s = time.perf_counter() - started
+    if not deferred:
+        pair_table_s = cap.build_lineage()
     input_bytes = sum(sum(f[1] for f in s["original"]) for s in entry["sources"].values())
     result = {
         "query": n,

@@ -186,7 +186,7 @@ _INJECT_MATCHES = (
     "inject: right side grouped by the join key, its rids collected; an inner join in place of the semi join, "
     "each row carrying its matches; no side relation"
 )
-STRATEGIES = ("auto", "inject", "logical")
+STRATEGIES = ("auto", "inject", "logical", "lazy")
 # auto's bound on an aggregate's input (Catalyst's size estimate) for inject; a Spark
 # conf, in bytes or with a unit ("512m", "8g")
 INJECT_MAX_INPUT_BYTES = "spark.sparkprov.injectMaxInputBytes"
@@ -195,6 +195,22 @@ _INJECT_MAX_DEFAULT = "1g"
 _COLLECTED = {"source": "rids", "rids": "rids", "group": "groups", "groups": "groups"}
 ARRAY_SLOTS = ("rids", "groups")  # slots holding an array (collected by inject; an RDD record's groups)
 _SUBQUERY_STRATEGY = "scalar subquery: its lineage stored once; rows carry a reference"
+
+_LAZY_STRATEGY = "lazy: nothing captured; the first answer runs the query again with capture"
+_LAZY_REFUSES = (
+    "strategy='lazy' builds lineage by running the query again, which needs the same rows from the "
+    "same sources each time; capture with strategy='auto'"
+)
+# operators whose rows can differ between two runs (a LIMIT or OFFSET over an order is
+# fine). An RDD or in-memory source is copied at capture, as for any capture, and the
+# second run reads the copy.
+_LAZY_REFUSED = {
+    "GlobalLimit": "LIMIT without ORDER BY",
+    "LocalLimit": "LIMIT without ORDER BY",
+    "Offset": "OFFSET without ORDER BY",
+    "Sample": "a sample",
+    "AttachDistributedSequence": "a row number (pandas API on Spark's default index)",
+}
 
 _UDTF_COARSE = "coarse: the Python UDTF {}; every row of its input partition"
 # expression classes that capture does not verify. The optimizer takes every Python
@@ -249,6 +265,57 @@ class Rewriter:
         b = self.bridge
         self.root = Rewritten(b.project(self.user_output(rw) + [s.attr for s in rw.slots], rw.plan), rw.slots)
         return self.root
+
+    def prepare_lazy(self, plan: JPlan) -> None:
+        """What a lazy capture does instead of rewriting: the plan optimized as for
+        capture and checked against the rules, its sources registered (named,
+        fingerprinted, non-Parquet ones copied) and one explain line per operator.
+
+        Its lineage is built later by running the query again with capture and
+        matching that run's rows to the stored ones by value, so a query whose rows or
+        row sources could differ between two runs is refused (``UnsupportedOperation``).
+        """
+        b = self.bridge
+        self.analyzed = plan
+        self._collect_view_names(plan, None)
+        if b.has_pattern(plan, "CURRENT_LIKE"):  # folded into a literal each time the plan is optimized
+            raise UnsupportedOperation("the current time or date", self._where(plan), _LAZY_REFUSES)
+        self.optimized = b.optimized(self._prepare(plan))
+        self.classes = b.class_names(self.optimized)
+        self.check_supported(self.optimized)
+        if not b.is_plan_deterministic(self.optimized):
+            found = self._nondeterminism(self.optimized) or "a non-deterministic expression"
+            raise UnsupportedOperation(found, self._where(self.optimized), _LAZY_REFUSES)
+        self._walk_lazy(self.optimized, 1)
+
+    def _walk_lazy(self, node: JPlan, depth: int) -> None:
+        b = self.bridge
+        op = b.node_name(node)
+        refused = _LAZY_REFUSED.get(op)
+        if op in ("GlobalLimit", "LocalLimit", "Offset") and self._ordered(node):
+            refused = None  # the first n rows of an order: the same rows, up to ties
+        if refused:
+            raise UnsupportedOperation(op, self._where(node), f"{refused}; {_LAZY_REFUSES}")
+        if op in LEAVES:
+            src = self._leaf_source(node)
+            strategy = f"source {self.sources[src].info.name}" if src is not None else "constant rows"
+        else:
+            strategy = _LAZY_STRATEGY
+        self.report.append(ExplainLine(depth, b.simple_string(node), _COARSE.get(op, "exact"), strategy))
+        for child in b.children(node):
+            self._walk_lazy(child, depth + 1)
+        for sub in self._subquery_plans(node):
+            if not b.is_plan_deterministic(sub):
+                raise UnsupportedOperation("a non-deterministic subquery", self._where(sub), _LAZY_REFUSES)
+            self._walk_lazy(sub, depth + 1)
+
+    def _ordered(self, node: JPlan) -> bool:
+        """Whether ``node`` (a LIMIT or OFFSET) takes rows in an order: a Sort below it,
+        through limits and projections."""
+        b = self.bridge
+        while b.node_name(node) in ("GlobalLimit", "LocalLimit", "Offset", "Project"):
+            (node,) = b.children(node)
+        return b.node_name(node) == "Sort"
 
     def user_output(self, rw: Rewritten) -> list[JExpr]:
         """The rewritten plan's output without its slot columns, in the user's order."""
@@ -487,12 +554,9 @@ class Rewriter:
     # ---- leaves --------------------------------------------------------------------
     def rule_leaf(self, leaf: JPlan) -> Rewritten:
         b = self.bridge
-        if b.node_name(leaf) == "OneRowRelation":
-            return Rewritten(leaf, [])  # constants: no input rows behind them
-        if b.node_name(leaf) == "LocalRelation" and self._leaf_id(leaf) not in self.leaf_names and b.is_empty(leaf):
-            return Rewritten(leaf, [])  # the optimizer's stand-in for a part it proved empty
-        fmt = S.leaf_format(b, leaf)
-        src_index = self._source_for(leaf, fmt, self.leaf_names.get(self._leaf_id(leaf)))
+        src_index = self._leaf_source(leaf)
+        if src_index is None:
+            return Rewritten(leaf, [])
         self.instances.append(Instance(source=src_index))
         slot = self._new_slot("source", len(self.instances) - 1)
         use = self.sources[src_index]
@@ -511,6 +575,16 @@ class Rewriter:
             plan = b.project(exprs, snap_plan)
         slot.attr = b.output(plan)[-1]
         return Rewritten(plan, [slot])
+
+    def _leaf_source(self, leaf: JPlan) -> int | None:
+        """The number of the source ``leaf`` reads (registered on first sight), or None
+        for a leaf without source rows."""
+        b = self.bridge
+        if b.node_name(leaf) == "OneRowRelation":
+            return None  # constants: no input rows behind them
+        if b.node_name(leaf) == "LocalRelation" and self._leaf_id(leaf) not in self.leaf_names and b.is_empty(leaf):
+            return None  # the optimizer's stand-in for a part it proved empty
+        return self._source_for(leaf, S.leaf_format(b, leaf), self.leaf_names.get(self._leaf_id(leaf)))
 
     def _restricted(self, df, slot: Slot, src_index: int):
         if self.restrict is None:

@@ -23,6 +23,7 @@ from pyspark.sql.types import CharType, LongType, StringType, StructField, Struc
 
 from ..plan.catalyst import Bridge, JPlan
 from ..store.catalog import Store, publish_dir
+from . import lazy
 from .lineage import (
     IN,
     OUT,
@@ -130,9 +131,16 @@ def _capture_into(
         strategy="logical" if witnesses else strategy,
     )
     try:
-        out = _rewrite(bridge, df, rewriter)
+        if strategy == "lazy" and not witnesses:
+            rewriter.prepare_lazy(bridge.inline_ctes(bridge.analyzed(df)))
+        else:
+            out = _rewrite(bridge, df, rewriter)
         if leaves is not None:
             leaves.update({use.info.name: (use.key, use.leaf) for use in rewriter.sources})
+        if rewriter.root is None:  # lazy: the query as it is; lineage when first needed
+            entry = _run_plain(bridge, name, capture_id, data, df, rewriter, write)
+            lazy.remember(capture_id, lazy.Pending(bridge, df, rewriter))
+            return entry
         return _run_rewritten(bridge, name, capture_id, data, out, rewriter, write, witnesses)
     finally:
         for kept in rewriter.checkpoints:
@@ -144,20 +152,9 @@ def _run_rewritten(
 ) -> dict:
     slots = rewriter.root.slots
     slot_names = [s.name for s in slots]
-    display = out.columns[: len(out.columns) - len(slot_names)]
-    if RID in display:
-        raise ValueError(f"the query's output has a column named {RID}, which sparkprov reserves; rename it")
-    stored = storage_names(display)
-    output_path = str(data / "output")
     log.info("sparkprov: running %r with capture", name)
-    staged = out.toDF(*stored, *slot_names)
     started = time.perf_counter()
-    written = None
-    if write is None:
-        staged.withColumn(RID, F.monotonically_increasing_id()).write.parquet(output_path)
-    else:
-        written = write_for_user(bridge, staged, display, write, output_path)
-
+    output_path, display, staged, written = _write_output(bridge, out, len(slot_names), data, write)
     output_done = time.perf_counter()
     spark = bridge.spark
 
@@ -167,33 +164,68 @@ def _run_rewritten(
     if slots and not witnesses and _names_rows(rewriter):
         # the output's slot columns are the whole lineage (with a scalar subquery's,
         # stored once now): no pair table until one is needed
-        in_output = {"slots": slots_json(_in_output_slots(rewriter)), "unique": _unique_pairs(rewriter, operators)}
+        in_output = {"slots": slots_json(_in_output_slots(rewriter)), "unique": unique_pairs(rewriter, operators)}
         referenced = {s.ref for s in slots if rewriter.refers_to_shared(s)}
         if referenced:
-            shared_path = _write_shared(spark, _side_graph(bridge, rewriter, data / "work"), referenced, data)
+            shared_path = str(data / "shared")
+            write_shared(spark, side_graph(bridge, rewriter, data / "work"), referenced, shared_path)
             shutil.rmtree(data / "work", ignore_errors=True)
     else:
         shared_path, structure = _resolve(bridge, rewriter, output_path, lineage_path, operators, witnesses, data)
     # what dominates a capture's cost: the query with slots, or resolving them into pairs
     timings = {"output_s": round(output_done - started, 3), "lineage_s": round(time.perf_counter() - output_done, 3)}
+    lineage = {"path": lineage_path, "shared": shared_path, **({"in_output": in_output} if in_output else {})}
+    entry = _entry(bridge, capture_id, rewriter, output_path, display, staged, lineage, operators, written, timings)
+    return {**entry, "witnesses": structure}
 
+
+def _run_plain(bridge, name, capture_id, data: Path, df: DataFrame, rewriter: Rewriter, write) -> dict:
+    """A lazy capture: the user's query run as it is, its output stored with rids."""
+    log.info("sparkprov: running %r (lazy capture: lineage on first use)", name)
+    started = time.perf_counter()
+    output_path, display, staged, written = _write_output(bridge, df, 0, data, write)
+    timings = {"output_s": round(time.perf_counter() - started, 3), "lineage_s": 0.0}
+    operators = sorted({bridge.node_name(n) for n in _nodes(bridge, rewriter.optimized)})
+    # where the built lineage will be; "lazy" says it may not be there yet
+    lineage = {"path": str(data / "lineage"), "shared": str(data / "shared"), "lazy": True}
+    entry = _entry(bridge, capture_id, rewriter, output_path, display, staged, lineage, operators, written, timings)
+    return {**entry, "witnesses": None}
+
+
+def _write_output(bridge, out: DataFrame, slot_count: int, data: Path, write: Write | None):
+    """Write ``out`` (the user's columns, then ``slot_count`` slots) as the capture's
+    output, with rids; returns (path, the user's column names, the staged frame, what
+    was written for the user)."""
+    display = out.columns[: len(out.columns) - slot_count]
+    if RID in display:
+        raise ValueError(f"the query's output has a column named {RID}, which sparkprov reserves; rename it")
+    output_path = str(data / "output")
+    staged = out.toDF(*storage_names(display), *out.columns[len(display) :])
+    written = None
+    if write is None:
+        staged.withColumn(RID, F.monotonically_increasing_id()).write.parquet(output_path)
+    else:
+        written = write_for_user(bridge, staged, display, write, output_path)
+    return output_path, display, staged, written
+
+
+def _entry(bridge, capture_id, rewriter, output_path, display, staged, lineage, operators, written, timings) -> dict:
     return {
         "id": capture_id,
         "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-        "spark_version": spark.version,
+        "spark_version": bridge.spark.version,
         "plan": bridge.tree_string(rewriter.optimized),
-        "output": {"path": output_path, "columns": display, "stored": stored, "schema": _stored_schema(staged)},
-        "sources": {use.info.name: use.info.to_json() for use in rewriter.sources},
-        "lineage": {
-            "path": lineage_path,
-            "sources": {u.info.name: i for i, u in enumerate(rewriter.sources)},
-            "shared": shared_path,
-            **({"in_output": in_output} if in_output else {}),
+        "output": {
+            "path": output_path,
+            "columns": display,
+            "stored": storage_names(display),
+            "schema": _stored_schema(staged),
         },
+        "sources": {use.info.name: use.info.to_json() for use in rewriter.sources},
+        "lineage": {**lineage, "sources": {u.info.name: i for i, u in enumerate(rewriter.sources)}},
         "operators": operators,
         "explain": [line.to_json() for line in rewriter.report],
         "written": written,
-        "witnesses": structure,
         "timings": timings,
     }
 
@@ -215,7 +247,7 @@ def _in_output_slots(rewriter: Rewriter) -> list[Slot]:
     ]
 
 
-def _side_graph(bridge, rewriter, work: Path) -> SideGraph:
+def side_graph(bridge, rewriter, work: Path) -> SideGraph:
     return SideGraph(
         sides=rewriter.sides,
         relation=lambda k: bridge.to_dataframe(rewriter.sides[k].plan),
@@ -224,14 +256,12 @@ def _side_graph(bridge, rewriter, work: Path) -> SideGraph:
     )
 
 
-def _write_shared(spark, graph: SideGraph, referenced: set[int], data: Path) -> str:
+def write_shared(spark, graph: SideGraph, referenced: set[int], path: str) -> None:
     """Store the lineage of the shared sides ``referenced`` (and those they reach) once,
-    as ``shared/``; returns its path."""
-    shared_path = str(data / "shared")
+    at ``path`` (a capture's ``shared/``)."""
     shared = shared_pairs(referenced, graph)
     table = union_pairs(shared) if shared else spark.createDataFrame([], SHARED_SCHEMA)
-    table.write.options(**PAIR_WRITE_OPTIONS).parquet(shared_path)
-    return shared_path
+    table.write.options(**PAIR_WRITE_OPTIONS).parquet(path)
 
 
 def _resolve(bridge, rewriter, output_path: str, lineage_path: str, operators, witnesses: bool, data: Path):
@@ -240,23 +270,25 @@ def _resolve(bridge, rewriter, output_path: str, lineage_path: str, operators, w
     slots = rewriter.root.slots
     spark = bridge.spark
     work = data / "work"
-    graph = _side_graph(bridge, rewriter, work)
+    graph = side_graph(bridge, rewriter, work)
     # Pair tables can be much larger than the query's own shuffles (an output row
     # times its inputs): more, smaller partitions to start with keep each task's
     # distinct within memory, and adaptive execution merges the small ones again.
-    with bridge.settings({_INITIAL_PARTITIONS: str(max(LINEAGE_PARTITIONS, _shuffle_partitions(spark)))}):
+    with lineage_settings(bridge):
         rows = spark.read.parquet(output_path).select(F.col(RID).alias(OUT), *[s.name for s in slots])
         pairs = source_pairs(rows, slots, graph)
-        write_pairs(spark, pairs, lineage_path, distinct=not _unique_pairs(rewriter, operators))
+        write_pairs(spark, pairs, lineage_path, distinct=not unique_pairs(rewriter, operators))
         # Lineage of scalar subquery results: stored once, referenced from the pairs above.
         referenced = {-src - 1 for src in pairs if src < 0}
-        shared_path = _write_shared(spark, graph, referenced, data) if referenced else None
+        shared_path = str(data / "shared") if referenced else None
+        if referenced:
+            write_shared(spark, graph, referenced, shared_path)
         structure = _write_sides(graph, slots, data / "sides") if witnesses else None
     shutil.rmtree(work, ignore_errors=True)
     return shared_path, structure
 
 
-def _unique_pairs(rewriter: Rewriter, operators: list[str]) -> bool:
+def unique_pairs(rewriter: Rewriter, operators: list[str]) -> bool:
     """Whether every ``(output, input)`` pair is found once, so none need removing."""
     # one scan and no join: every path is unique
     if len(rewriter.instances) == 1 and "Join" not in operators:
@@ -347,7 +379,7 @@ def _stored_schema(staged: DataFrame) -> str:
     return StructType([*fields, StructField(RID, LongType())]).json()
 
 
-_INITIAL_PARTITIONS = "spark.sql.adaptive.coalescePartitions.initialPartitionNum"
+INITIAL_PARTITIONS = "spark.sql.adaptive.coalescePartitions.initialPartitionNum"
 PAIR_WRITE_OPTIONS = {
     # small row groups, so lookups by rid read little
     "parquet.block.size": str(1 << 20),
@@ -358,8 +390,10 @@ PAIR_WRITE_OPTIONS = {
 LINEAGE_PARTITIONS = 64  # at least this many shuffle partitions (before merging) for lineage jobs
 
 
-def _shuffle_partitions(spark) -> int:
-    return int(spark.conf.get("spark.sql.shuffle.partitions"))
+def lineage_settings(bridge: Bridge):
+    """Settings for jobs that make pairs: at least LINEAGE_PARTITIONS partitions to start."""
+    initial = max(LINEAGE_PARTITIONS, int(bridge.spark.conf.get("spark.sql.shuffle.partitions")))
+    return bridge.settings({INITIAL_PARTITIONS: str(initial)})
 
 
 _PART = re.compile(r"^part-(\d+)-")

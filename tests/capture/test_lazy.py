@@ -1,0 +1,95 @@
+"""The lazy strategy: nothing captured while the query runs, lineage built on first use."""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+
+import pytest
+from pyspark.sql import functions as F
+
+import sparkprov as sp
+
+from ..test_cli import sparkprov_cli
+from .test_rewrite import lineage_by_output
+
+
+@pytest.fixture
+def orders(spark, session):
+    rows = [(i, f"c{i % 3}", i % 4, float(i)) for i in range(12)]
+    return session.source(spark.createDataFrame(rows, "k int, cust string, g int, amount double"), "orders")
+
+
+def test_lazy_capture_stores_no_lineage_until_the_first_answer(session, orders):
+    q = orders.where("k > 1").groupBy("cust").agg(F.sum("g").alias("total"))
+    eager = session.capture(q, "eager")
+    cap = session.capture(q, "lazy", strategy="lazy")
+    lineage = Path(cap._entry["lineage"]["path"])
+    assert not lineage.exists() and cap._entry["timings"]["lineage_s"] == 0
+    assert sorted(tuple(r)[:-1] for r in cap.output.collect()) == sorted(tuple(r)[:-1] for r in eager.output.collect())
+    text = cap.explain()
+    assert "Aggregate" in text and "lazy: nothing captured; the first answer runs the query again" in text
+    assert lineage_by_output(cap) == lineage_by_output(eager)  # the first trace built the pair table
+    assert lineage.is_dir()
+    assert cap.build_lineage() < 0.5  # built once
+
+
+def test_equal_output_rows_share_out_their_lineage(session, orders):
+    # every output row is one input row, and rows with equal values cannot be told apart
+    # by their values: each gets one of the equal rows' lineage, each input row once
+    cap = session.capture(orders.select("cust"), "dupes", strategy="lazy")
+    out = cap.output.collect()
+    assert sorted(r["cust"] for r in out) == sorted(f"c{i % 3}" for i in range(12))
+    seen = []
+    for row in out:
+        (back,) = cap.backward([row["_sp_rid"]]).values()
+        (src,) = back.collect()
+        assert src["cust"] == row["cust"]
+        seen.append(src["k"])
+    assert sorted(seen) == list(range(12))
+
+
+def test_a_query_that_could_give_other_rows_is_refused(spark, session, orders):
+    for label, q in [
+        ("rand", orders.select("k", F.rand(1).alias("r"))),
+        ("LIMIT without ORDER BY", orders.limit(3)),
+        ("sample", orders.sample(0.5, seed=1)),
+        ("the current time or date", orders.select("k", F.current_timestamp().alias("at"))),
+    ]:
+        with pytest.raises(sp.UnsupportedOperation, match="strategy='lazy' builds lineage by running the query again"):
+            session.capture(q, f"refused_{label.split()[0]}", strategy="lazy")
+    top = session.capture(orders.orderBy(F.desc("k")).limit(3), "top", strategy="lazy")  # an order: accepted
+    assert lineage_by_output(top) == {(k, f"c{k % 3}", k % 4, float(k)): {("orders", k)} for k in (9, 10, 11)}
+    with pytest.raises(ValueError, match="witnesses=True keeps what capture records"):
+        session.capture(orders, "wit", strategy="lazy", witnesses=True)
+
+
+def test_a_changed_source_or_a_different_second_run_builds_nothing(spark, session, tmp_path):
+    path = str(tmp_path / "t")
+    spark.createDataFrame([(1, "a"), (2, "b")], "k int, v string").write.parquet(path)
+    cap = session.capture(spark.read.parquet(path).groupBy("v").count(), "changed", strategy="lazy")
+    spark.createDataFrame([(3, "c")], "k int, v string").write.mode("overwrite").parquet(path)
+    with pytest.raises(sp.SourceChanged, match="changed after capture"):
+        cap.backward([0])
+    assert not Path(cap._entry["lineage"]["path"]).exists()
+
+    # a Python function declared deterministic that is not: its second run differs
+    stamp = F.udf(lambda k: f"{k}-{time.time_ns()}", "string")
+    again = session.capture(spark.range(3).select(stamp("id").alias("s")), "stamped", strategy="lazy")
+    with pytest.raises(sp.LineageNotBuilt, match="the query gave other rows when run again"):
+        again.build_lineage()
+    assert not Path(again._entry["lineage"]["path"]).exists()
+
+
+def test_only_the_capturing_process_can_build_it(session, orders):
+    cap = session.capture(orders.groupBy("g").count(), "counts", strategy="lazy")
+    store = str(session.store.root)
+    elsewhere = sparkprov_cli("trace", "backward", "counts", "--where", "g = 1", "--store", store)
+    assert elsewhere.returncode == 1
+    assert "made with strategy='lazy' and its lineage was never built" in elsewhere.stderr
+    cap.build_lineage()
+    answered = sparkprov_cli("trace", "backward", "counts", "--where", "g = 1", "--store", store, "--json")
+    assert answered.returncode == 0, answered.stderr
+    rows = json.loads(answered.stdout)["relations"]["orders"]["rows"]
+    assert sorted(r["k"] for r in rows) == [1, 5, 9]
