@@ -26,7 +26,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.types import StructType
 
-from .capture import lazy, row_lineage
+from .capture import later, row_lineage
 from .capture.lineage import IN, OUT, PAIRS_SCHEMA, SHARED_SCHEMA, SRC, expand_shared
 from .capture.marks import capture_marks
 from .capture.rewrite import STRATEGIES
@@ -139,7 +139,7 @@ class Capture:
         self.build_lineage()
         pairs = spark.read.schema(PAIRS_SCHEMA).parquet(stored["path"])
         direct = pairs.where(F.col(SRC) == stored["sources"][source]).select(OUT, IN)
-        shared_path = lazy.shared_path(stored)
+        shared_path = later.shared_path(stored)
         if not shared_path:
             return direct
         shared = spark.read.schema(SHARED_SCHEMA).parquet(shared_path)
@@ -151,7 +151,8 @@ class Capture:
 
         A lazy capture (``strategy="lazy"``) runs its query again with capture, which
         only the process that captured it can do: build before that process ends to
-        trace later from elsewhere. Lineage kept in the output rows (an RDD's, or one
+        trace later from elsewhere. A defer capture's lineage is being resolved in
+        the background: this waits for it. Lineage kept in the output rows (an RDD's, or one
         whose slots are all rids) is turned into its pair table.
 
         >>> cap = session.capture(df.groupBy("k").count(), "counts", strategy="lazy")  # doctest: +SKIP
@@ -167,8 +168,8 @@ class Capture:
             ensure_pairs(spark, self._entry)
         elif stored.get("in_output"):
             row_lineage.ensure_pairs(spark, self._entry)
-        elif stored.get("lazy"):
-            lazy.ensure_built(self._entry)
+        elif stored.get("later"):
+            later.ensure_built(self._entry)
         return time.perf_counter() - started
 
     def backward(
@@ -473,7 +474,9 @@ class LineageSession:
         input again afterwards, ``"auto"`` injects unless the relations below the
         aggregate add up to more than the conf ``spark.sparkprov.injectMaxInputBytes``
         (default ``1g``, by Spark's size estimate; one group's rids are one array in
-        memory). All give the same lineage. ``"lazy"`` captures nothing: the query
+        memory). ``"defer"`` is logical, but the capture returns once the output is
+        written and the groups are resolved in the background (answers wait for it).
+        All give the same lineage. ``"lazy"`` captures nothing: the query
         runs as it is, and the first answer that needs lineage (or
         :meth:`Capture.build_lineage`) runs it again with capture, in this process;
         a query that could give other rows the second time is refused.

@@ -84,10 +84,11 @@ def build_parser() -> argparse.ArgumentParser:
     cap.add_argument("--rows", type=int, default=1_000_000, help="micro: rows per table (default 1,000,000)")
     cap.add_argument(
         "--strategy",
-        choices=("auto", "inject", "logical", "lazy"),  # capture.rewrite.STRATEGIES (not imported: light startup)
+        choices=("auto", "inject", "logical", "defer", "lazy"),  # capture.rewrite.STRATEGIES (light startup)
         default="auto",
-        help="how aggregates keep their groups: auto (per operator), inject or logical; lazy captures nothing "
-        "and builds lineage on first use, timed apart (default auto)",
+        help="how aggregates keep their groups: auto (per operator), inject or logical; defer resolves logical "
+        "groups after the output is written; lazy captures nothing and builds lineage on first use, timed "
+        "apart (default auto)",
     )
     cap.add_argument("--repeat", type=int, default=5, help="interleaved on/off pairs per query (default 5)")
     cap.add_argument("--data", default=None, help="where the data is generated (default data/<suite>)")

@@ -1,4 +1,4 @@
-"""Capture strategies (inject, logical, auto, lazy) give identical lineage; explain() shows the choice."""
+"""Capture strategies (inject, logical, auto, defer, lazy) give identical lineage; explain() shows the choice."""
 
 from __future__ import annotations
 
@@ -38,9 +38,10 @@ def test_every_strategy_gives_the_same_tpch_lineage(spark, tpch_dir, tmp_path, n
     reference = _pairs(caps["logical"])
     assert sum(len(p) for p in reference.values()) > 0
     assert not Path(caps["lazy"]._entry["lineage"]["path"]).exists()  # built by its first answer, below
-    for strategy in ("inject", "auto", "lazy"):
+    for strategy in ("inject", "auto", "defer", "lazy"):
         assert _pairs(caps[strategy]) == reference, strategy
     assert set(_aggregate_strategies(caps["logical"])) <= {"group"}
+    assert set(_aggregate_strategies(caps["defer"])) <= {"group"}
     # forced inject collects in every aggregate: rids, and the handles of groups below
     # (a semi join's matches, a scalar subquery's row); only window slots are not
     assert set(_aggregate_strategies(caps["inject"])) == {"inject"}
@@ -131,7 +132,7 @@ def test_semi_join_on_keys_injects_its_matches(spark, session):
             cap = session.capture(left.join(right, cond, "left_semi"), f"semi_{label}_{strategy}", strategy=strategy)
             assert lineage_by_output(cap) == expected, (label, strategy)
             logical = "left slots plus a group of matches; side relation"
-            chosen = {"logical": logical, "lazy": "lazy"}.get(strategy, auto)
+            chosen = {"logical": logical, "defer": logical, "lazy": "lazy"}.get(strategy, auto)
             assert _join_strategies(cap) == [chosen], (label, strategy)
 
 

@@ -186,7 +186,7 @@ _INJECT_MATCHES = (
     "inject: right side grouped by the join key, its rids collected; an inner join in place of the semi join, "
     "each row carrying its matches; no side relation"
 )
-STRATEGIES = ("auto", "inject", "logical", "lazy")
+STRATEGIES = ("auto", "inject", "logical", "defer", "lazy")
 # auto's bound on an aggregate's input (Catalyst's size estimate) for inject; a Spark
 # conf, in bytes or with a unit ("512m", "8g")
 INJECT_MAX_INPUT_BYTES = "spark.sparkprov.injectMaxInputBytes"
@@ -903,6 +903,8 @@ class Rewriter:
         # global aggregate's one group is its whole input.
         if self.strategy == "logical":
             return "strategy='logical'"
+        if self.strategy == "defer":
+            return "strategy='defer': the side relation is resolved after the output is written"
         if not all(s.kind in _COLLECTED for s in inner.slots):
             return "a window's ranges are not collected"
         b = self.bridge

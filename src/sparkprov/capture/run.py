@@ -14,6 +14,7 @@ import shutil
 import time
 import uuid
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -23,7 +24,7 @@ from pyspark.sql.types import CharType, LongType, StringType, StructField, Struc
 
 from ..plan.catalyst import Bridge, JPlan
 from ..store.catalog import Store, publish_dir
-from . import lazy
+from . import later
 from .lineage import (
     IN,
     OUT,
@@ -131,17 +132,15 @@ def _capture_into(
         strategy="logical" if witnesses else strategy,
     )
     try:
-        if strategy == "lazy" and not witnesses:
-            rewriter.prepare_lazy(bridge.inline_ctes(bridge.analyzed(df)))
+        if strategy == "lazy" and not witnesses:  # the query as it is; lineage when first needed
+            entry = _run_plain(bridge, name, capture_id, data, df, rewriter, write)
+            later.remember(capture_id, later.Pending(bridge, df, rewriter))
         else:
             out = _rewrite(bridge, df, rewriter)
+            entry = _run_rewritten(bridge, name, capture_id, data, out, rewriter, write, witnesses)
         if leaves is not None:
             leaves.update({use.info.name: (use.key, use.leaf) for use in rewriter.sources})
-        if rewriter.root is None:  # lazy: the query as it is; lineage when first needed
-            entry = _run_plain(bridge, name, capture_id, data, df, rewriter, write)
-            lazy.remember(capture_id, lazy.Pending(bridge, df, rewriter))
-            return entry
-        return _run_rewritten(bridge, name, capture_id, data, out, rewriter, write, witnesses)
+        return entry
     finally:
         for kept in rewriter.checkpoints:
             kept.unpersist()
@@ -160,7 +159,7 @@ def _run_rewritten(
 
     lineage_path = str(data / "lineage")
     operators = sorted({bridge.node_name(n) for n in _nodes(bridge, rewriter.optimized)})
-    shared_path, structure, in_output = None, None, None
+    shared_path, structure, in_output, deferred = None, None, None, {}
     if slots and not witnesses and _names_rows(rewriter):
         # the output's slot columns are the whole lineage (with a scalar subquery's,
         # stored once now): no pair table until one is needed
@@ -170,26 +169,72 @@ def _run_rewritten(
             shared_path = str(data / "shared")
             write_shared(spark, side_graph(bridge, rewriter, data / "work"), referenced, shared_path)
             shutil.rmtree(data / "work", ignore_errors=True)
+    elif rewriter.strategy == "defer" and not witnesses:
+        # the capture returns now; the slots are resolved in the background
+        shared_path, deferred = str(data / "shared"), {"later": "defer"}
+        kept, rewriter.checkpoints = rewriter.checkpoints, []  # read by the side relations: released after
+
+        def resolve() -> None:
+            try:
+                _resolve(bridge, rewriter, output_path, lineage_path, operators, False, data)
+            finally:
+                for df in kept:
+                    df.unpersist()
+
+        later.run_later(capture_id, name, resolve)
     else:
         shared_path, structure = _resolve(bridge, rewriter, output_path, lineage_path, operators, witnesses, data)
     # what dominates a capture's cost: the query with slots, or resolving them into pairs
     timings = {"output_s": round(output_done - started, 3), "lineage_s": round(time.perf_counter() - output_done, 3)}
-    lineage = {"path": lineage_path, "shared": shared_path, **({"in_output": in_output} if in_output else {})}
+    lineage = {"path": lineage_path, "shared": shared_path, **({"in_output": in_output} if in_output else deferred)}
     entry = _entry(bridge, capture_id, rewriter, output_path, display, staged, lineage, operators, written, timings)
     return {**entry, "witnesses": structure}
 
 
 def _run_plain(bridge, name, capture_id, data: Path, df: DataFrame, rewriter: Rewriter, write) -> dict:
-    """A lazy capture: the user's query run as it is, its output stored with rids."""
+    """A lazy capture: the user's query run as it is, its output stored with rids, while
+    ``Rewriter.prepare_lazy`` checks it and registers its sources."""
     log.info("sparkprov: running %r (lazy capture: lineage on first use)", name)
+    plan = bridge.inline_ctes(bridge.analyzed(df))
     started = time.perf_counter()
-    output_path, display, staged, written = _write_output(bridge, df, 0, data, write)
+    if write is None:
+        # the check is driver work (py4j round trips) the query's tasks need not wait for
+        output = lambda: _write_output(bridge, df, 0, data, None)  # noqa: E731
+        result = _while_checking(bridge.spark, output, lambda: rewriter.prepare_lazy(plan))
+    else:  # nothing is written where the user asked for a query that could be refused
+        rewriter.prepare_lazy(plan)
+        result = _write_output(bridge, df, 0, data, write)
+    output_path, display, staged, written = result
     timings = {"output_s": round(time.perf_counter() - started, 3), "lineage_s": 0.0}
     operators = sorted({bridge.node_name(n) for n in _nodes(bridge, rewriter.optimized)})
-    # where the built lineage will be; "lazy" says it may not be there yet
-    lineage = {"path": str(data / "lineage"), "shared": str(data / "shared"), "lazy": True}
+    # where the built lineage will be; "later" says it may not be there yet
+    lineage = {"path": str(data / "lineage"), "shared": str(data / "shared"), "later": "lazy"}
     entry = _entry(bridge, capture_id, rewriter, output_path, display, staged, lineage, operators, written, timings)
     return {**entry, "witnesses": None}
+
+
+def _while_checking(spark, job: Callable, check: Callable[[], None]):
+    """``job()``'s result; it runs (Spark jobs) in a thread while ``check()`` runs here.
+    If the check raises, the job's Spark jobs are cancelled and the check's error raised."""
+    group = f"sparkprov-{uuid.uuid4().hex}"
+    sc = spark.sparkContext
+
+    def run():
+        sc.setJobGroup(group, "sparkprov: a lazy capture's output", interruptOnCancel=True)
+        try:
+            return job()
+        finally:
+            sc.setLocalProperty("spark.jobGroup.id", None)
+
+    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="sparkprov-output") as pool:
+        done = pool.submit(run)
+        try:
+            check()
+        except BaseException:
+            sc.cancelJobGroup(group)
+            done.exception()  # wait for it to stop; the check's error is the one to report
+            raise
+        return done.result()
 
 
 def _write_output(bridge, out: DataFrame, slot_count: int, data: Path, write: Write | None):
@@ -277,15 +322,27 @@ def _resolve(bridge, rewriter, output_path: str, lineage_path: str, operators, w
     with lineage_settings(bridge):
         rows = spark.read.parquet(output_path).select(F.col(RID).alias(OUT), *[s.name for s in slots])
         pairs = source_pairs(rows, slots, graph)
-        write_pairs(spark, pairs, lineage_path, distinct=not unique_pairs(rewriter, operators))
-        # Lineage of scalar subquery results: stored once, referenced from the pairs above.
-        referenced = {-src - 1 for src in pairs if src < 0}
-        shared_path = str(data / "shared") if referenced else None
-        if referenced:
-            write_shared(spark, graph, referenced, shared_path)
+        distinct = not unique_pairs(rewriter, operators)
+        shared_path = store_lineage(spark, pairs, graph, Path(lineage_path), data / "shared", distinct)
         structure = _write_sides(graph, slots, data / "sides") if witnesses else None
     shutil.rmtree(work, ignore_errors=True)
     return shared_path, structure
+
+
+def store_lineage(spark, pairs: dict, graph: SideGraph, lineage: Path, shared: Path, distinct: bool) -> str | None:
+    """Write the pair table (``source_pairs``) and the lineage of the scalar subqueries
+    its references name (stored once), each renamed into place, the pair table last:
+    its presence says both are complete. Returns the shared lineage's path, if any."""
+    referenced = {-src - 1 for src in pairs if src < 0}
+    if referenced:
+        tmp = shared.with_name(f".{shared.name}-{uuid.uuid4().hex}")
+        try:
+            write_shared(spark, graph, referenced, str(tmp))
+            publish_dir(tmp, shared)
+        finally:
+            shutil.rmtree(tmp, ignore_errors=True)
+    publish_pairs(spark, pairs, lineage, distinct)
+    return str(shared) if referenced else None
 
 
 def unique_pairs(rewriter: Rewriter, operators: list[str]) -> bool:

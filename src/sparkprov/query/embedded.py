@@ -34,7 +34,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from ..capture import lazy, row_lineage
+from ..capture import later, row_lineage
 from ..capture.lineage import IN, OUT, REF, SRC
 from ..capture.sources import RID, ROW_BITS, SourceInfo, compare_fingerprint, snapshot_column
 from ..errors import LineageTooLarge, SourceChanged, SparkprovError
@@ -102,8 +102,8 @@ class EmbeddedEngine:
         if found is None:
             if self.entry["lineage"].get("in_output"):
                 row_lineage.build_locally(self.entry, self._within_limit)
-            elif self.entry["lineage"].get("lazy"):
-                lazy.ensure_built(self.entry)
+            elif self.entry["lineage"].get("later"):
+                later.ensure_built(self.entry)
             backward = PairTable(parquet_files(self._root / f"{SRC}={src}"), OUT)
             if key == OUT:
                 found = backward
@@ -131,7 +131,7 @@ class EmbeddedEngine:
 
     def _shared_table(self) -> pa.Table:
         if self._shared is None:
-            path = lazy.shared_path(self.entry["lineage"])
+            path = later.shared_path(self.entry["lineage"])
             files = parquet_files(path) if path else []
             self._shared = (
                 pa.concat_tables([pq.read_table(f, columns=[REF, SRC, IN]) for f in files])

@@ -1,4 +1,5 @@
-"""The lazy strategy: nothing captured while the query runs, lineage built on first use."""
+"""Lineage finished after the capture returns: defer (resolved in the background) and
+lazy (nothing captured while the query runs, lineage built on first use)."""
 
 from __future__ import annotations
 
@@ -33,6 +34,19 @@ def test_lazy_capture_stores_no_lineage_until_the_first_answer(session, orders):
     assert lineage_by_output(cap) == lineage_by_output(eager)  # the first trace built the pair table
     assert lineage.is_dir()
     assert cap.build_lineage() < 0.5  # built once
+
+
+def test_defer_returns_with_the_output_and_resolves_groups_in_the_background(session, orders):
+    q = orders.groupBy("cust").agg(F.sum("amount").alias("total")).where("total > 10")
+    eager = session.capture(q, "eager")
+    cap = session.capture(q, "deferred", strategy="defer")
+    assert cap._entry["lineage"]["later"] == "defer" and cap._entry["timings"]["lineage_s"] < 0.5
+    assert "strategy='defer': the side relation is resolved after the output is written" in cap.explain()
+    assert lineage_by_output(cap) == lineage_by_output(eager)  # answers wait for the resolution
+    assert Path(cap._entry["lineage"]["path"]).is_dir() and cap.build_lineage() < 0.5
+    # a query whose slots are all rids has nothing to resolve: its lineage is in its rows
+    rows = session.capture(orders.where("k < 3"), "rows", strategy="defer")
+    assert "later" not in rows._entry["lineage"] and rows._entry["lineage"]["in_output"]
 
 
 def test_equal_output_rows_share_out_their_lineage(session, orders):

@@ -1,6 +1,18 @@
-"""The lazy strategy: nothing captured while the query runs; lineage built on first use.
+"""Lineage finished after a capture returns: the defer and lazy strategies.
 
-Smoke's lazy (section 3) captures nothing and answers lineage queries by querying the
+Both commit the capture when its output is stored; the entry's ``lineage.later`` says
+which (``defer`` or ``lazy``), and the pair table's presence in ``lineage/`` says it
+is built (shared lineage is renamed into place first, the pair table last). Only the
+process that captured the query can finish it: ``_PENDING`` holds, by capture id, a
+defer capture's background job or what a lazy capture's build needs. Answers call
+``ensure_built`` first; another process gets ``LineageNotBuilt``.
+
+**Defer** (Smoke's defer, for the whole query): the query runs with the logical
+rewrite, whose output job carries only handles, and the capture returns once its
+output is written. Resolving the handles into pairs (step 4 of a capture) runs in a
+background thread, one capture at a time; an answer waits for it.
+
+**Lazy**: Smoke's lazy (section 3) captures nothing and answers lineage queries by querying the
 inputs again. A lazy capture runs the user's query as it is and stores its output rows
 with their ids, plus what identifies its sources (names, file fingerprints; sources
 without stable row positions are copied, as for any capture). The first answer that
@@ -16,15 +28,19 @@ expressions, LIMIT without ORDER BY, samples). Where a query picks among rows
 that tie (a LIMIT over an order with equal keys), a row's lineage is that of an
 equal row in the same place of the order.
 
->>> from sparkprov.capture.lazy import shared_path
->>> shared_path({"shared": None})
+>>> from sparkprov.capture.later import shared_path
+>>> shared_path({"shared": "/store/data/1/shared", "later": "lazy"}) is None  # not built
+True
 """
 
 from __future__ import annotations
 
 import json
+import logging
 import shutil
 import uuid
+from collections.abc import Callable
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -34,7 +50,6 @@ from pyspark.sql.types import StructType
 
 from ..errors import LineageNotBuilt
 from ..plan.catalyst import Bridge
-from ..store.catalog import publish_dir
 from .lineage import OUT, source_pairs
 from .rewrite import Rewriter
 from .sources import RID, check_unchanged
@@ -50,36 +65,74 @@ class Pending:
     rewriter: Rewriter  # after prepare_lazy
 
 
-_PENDING: dict[str, Pending] = {}  # by capture id, for this process's lifetime
+log = logging.getLogger("sparkprov")
+_PENDING: dict[str, Pending | Future] = {}  # by capture id, for this process's lifetime
+# one deferred resolution at a time: each already runs Spark jobs on every core
+_BACKGROUND = ThreadPoolExecutor(max_workers=1, thread_name_prefix="sparkprov-defer")
 
 
 def remember(capture_id: str, pending: Pending) -> None:
+    """Keep what building lazy capture ``capture_id``'s lineage needs."""
     _PENDING[capture_id] = pending
 
 
+def run_later(capture_id: str, name: str, job: Callable[[], None]) -> None:
+    """Run ``job`` (resolving defer capture ``capture_id``) in the background."""
+
+    def logged() -> None:
+        try:
+            job()
+        except BaseException:
+            log.exception("sparkprov: resolving the lineage of %r after its capture failed", name)
+            raise
+
+    _PENDING[capture_id] = _BACKGROUND.submit(logged)
+
+
 def shared_path(lineage: dict) -> str | None:
-    """Where a capture's shared lineage (scalar subqueries') is, if it has any: a lazy
-    capture has it only once built, and only if its query has such subqueries."""
+    """Where a capture's shared lineage (scalar subqueries') is, if it has any: one
+    finished later has it only once built, and only if its query has such subqueries."""
     path = lineage.get("shared")
-    return path if path and (not lineage.get("lazy") or Path(path).is_dir()) else None
+    return path if path and (not lineage.get("later") or Path(path).is_dir()) else None
 
 
 def ensure_built(entry: dict) -> None:
-    """Build the pair table (and shared lineage) of lazy capture ``entry``, unless built."""
-    from .run import lineage_settings, materializer, publish_pairs, side_graph, unique_pairs, write_shared
+    """Finish the lineage of capture ``entry`` (``lineage.later``), unless it is built:
+    wait for a defer capture's background job, build a lazy one's."""
+    lineage = entry["lineage"]
+    if Path(lineage["path"]).is_dir():
+        return
+    pending = _PENDING.get(entry["id"])
+    how = lineage["later"]
+    if pending is None:
+        what = (
+            "its lineage was still being resolved when the process that captured it ended"
+            if how == "defer"
+            else "its lineage was never built: only the process that captured it holds the query that builds it "
+            "(any trace there builds it, or cap.build_lineage())"
+        )
+        raise LineageNotBuilt(
+            f"capture {entry['name']!r} version {entry['version']} was made with strategy={how!r} and {what}. "
+            "Capture it again, with strategy='auto' to keep lineage at capture"
+        )
+    if isinstance(pending, Future):
+        try:
+            pending.result()
+        except Exception as e:
+            raise LineageNotBuilt(
+                f"capture {entry['name']!r} version {entry['version']}: resolving its lineage after the capture "
+                f"failed: {e}"
+            ) from e
+        return
+    _build(entry, pending)
+
+
+def _build(entry: dict, pending: Pending) -> None:
+    """Build lazy capture ``entry``'s pair table (and shared lineage)."""
+    from .run import lineage_settings, materializer, side_graph, store_lineage, unique_pairs
 
     lineage = entry["lineage"]
     path = Path(lineage["path"])
-    if path.is_dir():
-        return
-    pending = _PENDING.get(entry["id"])
-    if pending is None:
-        raise LineageNotBuilt(
-            f"capture {entry['name']!r} version {entry['version']} was made with strategy='lazy' and its lineage "
-            "was never built: only the process that captured it holds the query that builds it (any trace "
-            "there builds it, or cap.build_lineage()). Capture it again, with strategy='auto' to keep lineage "
-            "at capture"
-        )
     bridge, spark, seen = pending.bridge, pending.bridge.spark, pending.rewriter
     for use in seen.sources:
         if use.info.kind == "parquet":
@@ -99,14 +152,8 @@ def ensure_built(entry: dict) -> None:
         graph = side_graph(bridge, rewriter, work / "sides")
         with lineage_settings(bridge):
             pairs = source_pairs(rows, slots, graph)
-            referenced = {-src - 1 for src in pairs if src < 0}
-            if referenced:
-                shared = Path(lineage["shared"])
-                tmp = work / "shared"
-                write_shared(spark, graph, referenced, str(tmp))
-                publish_dir(tmp, shared)
-            # last: the pair table's presence says the build is complete
-            publish_pairs(spark, pairs, path, distinct=not unique_pairs(rewriter, entry["operators"]))
+            distinct = not unique_pairs(rewriter, entry["operators"])
+            store_lineage(spark, pairs, graph, path, Path(lineage["shared"]), distinct)
     finally:
         for kept in rewriter.checkpoints:
             kept.unpersist()
