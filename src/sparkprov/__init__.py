@@ -7,6 +7,7 @@
 
 from .api import Capture, LineageSession, Source
 from .capture.marks import mark
+from .capture.workload import Workload
 from .errors import (
     CaptureFailed,
     CaptureNotFound,
@@ -42,6 +43,7 @@ __all__ = [
     "StoreNotFound",
     "UnsupportedOperation",
     "WitnessesNotKept",
+    "Workload",
     "__version__",
     "mark",
 ]

@@ -32,6 +32,7 @@ from .capture.marks import capture_marks
 from .capture.rewrite import STRATEGIES
 from .capture.run import Write, run_capture
 from .capture.sources import RID, SourceInfo, read_source
+from .capture.workload import Workload, no_such_source
 from .plan.catalyst import Bridge
 from .query import engines, trace
 from .query.embedded import EmbeddedEngine, EmbeddedUnsupported
@@ -398,7 +399,7 @@ class Capture:
 
     def _check_source(self, source: Any) -> None:
         if source not in self._infos:
-            raise ValueError(f"capture {self.name!r} has no source {source!r}; sources: {', '.join(self._infos)}")
+            raise no_such_source(self._entry, source)
 
     def _source_rows(self, name: str) -> DataFrame:
         return read_source(self._session._bridge, self._infos[name])
@@ -455,6 +456,7 @@ class LineageSession:
         mode: str = "errorifexists",
         witnesses: bool = False,
         strategy: str = "auto",
+        workload: Workload | dict | None = None,
     ) -> Capture:
         """Run ``df`` once with capture; store its output and lineage under ``name``.
 
@@ -481,7 +483,14 @@ class LineageSession:
         :meth:`Capture.build_lineage`) runs it again with capture, in this process;
         a query that could give other rows the second time is refused.
 
+        ``workload`` declares the lineage queries to come (Smoke's workload-aware
+        capture): ``Workload(sources=[...])`` or ``{"sources": [...]}`` keeps lineage
+        only for those sources (traces reach them backward or start from them
+        forward); the query's other sources are read without rids, which costs less.
+        Tracing them raises an error saying so.
+
         >>> cap = session.capture(df.groupBy("k").count(), "counts", strategy="inject")  # doctest: +SKIP
+        >>> cap = session.capture(joined, "j", workload={"sources": ["orders"]})  # doctest: +SKIP
         """
         if not isinstance(df, DataFrame):
             raise ValueError(f"df must be a DataFrame, not {type(df).__name__}")
@@ -502,7 +511,10 @@ class LineageSession:
             raise ValueError(f"strategy must be one of {', '.join(STRATEGIES)}, not {strategy!r}")
         if strategy == "lazy" and witnesses:
             raise ValueError("witnesses=True keeps what capture records; strategy='lazy' records nothing")
-        return Capture(self, self._capture(df, name, write=write, witnesses=witnesses, strategy=strategy))
+        chosen = Workload.of(workload)
+        return Capture(
+            self, self._capture(df, name, write=write, witnesses=witnesses, strategy=strategy, workload=chosen)
+        )
 
     def checkpoint(self, df: DataFrame, name: str) -> DataFrame:
         """``df`` computed once and stored, as ``df.checkpoint()`` does, but traceable.
@@ -529,6 +541,7 @@ class LineageSession:
         write: Write | None = None,
         witnesses: bool = False,
         strategy: str = "auto",
+        workload: Workload | None = None,
     ) -> dict:
         leaves: dict = {}  # every source's leaf, marked parts' too: replay runs the whole query
 
@@ -548,7 +561,7 @@ class LineageSession:
         query = df
         df, named = capture_marks(self._bridge, df, name, self._named, self.store.root, capture_mark)
         entry = run_capture(
-            self._bridge, self.store, df, name, named, by_occurrence, write, leaves, witnesses, strategy
+            self._bridge, self.store, df, name, named, by_occurrence, write, leaves, witnesses, strategy, workload
         )
         self._queries[(entry["name"], entry["version"])] = (query, leaves)
         return entry

@@ -93,6 +93,11 @@ def build_parser() -> argparse.ArgumentParser:
     cap.add_argument("--repeat", type=int, default=5, help="interleaved on/off pairs per query (default 5)")
     cap.add_argument("--data", default=None, help="where the data is generated (default data/<suite>)")
     cap.add_argument("--witnesses", action="store_true", help="capture with witnesses=True (for why/how)")
+    cap.add_argument(
+        "--workload-sources",
+        default=None,
+        help="tpch: capture with workload={'sources': ...}, those of these comma-separated tables a query reads",
+    )
     cap.add_argument("--json", dest="json_out", help="write the results as JSON to this file")
     tr = bench_sub.add_parser("trace", help="trace latency (embedded engine) over captured TPC-H queries")
     tr.add_argument("--suite", choices=["tpch"], default="tpch")

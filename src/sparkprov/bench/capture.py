@@ -23,6 +23,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import shutil
 import statistics
 import tempfile
@@ -79,21 +80,25 @@ def run(
     data_dir: str,
     witnesses: bool = False,
     strategy: str = "auto",
+    workload_sources: list[str] | None = None,
 ) -> dict:
     """Benchmark TPC-H ``queries`` at scale factor ``sf`` on ``spark``; returns the report.
 
     ``witnesses`` captures with ``witnesses=True`` (the structure why/how read), whose
-    stored side relations count as lineage bytes. ``strategy`` is passed to capture.
+    stored side relations count as lineage bytes. ``strategy`` is passed to capture,
+    and ``workload_sources`` as ``workload={"sources": ...}``: a query keeps lineage
+    for those of them it reads (and for all its sources if it reads none of them).
     """
     path = tpch.generate(sf, data_dir)
     tpch.register(spark, path)
-    results = compare(spark, [(n, tpch.query(n)) for n in queries], repeat, witnesses, strategy)
+    results = compare(spark, [(n, tpch.query(n)) for n in queries], repeat, witnesses, strategy, workload_sources)
     return {
         "suite": "tpch",
         "sf": sf,
         "repeat": repeat,
         "witnesses": witnesses,
         "strategy": strategy,
+        "workload_sources": workload_sources,
         "queries": results,
         **summarize(results),
     }
@@ -121,8 +126,11 @@ def run_micro(spark: SparkSession, rows: int, repeat: int, data_dir: str, names=
     }
 
 
-def compare(spark, workloads: list[tuple], repeat: int, witnesses: bool, strategy: str) -> list[dict]:
-    """Each ``(label, SQL text)`` run plain and captured, interleaved; one result per workload."""
+def compare(
+    spark, workloads: list[tuple], repeat: int, witnesses: bool, strategy: str, keep: list[str] | None = None
+) -> list[dict]:
+    """Each ``(label, SQL text)`` run plain and captured, interleaved; one result per workload.
+    ``keep``: the sources to keep lineage for (a workload), among those each query reads."""
     import sparkprov as sp
 
     work = Path(tempfile.mkdtemp(prefix="sparkprov-bench-"))
@@ -138,9 +146,11 @@ def compare(spark, workloads: list[tuple], repeat: int, witnesses: bool, strateg
                 spark.sql(text).write.parquet(str(work / f"plain-{n}-{i}"))
                 return time.perf_counter() - t
 
-            def captured(i: int, n=n, text: str = text, keep: bool = witnesses):
+            workload = _workload(text, keep)
+
+            def captured(i: int, n=n, text: str = text, kept: bool = witnesses, workload=workload):
                 t = time.perf_counter()
-                c = session.capture(spark.sql(text), name=f"q{n}", witnesses=keep, strategy=strategy)
+                c = session.capture(spark.sql(text), f"q{n}", witnesses=kept, strategy=strategy, workload=workload)
                 returned = time.perf_counter() - t
                 if c._entry["lineage"].get("later") == "defer":
                     c.build_lineage()  # waits for the background resolution: part of capture's work
@@ -161,7 +171,7 @@ def compare(spark, workloads: list[tuple], repeat: int, witnesses: bool, strateg
                         cap_t.append(t)
                         output_t.append(until_output)
                     else:
-                        default_t.append(captured(i, keep=False)[0])
+                        default_t.append(captured(i, kept=False)[0])
                 extra = f", without witnesses {default_t[-1]:.2f}s" if default_t else ""
                 print(
                     f"{_label(n)} round {i + 1}/{repeat}: plain {plain_t[-1]:.2f}s, capture {cap_t[-1]:.2f}s{extra}",
@@ -171,6 +181,13 @@ def compare(spark, workloads: list[tuple], repeat: int, witnesses: bool, strateg
     finally:
         shutil.rmtree(work, ignore_errors=True)
     return results
+
+
+def _workload(text: str, keep: list[str] | None) -> dict | None:
+    """``{"sources": ...}``: those of ``keep`` the query's text names (as TPC-H names its
+    tables, which are its views), or None."""
+    read = [s for s in keep or () if re.search(rf"\b{re.escape(s)}\b", text, re.IGNORECASE)]
+    return {"sources": read} if read else None
 
 
 def _label(query) -> str:
@@ -237,7 +254,8 @@ def main(args: argparse.Namespace) -> int:
             title = f"Smoke microbenchmarks, {args.rows:,} rows"
         else:
             queries = [int(q) for q in args.queries.split(",") if q.strip()]
-            report = run(spark, args.sf, queries, args.repeat, data, args.witnesses, args.strategy)
+            keep = [s.strip() for s in args.workload_sources.split(",") if s.strip()] if args.workload_sources else None
+            report = run(spark, args.sf, queries, args.repeat, data, args.witnesses, args.strategy, keep)
             title = f"TPC-H SF {args.sf}"
     finally:
         spark.stop()

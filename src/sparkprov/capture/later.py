@@ -22,7 +22,7 @@ process that captured it: the rewrite needs the query, which lives only there.
 That run's rows are matched to the stored output rows by value (every column, NULL
 equal to NULL); rows with equal values are paired in order. Every stored row must find
 its equal and the other way round, else nothing is built and ``LineageNotBuilt`` says
-why. Parquet sources must be unchanged (``SourceChanged``). ``Rewriter.prepare_lazy``
+why. Parquet sources must be unchanged (``SourceChanged``). ``Rewriter.check_lazy``
 refuses at capture what could give other rows in the second run (non-deterministic
 expressions, LIMIT without ORDER BY, samples). Where a query picks among rows
 that tie (a LIMIT over an order with equal keys), a row's lineage is that of an
@@ -62,7 +62,7 @@ class Pending:
 
     bridge: Bridge
     df: DataFrame
-    rewriter: Rewriter  # after prepare_lazy
+    rewriter: Rewriter  # after check_lazy
 
 
 log = logging.getLogger("sparkprov")
@@ -140,7 +140,7 @@ def _build(entry: dict, pending: Pending) -> None:
     data = path.parent
     work = data / f".lazy-{uuid.uuid4().hex}"
     # the sources as registered at capture: their copies are read, not made again
-    rewriter = Rewriter(bridge, str(work / "snapshots"), named=seen.named, sources=list(seen.sources))
+    rewriter = Rewriter(bridge, str(work / "snapshots"), named=seen.named, sources=list(seen.sources), keep=seen.keep)
     try:
         root = rewriter.rewrite_root(bridge.inline_ctes(bridge.analyzed(pending.df)))
         if len(rewriter.sources) != len(seen.sources):

@@ -186,6 +186,7 @@ _INJECT_MATCHES = (
     "inject: right side grouped by the join key, its rids collected; an inner join in place of the semi join, "
     "each row carrying its matches; no side relation"
 )
+PRUNED = "pruned"  # the kind of a source outside a declared workload: no lineage kept
 STRATEGIES = ("auto", "inject", "logical", "defer", "lazy")
 # auto's bound on an aggregate's input (Catalyst's size estimate) for inject; a Spark
 # conf, in bytes or with a unit ("512m", "8g")
@@ -246,6 +247,8 @@ class Rewriter:
     classes: set[str] | None = None
     # how grouping operators keep their groups (STRATEGIES): "auto" picks per operator
     strategy: str = "auto"
+    # a declared workload's sources (capture/workload.py): only these keep lineage
+    keep: frozenset[str] | None = None
     inject_max_bytes: int = 0  # from INJECT_MAX_INPUT_BYTES, read by rewrite_root
     unknown_bytes: int = 0  # spark.sql.defaultSizeInBytes, read by rewrite_root
     _depth: int = 0
@@ -261,19 +264,20 @@ class Rewriter:
         self.classes = self.bridge.class_names(self.optimized)
         self.check_supported(self.optimized)  # fail before any work (snapshots, checkpoints) is done
         rw = self.rewrite(self.optimized)
+        self._check_workload()
         # user columns first, then the slots, whatever order joins left them in
         b = self.bridge
         self.root = Rewritten(b.project(self.user_output(rw) + [s.attr for s in rw.slots], rw.plan), rw.slots)
         return self.root
 
-    def prepare_lazy(self, plan: JPlan) -> None:
-        """What a lazy capture does instead of rewriting: the plan optimized as for
-        capture and checked against the rules, its sources registered (named,
-        fingerprinted, non-Parquet ones copied) and one explain line per operator.
+    def optimize_lazy(self, plan: JPlan) -> None:
+        """What a lazy capture does instead of rewriting, first part: the plan optimized
+        as for capture. It changes session settings for a moment (``Bridge.optimized``),
+        so it runs before the query does; ``check_lazy`` may run alongside it.
 
-        Its lineage is built later by running the query again with capture and
-        matching that run's rows to the stored ones by value, so a query whose rows or
-        row sources could differ between two runs is refused (``UnsupportedOperation``).
+        A lazy capture's lineage is built later by running the query again with capture
+        and matching that run's rows to the stored ones by value, so a query whose rows
+        or row sources could differ between two runs is refused (``UnsupportedOperation``).
         """
         b = self.bridge
         self.analyzed = plan
@@ -281,12 +285,25 @@ class Rewriter:
         if b.has_pattern(plan, "CURRENT_LIKE"):  # folded into a literal each time the plan is optimized
             raise UnsupportedOperation("the current time or date", self._where(plan), _LAZY_REFUSES)
         self.optimized = b.optimized(self._prepare(plan))
+
+    def check_lazy(self) -> None:
+        """The second part: the optimized plan checked against the rules, its sources
+        registered (named, fingerprinted, non-Parquet ones copied) and one explain line
+        per operator."""
+        b = self.bridge
         self.classes = b.class_names(self.optimized)
         self.check_supported(self.optimized)
         if not b.is_plan_deterministic(self.optimized):
             found = self._nondeterminism(self.optimized) or "a non-deterministic expression"
             raise UnsupportedOperation(found, self._where(self.optimized), _LAZY_REFUSES)
         self._walk_lazy(self.optimized, 1)
+        self._check_workload()
+
+    def _check_workload(self) -> None:
+        read = [u.info.name for u in self.sources]
+        unknown = sorted((self.keep or set()) - set(read))
+        if unknown:
+            raise ValueError(f"the workload names source(s) {unknown} the query does not read; it reads {read}")
 
     def _walk_lazy(self, node: JPlan, depth: int) -> None:
         b = self.bridge
@@ -299,6 +316,8 @@ class Rewriter:
         if op in LEAVES:
             src = self._leaf_source(node)
             strategy = f"source {self.sources[src].info.name}" if src is not None else "constant rows"
+            if src is not None and self.sources[src].info.kind == PRUNED:
+                strategy += ": no lineage kept (not among the workload's sources)"
         else:
             strategy = _LAZY_STRATEGY
         self.report.append(ExplainLine(depth, b.simple_string(node), _COARSE.get(op, "exact"), strategy))
@@ -361,7 +380,7 @@ class Rewriter:
         op = b.node_name(node)
         if op in LEAVES:
             if not rw.slots:
-                strategy = "constant rows: no source rows behind them"
+                strategy = rw.strategy or "constant rows: no source rows behind them"
             else:
                 use = self.sources[self.instances[rw.slots[0].ref].source]
                 if use.info.kind == "parquet":
@@ -557,6 +576,9 @@ class Rewriter:
         src_index = self._leaf_source(leaf)
         if src_index is None:
             return Rewritten(leaf, [])
+        if self.sources[src_index].info.kind == PRUNED:
+            name = self.sources[src_index].info.name
+            return Rewritten(leaf, [], strategy=f"source {name}: no lineage kept (not among the workload's sources)")
         self.instances.append(Instance(source=src_index))
         slot = self._new_slot("source", len(self.instances) - 1)
         use = self.sources[src_index]
@@ -602,9 +624,12 @@ class Rewriter:
             if (key is not None and key == other) or (key is None and other is None and b.same_result(leaf, use.leaf)):
                 return i
         name = self._name_for(leaf, fmt, context)
-        roots, original = S.file_fingerprint(b, leaf)
         schema = b.to_dataframe(leaf).schema.json()
         table = b.catalog_table_name(leaf) if b.node_name(leaf) == "LogicalRelation" else None
+        if self.keep is not None and name not in self.keep:  # neither read for rids nor copied
+            self.sources.append(SourceUse(S.SourceInfo(name, PRUNED, fmt, schema=schema, table=table), leaf, key=key))
+            return len(self.sources) - 1
+        roots, original = S.file_fingerprint(b, leaf)
         if fmt == "parquet":
             info = S.SourceInfo(name, "parquet", fmt, original, roots, original, schema, table)
             self.sources.append(SourceUse(info, leaf, key=key))

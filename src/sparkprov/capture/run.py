@@ -40,8 +40,9 @@ from .lineage import (
     source_pairs,
     union_pairs,
 )
-from .rewrite import Rewriter, Slot
+from .rewrite import PRUNED, Rewriter, Slot
 from .sources import RID, ROW_BITS
+from .workload import Workload
 
 log = logging.getLogger("sparkprov")
 
@@ -74,6 +75,7 @@ def run_capture(
     leaves: dict | None = None,
     witnesses: bool = False,
     strategy: str = "auto",
+    workload: Workload | None = None,
 ) -> dict:
     """Capture ``df`` into ``store`` under ``name``; returns the committed catalog entry.
 
@@ -87,13 +89,14 @@ def run_capture(
     ``witnesses`` also keeps the side relations, the structure why and how
     provenance are read from (``query/provenance.py``). ``strategy`` is how grouping
     operators keep their groups (``rewrite.STRATEGIES``); witnesses need side
-    relations, so they make every aggregate ``logical``.
+    relations, so they make every aggregate ``logical``. ``workload`` limits the
+    sources that keep lineage.
     """
     started = time.time()
     capture_id, data = store.new_data_dir()
     try:
         entry = _capture_into(
-            bridge, df, name, named, capture_id, data, by_occurrence, write, leaves, witnesses, strategy
+            bridge, df, name, named, capture_id, data, by_occurrence, write, leaves, witnesses, strategy, workload
         )
     except BaseException:
         shutil.rmtree(data, ignore_errors=True)
@@ -122,7 +125,18 @@ def _rewrite(bridge: Bridge, df: DataFrame, rewriter: Rewriter) -> DataFrame:
 
 
 def _capture_into(
-    bridge, df, name, named, capture_id, data: Path, by_occurrence: bool, write, leaves, witnesses: bool, strategy
+    bridge,
+    df,
+    name,
+    named,
+    capture_id,
+    data: Path,
+    by_occurrence: bool,
+    write,
+    leaves,
+    witnesses: bool,
+    strategy,
+    workload,
 ) -> dict:
     rewriter = Rewriter(
         bridge,
@@ -130,6 +144,7 @@ def _capture_into(
         named=list(named),
         by_occurrence=by_occurrence,
         strategy="logical" if witnesses else strategy,
+        keep=frozenset(workload.sources) if workload else None,
     )
     try:
         if strategy == "lazy" and not witnesses:  # the query as it is; lineage when first needed
@@ -193,16 +208,17 @@ def _run_rewritten(
 
 def _run_plain(bridge, name, capture_id, data: Path, df: DataFrame, rewriter: Rewriter, write) -> dict:
     """A lazy capture: the user's query run as it is, its output stored with rids, while
-    ``Rewriter.prepare_lazy`` checks it and registers its sources."""
+    ``Rewriter.check_lazy`` checks it and registers its sources."""
     log.info("sparkprov: running %r (lazy capture: lineage on first use)", name)
     plan = bridge.inline_ctes(bridge.analyzed(df))
     started = time.perf_counter()
+    rewriter.optimize_lazy(plan)  # before the query starts: it changes session settings for a moment
     if write is None:
         # the check is driver work (py4j round trips) the query's tasks need not wait for
         output = lambda: _write_output(bridge, df, 0, data, None)  # noqa: E731
-        result = _while_checking(bridge.spark, output, lambda: rewriter.prepare_lazy(plan))
+        result = _while_checking(bridge.spark, output, rewriter.check_lazy)
     else:  # nothing is written where the user asked for a query that could be refused
-        rewriter.prepare_lazy(plan)
+        rewriter.check_lazy()
         result = _write_output(bridge, df, 0, data, write)
     output_path, display, staged, written = result
     timings = {"output_s": round(time.perf_counter() - started, 3), "lineage_s": 0.0}
@@ -211,6 +227,14 @@ def _run_plain(bridge, name, capture_id, data: Path, df: DataFrame, rewriter: Re
     lineage = {"path": str(data / "lineage"), "shared": str(data / "shared"), "later": "lazy"}
     entry = _entry(bridge, capture_id, rewriter, output_path, display, staged, lineage, operators, written, timings)
     return {**entry, "witnesses": None}
+
+
+def _workload(rewriter: Rewriter) -> dict:
+    """The catalog entry's ``workload``: the sources kept, and those read without lineage."""
+    if rewriter.keep is None:
+        return {}
+    pruned = [u.info.name for u in rewriter.sources if u.info.kind == PRUNED]
+    return {"workload": {"sources": sorted(rewriter.keep), "pruned": pruned}}
 
 
 def _while_checking(spark, job: Callable, check: Callable[[], None]):
@@ -266,8 +290,12 @@ def _entry(bridge, capture_id, rewriter, output_path, display, staged, lineage, 
             "stored": storage_names(display),
             "schema": _stored_schema(staged),
         },
-        "sources": {use.info.name: use.info.to_json() for use in rewriter.sources},
-        "lineage": {**lineage, "sources": {u.info.name: i for i, u in enumerate(rewriter.sources)}},
+        "sources": {use.info.name: use.info.to_json() for use in rewriter.sources if use.info.kind != PRUNED},
+        "lineage": {
+            **lineage,
+            "sources": {u.info.name: i for i, u in enumerate(rewriter.sources) if u.info.kind != PRUNED},
+        },
+        **_workload(rewriter),
         "operators": operators,
         "explain": [line.to_json() for line in rewriter.report],
         "written": written,

@@ -37,6 +37,7 @@ import pyarrow.parquet as pq
 from ..capture import later, row_lineage
 from ..capture.lineage import IN, OUT, REF, SRC
 from ..capture.sources import RID, ROW_BITS, SourceInfo, compare_fingerprint, snapshot_column
+from ..capture.workload import no_such_source
 from ..errors import LineageTooLarge, SourceChanged, SparkprovError
 from ..rdd.text import picked_lines
 from .pairs import PairTable, build_forward_index, distinct_sorted, parquet_files
@@ -93,7 +94,7 @@ class EmbeddedEngine:
 
     def check_source(self, source: str) -> None:
         if source not in self._infos:
-            raise ValueError(f"capture {self.name!r} has no source {source!r}; sources: {', '.join(self._infos)}")
+            raise no_such_source(self.entry, source)
 
     # pair tables -----------------------------------------------------------------
 
