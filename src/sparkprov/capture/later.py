@@ -123,8 +123,9 @@ def ensure_built(entry: dict) -> None:
                 f"capture {entry['name']!r} version {entry['version']}: resolving its lineage after the capture "
                 f"failed: {e}"
             ) from e
-        return
-    _build(entry, pending)
+    else:
+        _build(entry, pending)
+    _PENDING.pop(entry["id"], None)  # built: the query and its plan need not be held any longer
 
 
 def _build(entry: dict, pending: Pending) -> None:

@@ -187,6 +187,7 @@ _INJECT_MATCHES = (
     "each row carrying its matches; no side relation"
 )
 PRUNED = "pruned"  # the kind of a source outside a declared workload: no lineage kept
+_PRUNED_TEXT = "no lineage kept (not among the workload's sources)"
 STRATEGIES = ("auto", "inject", "logical", "defer", "lazy")
 # auto's bound on an aggregate's input (Catalyst's size estimate) for inject; a Spark
 # conf, in bytes or with a unit ("512m", "8g")
@@ -242,6 +243,7 @@ class Rewriter:
     by_occurrence: bool = False
     restrict: dict | None = None
     report: list[ExplainLine] = field(default_factory=list)  # one line per operator, for explain()
+    operators: set[str] = field(default_factory=set)  # the captured plan's operator names, subqueries' too
     # class names in the optimized plan (subqueries included), to skip walks that cannot
     # find anything; None when unknown (then everything is walked)
     classes: set[str] | None = None
@@ -260,7 +262,7 @@ class Rewriter:
         self.inject_max_bytes = self.bridge.conf_bytes(INJECT_MAX_INPUT_BYTES, _INJECT_MAX_DEFAULT)
         self.unknown_bytes = self.bridge.conf_bytes("spark.sql.defaultSizeInBytes", str(2**63 - 1))
         self._collect_view_names(plan, None)
-        self.optimized = self.bridge.optimized(self._prepare(plan))
+        self.optimized = self.bridge.optimized(self._prepared(plan))
         self.classes = self.bridge.class_names(self.optimized)
         self.check_supported(self.optimized)  # fail before any work (snapshots, checkpoints) is done
         rw = self.rewrite(self.optimized)
@@ -284,7 +286,7 @@ class Rewriter:
         self._collect_view_names(plan, None)
         if b.has_pattern(plan, "CURRENT_LIKE"):  # folded into a literal each time the plan is optimized
             raise UnsupportedOperation("the current time or date", self._where(plan), _LAZY_REFUSES)
-        self.optimized = b.optimized(self._prepare(plan))
+        self.optimized = b.optimized(self._prepared(plan))
 
     def check_lazy(self) -> None:
         """The second part: the optimized plan checked against the rules, its sources
@@ -308,6 +310,7 @@ class Rewriter:
     def _walk_lazy(self, node: JPlan, depth: int) -> None:
         b = self.bridge
         op = b.node_name(node)
+        self.operators.add(op)
         refused = _LAZY_REFUSED.get(op)
         if op in ("GlobalLimit", "LocalLimit", "Offset") and self._ordered(node):
             refused = None  # the first n rows of an order: the same rows, up to ties
@@ -317,7 +320,7 @@ class Rewriter:
             src = self._leaf_source(node)
             strategy = f"source {self.sources[src].info.name}" if src is not None else "constant rows"
             if src is not None and self.sources[src].info.kind == PRUNED:
-                strategy += ": no lineage kept (not among the workload's sources)"
+                strategy += f": {_PRUNED_TEXT}"
         else:
             strategy = _LAZY_STRATEGY
         self.report.append(ExplainLine(depth, b.simple_string(node), _COARSE.get(op, "exact"), strategy))
@@ -345,6 +348,7 @@ class Rewriter:
     def rewrite(self, node: JPlan) -> Rewritten:
         b = self.bridge
         op = b.node_name(node)
+        self.operators.add(op)
         line = len(self.report)
         self.report.append(None)  # filled in below: the report lists operators top-down
         self._depth += 1
@@ -399,6 +403,13 @@ class Rewriter:
         granularity = rw.coarse or _COARSE.get(op, "exact")
         return ExplainLine(self._depth + 1, b.simple_string(node), granularity, strategy)  # the root is depth 1
 
+    def _prepared(self, plan: JPlan) -> JPlan:
+        b = self.bridge
+        # one look at Catalyst's pattern bits spares walking a plan with nothing to change
+        if b.has_pattern(plan, "EXCEPT") or b.has_pattern(plan, "PLAN_EXPRESSION"):
+            return self._prepare(plan)
+        return plan
+
     def _prepare(self, node: JPlan) -> JPlan:
         # Spark plans EXCEPT ALL as an aggregate over the union of both sides; capture
         # plans it the same way itself, with the right side marked as giving no lineage.
@@ -428,7 +439,10 @@ class Rewriter:
         return node
 
     def _has_except_all(self, node: JPlan) -> bool:
-        return self.bridge.is_except_all(node) or any(self._has_except_all(c) for c in self.bridge.children(node))
+        b = self.bridge
+        if not b.has_pattern(node, "EXCEPT"):  # no EXCEPT of any kind below
+            return False
+        return b.is_except_all(node) or any(self._has_except_all(c) for c in b.children(node))
 
     def _except_all(self, node: JPlan) -> JPlan:
         b = self.bridge
@@ -578,7 +592,7 @@ class Rewriter:
             return Rewritten(leaf, [])
         if self.sources[src_index].info.kind == PRUNED:
             name = self.sources[src_index].info.name
-            return Rewritten(leaf, [], strategy=f"source {name}: no lineage kept (not among the workload's sources)")
+            return Rewritten(leaf, [], strategy=f"source {name}: {_PRUNED_TEXT}")
         self.instances.append(Instance(source=src_index))
         slot = self._new_slot("source", len(self.instances) - 1)
         use = self.sources[src_index]

@@ -173,7 +173,7 @@ def _run_rewritten(
     spark = bridge.spark
 
     lineage_path = str(data / "lineage")
-    operators = sorted({bridge.node_name(n) for n in _nodes(bridge, rewriter.optimized)})
+    operators = sorted(rewriter.operators)
     shared_path, structure, in_output, deferred = None, None, None, {}
     if slots and not witnesses and _names_rows(rewriter):
         # the output's slot columns are the whole lineage (with a scalar subquery's,
@@ -212,17 +212,21 @@ def _run_plain(bridge, name, capture_id, data: Path, df: DataFrame, rewriter: Re
     log.info("sparkprov: running %r (lazy capture: lineage on first use)", name)
     plan = bridge.inline_ctes(bridge.analyzed(df))
     started = time.perf_counter()
-    rewriter.optimize_lazy(plan)  # before the query starts: it changes session settings for a moment
+
+    def check() -> None:
+        rewriter.optimize_lazy(plan)
+        rewriter.check_lazy()
+
     if write is None:
         # the check is driver work (py4j round trips) the query's tasks need not wait for
         output = lambda: _write_output(bridge, df, 0, data, None)  # noqa: E731
-        result = _while_checking(bridge.spark, output, rewriter.check_lazy)
+        result = _while_checking(bridge.spark, output, check)
     else:  # nothing is written where the user asked for a query that could be refused
-        rewriter.check_lazy()
+        check()
         result = _write_output(bridge, df, 0, data, write)
     output_path, display, staged, written = result
     timings = {"output_s": round(time.perf_counter() - started, 3), "lineage_s": 0.0}
-    operators = sorted({bridge.node_name(n) for n in _nodes(bridge, rewriter.optimized)})
+    operators = sorted(rewriter.operators)
     # where the built lineage will be; "later" says it may not be there yet
     lineage = {"path": str(data / "lineage"), "shared": str(data / "shared"), "later": "lazy"}
     entry = _entry(bridge, capture_id, rewriter, output_path, display, staged, lineage, operators, written, timings)
@@ -239,7 +243,13 @@ def _workload(rewriter: Rewriter) -> dict:
 
 def _while_checking(spark, job: Callable, check: Callable[[], None]):
     """``job()``'s result; it runs (Spark jobs) in a thread while ``check()`` runs here.
-    If the check raises, the job's Spark jobs are cancelled and the check's error raised."""
+    If the check raises, the job's Spark jobs are cancelled and the check's error raised.
+
+    The check starts once the job's first Spark job has: its query is planned by then,
+    and the check changes session settings for a moment (``Bridge.optimized``), which
+    the planning of the query must not see. (Adaptive execution plans again between
+    stages, but with its own optimizer rules, which those settings do not touch.)
+    """
     group = f"sparkprov-{uuid.uuid4().hex}"
     sc = spark.sparkContext
 
@@ -252,6 +262,9 @@ def _while_checking(spark, job: Callable, check: Callable[[], None]):
 
     with ThreadPoolExecutor(max_workers=1, thread_name_prefix="sparkprov-output") as pool:
         done = pool.submit(run)
+        tracker = sc.statusTracker()
+        while not done.done() and not tracker.getJobIdsForGroup(group):
+            time.sleep(0.002)
         try:
             check()
         except BaseException:
@@ -464,7 +477,7 @@ def _stored_schema(staged: DataFrame) -> str:
     return StructType([*fields, StructField(RID, LongType())]).json()
 
 
-INITIAL_PARTITIONS = "spark.sql.adaptive.coalescePartitions.initialPartitionNum"
+_INITIAL_PARTITIONS = "spark.sql.adaptive.coalescePartitions.initialPartitionNum"
 PAIR_WRITE_OPTIONS = {
     # small row groups, so lookups by rid read little
     "parquet.block.size": str(1 << 20),
@@ -478,7 +491,7 @@ LINEAGE_PARTITIONS = 64  # at least this many shuffle partitions (before merging
 def lineage_settings(bridge: Bridge):
     """Settings for jobs that make pairs: at least LINEAGE_PARTITIONS partitions to start."""
     initial = max(LINEAGE_PARTITIONS, int(bridge.spark.conf.get("spark.sql.shuffle.partitions")))
-    return bridge.settings({INITIAL_PARTITIONS: str(initial)})
+    return bridge.settings({_INITIAL_PARTITIONS: str(initial)})
 
 
 _PART = re.compile(r"^part-(\d+)-")
@@ -534,9 +547,3 @@ def _check_row_counts(spark, reread: DataFrame, output_path: str, paths: list[st
     by_number = stored.groupBy(F.shiftright(RID, ROW_BITS)).count().collect()
     if by_file != {paths[n]: count for n, count in by_number if n is not None and n < len(paths)}:
         raise RuntimeError("sparkprov: the written files do not hold the rows capture stored; the capture is not kept")
-
-
-def _nodes(bridge: Bridge, plan: JPlan):
-    yield plan
-    for c in bridge.children(plan):
-        yield from _nodes(bridge, c)

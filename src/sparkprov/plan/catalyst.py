@@ -21,6 +21,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
+from py4j.java_gateway import JavaClass, JavaPackage, JVMView
 from pyspark.sql import DataFrame, SparkSession
 
 JPlan = Any
@@ -52,6 +53,32 @@ def _uri(hadoop_path: Any) -> str:
     return _EMPTY_AUTHORITY.sub(r"\1:/", hadoop_path.toUri().toString())
 
 
+class _Looked:
+    """A py4j JVM view, package or class whose attributes (packages, classes, static
+    members) are looked up once each: a lookup is a round trip to the JVM, and a
+    capture builds hundreds of nodes from a few dozen classes."""
+
+    __slots__ = ("_target", "_found")
+
+    def __init__(self, target: Any) -> None:
+        self._target = target
+        self._found: dict[str, Any] = {}
+
+    def __getattr__(self, name: str) -> Any:
+        try:
+            return self._found[name]
+        except KeyError:
+            pass
+        found = getattr(self._target, name)
+        if isinstance(found, JVMView | JavaPackage | JavaClass):
+            found = _Looked(found)
+        self._found[name] = found
+        return found
+
+    def __call__(self, *args: Any) -> Any:  # a class's constructor
+        return self._target(*args)
+
+
 def spark_version(spark: SparkSession) -> tuple[int, int]:
     major, minor = spark.version.split(".")[:2]
     return int(major), int(minor)
@@ -68,10 +95,12 @@ class Bridge:
         if spark_version(spark) != SUPPORTED_SPARK:
             raise RuntimeError(f"sparkprov supports Spark 4.3 (verified), found {spark.version}")
         self.spark = spark
-        self.jvm = spark._jvm
+        self.jvm = _Looked(spark._jvm)
         self.jsession = spark._jsparkSession
         self._expr = getattr(self.jvm, f"{_CAT}.expressions")
         self._logical = getattr(self.jvm, f"{_CAT}.plans.logical")
+        self._none = self.jvm.scala.Option.apply(None)
+        self._fs_class: Any = None  # HadoopFsRelation's Class, once needed
         self._patterns: dict[str, Any] = {}
 
     # ---- scala values -------------------------------------------------------------
@@ -83,14 +112,15 @@ class Bridge:
 
     @staticmethod
     def to_list(jseq: Any) -> list:
-        it = jseq.iterator()
-        out = []
-        while it.hasNext():
-            out.append(it.next())
-        return out
+        # by position: one round trip per element (an iterator takes two); a long
+        # list is copied into an indexed one first, where apply(i) does not walk
+        n = jseq.size()
+        if n > 32:
+            jseq = jseq.toIndexedSeq()
+        return [jseq.apply(i) for i in range(n)]
 
     def none(self) -> Any:
-        return self.jvm.scala.Option.apply(None)
+        return self._none
 
     # ---- reading plans ----------------------------------------------------------
     @staticmethod
@@ -99,7 +129,14 @@ class Bridge:
 
     @staticmethod
     def node_name(node: JPlan) -> str:
-        return node.getClass().getSimpleName()
+        """A plan node's operator name (its class's simple name: no operator sparkprov
+        reads overrides Catalyst's ``nodeName``); one round trip."""
+        return node.nodeName()
+
+    @staticmethod
+    def class_name(obj: Any) -> str:
+        """The simple class name of an expression (some override ``nodeName``)."""
+        return obj.getClass().getSimpleName()
 
     def children(self, node: JPlan) -> list[JPlan]:
         return self.to_list(node.children())
@@ -162,7 +199,7 @@ class Bridge:
         """The ScalarSubquery expressions in ``expr`` (not inside their own plans)."""
         if not self.has_pattern(expr, "SCALAR_SUBQUERY"):
             return []
-        return [e for e in self._descendants(expr) if self.node_name(e) == "ScalarSubquery"]
+        return [e for e in self._descendants(expr) if self.class_name(e) == "ScalarSubquery"]
 
     def count_subqueries(self, expr: JExpr) -> int:
         """Subquery expressions of any kind in ``expr`` (scalar, IN, EXISTS, lateral...)."""
@@ -177,7 +214,7 @@ class Bridge:
         replacement = subquery.withNewPlan(plan)
 
         def swap(e: JExpr) -> JExpr | None:
-            if self.node_name(e) == "ScalarSubquery" and self.expr_id(e) == target:
+            if self.class_name(e) == "ScalarSubquery" and self.expr_id(e) == target:
                 return replacement
             return None
 
@@ -242,7 +279,7 @@ class Bridge:
 
     def expression_classes(self, expr: JExpr) -> list[str]:
         """Class names of ``expr`` and all its descendants."""
-        return [self.node_name(e) for e in self._descendants(expr)]
+        return [self.class_name(e) for e in self._descendants(expr)]
 
     @staticmethod
     def is_deterministic(expr: JExpr) -> bool:
@@ -350,9 +387,11 @@ class Bridge:
         if self.node_name(node) != "LogicalRelation":
             return None
         rel = node.relation()
-        if rel.getClass().getSimpleName() != "HadoopFsRelation":
-            return None
-        return rel
+        if self._fs_class is None:
+            self._fs_class = self.jvm.java.lang.Class.forName(
+                "org.apache.spark.sql.execution.datasources.HadoopFsRelation"
+            )
+        return rel if self._fs_class.isInstance(rel) else None
 
     def file_format(self, fs_relation: Any) -> str:
         return str(fs_relation.fileFormat().toString()).lower()
@@ -476,10 +515,10 @@ class Bridge:
     def window_function(self, named: JExpr) -> tuple[str, JExpr, JExpr]:
         """(function class name, function, WindowExpression) of an aliased window expression."""
         wexpr = named.child()
-        if self.node_name(wexpr) != "WindowExpression":
+        if self.class_name(wexpr) != "WindowExpression":
             raise ValueError(f"not a window expression: {named.sql()}")
         fn = wexpr.windowFunction()
-        return self.node_name(fn), fn, wexpr
+        return self.class_name(fn), fn, wexpr
 
     def frame(self, wexpr: JExpr) -> tuple[str, JExpr, JExpr]:
         """(``RowFrame`` or ``RangeFrame``, lower bound, upper bound) of a window expression."""
@@ -487,7 +526,7 @@ class Bridge:
         return str(f.frameType().toString()).replace("$", ""), f.lower(), f.upper()
 
     def is_unbounded(self, bound: JExpr) -> bool:
-        return self.node_name(bound).rstrip("$") in ("UnboundedPreceding", "UnboundedFollowing")
+        return self.class_name(bound).rstrip("$") in ("UnboundedPreceding", "UnboundedFollowing")
 
     def offset_value(self, fn: JExpr) -> int:
         """The signed row offset of lag (negative) or lead (positive)."""
@@ -584,7 +623,7 @@ class Bridge:
         plans, rest, todo = [], [], [node.condition()]
         while todo:
             e = todo.pop(0)
-            name = self.node_name(e)
+            name = self.class_name(e)
             if name == "And":
                 todo[:0] = [e.left(), e.right()]
             elif name == "Exists" and e.outerAttrs().isEmpty():
