@@ -152,9 +152,9 @@ class Capture:
 
         A lazy capture (``strategy="lazy"``) runs its query again with capture, which
         only the process that captured it can do: build before that process ends to
-        trace later from elsewhere. A defer capture's lineage is being resolved in
-        the background: this waits for it. Lineage kept in the output rows (an RDD's, or one
-        whose slots are all rids) is turned into its pair table.
+        trace later from elsewhere. A defer capture's lineage is being resolved in the
+        background: this waits for it. Lineage kept in the output rows (an RDD's, or
+        one whose slots are all rids) is turned into its pair table.
 
         >>> cap = session.capture(df.groupBy("k").count(), "counts", strategy="lazy")  # doctest: +SKIP
         >>> cap.build_lineage() > 0  # doctest: +SKIP
