@@ -20,7 +20,8 @@ needs the pair table runs the query again, this time with capture (``auto``), in
 process that captured it: the rewrite needs the query, which lives only there.
 
 That run's rows are matched to the stored output rows by value (every column, NULL
-equal to NULL); rows with equal values are paired in order. Every stored row must find
+equal to NULL, floating-point values within ``FLOAT_TOLERANCE``); rows with equal
+values are paired in order. Every stored row must find
 its equal and the other way round, else nothing is built and ``LineageNotBuilt`` says
 why. Parquet sources must be unchanged (``SourceChanged``). ``Rewriter.check_lazy``
 refuses at capture what could give other rows in the second run (non-deterministic
@@ -46,7 +47,7 @@ from pathlib import Path
 
 from pyspark.sql import DataFrame, Window
 from pyspark.sql import functions as F
-from pyspark.sql.types import StructType
+from pyspark.sql.types import DoubleType, FloatType, StructType
 
 from ..errors import LineageNotBuilt
 from ..plan.catalyst import Bridge
@@ -66,6 +67,10 @@ class Pending:
 
 
 log = logging.getLogger("sparkprov")
+# relative difference (or absolute, below 1) within which two runs' floating-point values
+# are equal: a sum of doubles differs between runs in its last bits, with the order of
+# its terms
+FLOAT_TOLERANCE = 1e-9
 _PENDING: dict[str, Pending | Future] = {}  # by capture id, for this process's lifetime
 # one deferred resolution at a time: each already runs Spark jobs on every core
 _BACKGROUND = ThreadPoolExecutor(max_workers=1, thread_name_prefix="sparkprov-defer")
@@ -164,32 +169,55 @@ def _build(entry: dict, pending: Pending) -> None:
 def _matched(spark, again: DataFrame, entry: dict, slot_names: list[str], keep) -> DataFrame:
     """``(out_rid, slots...)``: the second run's rows ``again`` paired with the stored
     output rows of equal values; raises ``LineageNotBuilt`` unless every row of each
-    side has its partner."""
+    side has its partner.
+
+    Floating-point columns are compared within ``FLOAT_TOLERANCE`` (relative): a sum
+    of doubles adds its terms in the order they arrive, which differs between runs.
+    Rows are paired on the other columns and, among rows equal on those, in the order
+    of their floating-point values."""
+    schema = StructType.fromJson(json.loads(entry["output"]["schema"]))
     stored = entry["output"]["stored"]
+    floats = [c for c in stored if isinstance(schema[c].dataType, DoubleType | FloatType)]
+    exact = [c for c in stored if c not in floats]
     rank, found = "__sp_rank", "__sp_found"
-    values = [F.col(f"`{c}`") for c in stored]
+    keys = [F.col(f"`{c}`") for c in exact]
     # equal rows are paired in order: any pairing of equal rows gives each stored row
     # the lineage of a row equal to it
+    order = [F.col(f"`{c}`") for c in floats]
     again = again.withColumn(
-        rank, F.row_number().over(Window.partitionBy(*values).orderBy(*(slot_names or [F.lit(0)])))
+        rank, F.row_number().over(Window.partitionBy(*keys).orderBy(*order, *(slot_names or [F.lit(0)])))
     )
-    reader = spark.read
-    if "schema" in entry["output"]:
-        reader = reader.schema(StructType.fromJson(json.loads(entry["output"]["schema"])))
-    first = reader.parquet(entry["output"]["path"]).select(*values, RID)
-    first = first.withColumn(rank, F.row_number().over(Window.partitionBy(*values).orderBy(RID)))
+    first = spark.read.schema(schema).parquet(entry["output"]["path"]).select(*[F.col(f"`{c}`") for c in stored], RID)
+    first = first.withColumn(rank, F.row_number().over(Window.partitionBy(*keys).orderBy(*order, RID)))
     a, f = again.alias("a"), first.alias("f")
-    cond = [F.col(f"a.`{c}`").eqNullSafe(F.col(f"f.`{c}`")) for c in stored]
+    cond = [F.col(f"a.`{c}`").eqNullSafe(F.col(f"f.`{c}`")) for c in exact]
     cond.append(F.col(f"a.{rank}") == F.col(f"f.{rank}"))
+    differs = F.lit(False)
+    for c in floats:
+        x, y = F.col(f"a.`{c}`"), F.col(f"f.`{c}`")
+        same = x.eqNullSafe(y) | (F.abs(x - y) <= F.lit(FLOAT_TOLERANCE) * F.greatest(F.abs(x), F.abs(y), F.lit(1.0)))
+        differs = differs | ~F.coalesce(same, F.lit(False))
     joined = a.join(f, cond, "full_outer").select(
-        F.col(f"f.{RID}").alias(OUT), F.col(f"a.{rank}").alias(found), *[F.col(f"a.{s}") for s in slot_names]
+        F.col(f"f.{RID}").alias(OUT),
+        F.col(f"a.{rank}").alias(found),
+        differs.alias("__sp_differs"),
+        *[F.col(f"a.{s}") for s in slot_names],
     )
     rows = keep(joined)
-    missing, extra = rows.agg(F.count_if(F.col(found).isNull()), F.count_if(F.col(OUT).isNull())).first()
-    if missing or extra:
-        what = f"{missing} stored row(s) without an equal row" if missing else f"{extra} row(s) not stored"
+    missing, extra, changed = rows.agg(
+        F.count_if(F.col(found).isNull()),
+        F.count_if(F.col(OUT).isNull()),
+        F.count_if(F.col(OUT).isNotNull() & F.col(found).isNotNull() & F.col("__sp_differs")),
+    ).first()
+    if missing or extra or changed:
+        if missing:
+            what = f"{missing} stored row(s) without an equal row"
+        elif extra:
+            what = f"{extra} row(s) not stored"
+        else:
+            what = f"{changed} row(s) with floating-point values further apart than {FLOAT_TOLERANCE:g}"
         raise LineageNotBuilt(
-            f"capture {entry['name']!r}: the query gave other rows when run again to build its lineage ({what}); "
-            "floating-point sums can differ between runs. Capture it with strategy='auto'"
+            f"capture {entry['name']!r}: the query gave other rows when run again to build its lineage ({what}). "
+            "Capture it with strategy='auto'"
         )
     return rows.select(OUT, *slot_names)

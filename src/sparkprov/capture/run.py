@@ -29,6 +29,7 @@ from .lineage import (
     IN,
     OUT,
     PAIRS_SCHEMA,
+    REF,
     ROW_SLOTS,
     SHARED_REF,
     SHARED_SCHEMA,
@@ -345,9 +346,46 @@ def side_graph(bridge, rewriter, work: Path) -> SideGraph:
 def write_shared(spark, graph: SideGraph, referenced: set[int], path: str) -> None:
     """Store the lineage of the shared sides ``referenced`` (and those they reach) once,
     at ``path`` (a capture's ``shared/``)."""
+    if _write_shared_here(graph, referenced, path):
+        return
     shared = shared_pairs(referenced, graph)
     table = union_pairs(shared) if shared else spark.createDataFrame([], SHARED_SCHEMA)
     table.write.options(**PAIR_WRITE_OPTIONS).parquet(path)
+
+
+SHARED_HERE_MAX = 2_000_000  # rids a shared side's rows may hold to be written from this process
+
+
+def _write_shared_here(graph: SideGraph, referenced: set[int], path: str) -> bool:
+    """``write_shared`` in this process (pyarrow), when every referenced side's slots
+    are rids or rid arrays (a scalar subquery computed with inject) and hold at most
+    ``SHARED_HERE_MAX`` rids: its kept row is read once, which spares the jobs that
+    writing a few thousand pairs with Spark takes. Returns whether it did."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    sides = sorted(referenced)
+    if not all(s.kind in ROW_SLOTS for k in sides for s in graph.sides[k].slots):
+        return False
+    refs, srcs, rids = [], [], []
+    for k in sides:
+        slots = graph.sides[k].slots
+        rows = graph.relation(k).select(*[s.name for s in slots])
+        sizes = [F.size(s.name) if s.kind == "rids" else F.lit(1) for s in slots]
+        total = rows.select(F.sum(sum(sizes[1:], sizes[0]))).first()[0] if slots else 0
+        if (total or 0) > SHARED_HERE_MAX:
+            return False
+        for row in rows.collect():
+            for slot, value in zip(slots, row):
+                found = [r for r in (value if slot.kind == "rids" else [value]) or () if r is not None]
+                refs += [k] * len(found)
+                srcs += [graph.source_of(slot.ref)] * len(found)
+                rids += found
+    columns = {REF: pa.array(refs, pa.int32()), SRC: pa.array(srcs, pa.int32()), IN: pa.array(rids, pa.int64())}
+    table = pa.table(columns).group_by([REF, SRC, IN]).aggregate([])  # distinct, as Spark's path makes it
+    Path(path).mkdir(parents=True)
+    pq.write_table(table, Path(path) / "part-0.parquet")
+    return True
 
 
 def _resolve(bridge, rewriter, output_path: str, lineage_path: str, operators, witnesses: bool, data: Path):
