@@ -12,22 +12,23 @@ rewrite, whose output job carries only handles, and the capture returns once its
 output is written. Resolving the handles into pairs (step 4 of a capture) runs in a
 background thread, one capture at a time; an answer waits for it.
 
-**Lazy**: Smoke's lazy (section 3) captures nothing and answers lineage queries by querying the
-inputs again. A lazy capture runs the user's query as it is and stores its output rows
-with their ids, plus what identifies its sources (names, file fingerprints; sources
-without stable row positions are copied, as for any capture). The first answer that
-needs the pair table runs the query again, this time with capture (``auto``), in the
-process that captured it: the rewrite needs the query, which lives only there.
+**Lazy**: Smoke's lazy (section 3) captures nothing and answers lineage queries by
+querying the inputs again. A lazy capture runs the user's query as it is and stores
+its output rows with their ids, plus what identifies its sources (names, file
+fingerprints; sources without stable row positions are copied, as for any capture).
+The first answer that needs the pair table runs the query again, this time with
+capture (``auto``), in the process that captured it: the rewrite needs the query,
+which lives only there.
 
 That run's rows are matched to the stored output rows by value (every column, NULL
 equal to NULL, floating-point values within ``FLOAT_TOLERANCE``); rows with equal
-values are paired in order. Every stored row must find
-its equal and the other way round, else nothing is built and ``LineageNotBuilt`` says
-why. Parquet sources must be unchanged (``SourceChanged``). ``Rewriter.check_lazy``
-refuses at capture what could give other rows in the second run (non-deterministic
-expressions, LIMIT without ORDER BY, samples). Where a query picks among rows
-that tie (a LIMIT over an order with equal keys), a row's lineage is that of an
-equal row in the same place of the order.
+values are paired in order. Every stored row must find its equal and the other way
+round, else nothing is built and ``LineageNotBuilt`` says why. Parquet sources must
+be unchanged (``SourceChanged``). ``Rewriter.check_lazy`` refuses at capture what
+could give other rows in the second run (non-deterministic expressions, LIMIT without
+ORDER BY, samples). Where a query picks among rows that tie (a LIMIT over an order
+with equal keys), a row's lineage is that of an equal row in the same place of the
+order.
 
 >>> from sparkprov.capture.later import shared_path
 >>> shared_path({"shared": "/store/data/1/shared", "later": "lazy"}) is None  # not built
@@ -158,7 +159,7 @@ def _build(entry: dict, pending: Pending) -> None:
         graph = side_graph(bridge, rewriter, work / "sides")
         with lineage_settings(bridge):
             pairs = source_pairs(rows, slots, graph)
-            distinct = not unique_pairs(rewriter, entry["operators"])
+            distinct = not unique_pairs(rewriter)
             store_lineage(spark, pairs, graph, path, Path(lineage["shared"]), distinct)
     finally:
         for kept in rewriter.checkpoints:

@@ -174,12 +174,11 @@ def _run_rewritten(
     spark = bridge.spark
 
     lineage_path = str(data / "lineage")
-    operators = sorted(rewriter.operators)
     shared_path, structure, in_output, deferred = None, None, None, {}
     if slots and not witnesses and _names_rows(rewriter):
         # the output's slot columns are the whole lineage (with a scalar subquery's,
         # stored once now): no pair table until one is needed
-        in_output = {"slots": slots_json(_in_output_slots(rewriter)), "unique": unique_pairs(rewriter, operators)}
+        in_output = {"slots": slots_json(_in_output_slots(rewriter)), "unique": unique_pairs(rewriter)}
         referenced = {s.ref for s in slots if rewriter.refers_to_shared(s)}
         if referenced:
             shared_path = str(data / "shared")
@@ -192,19 +191,18 @@ def _run_rewritten(
 
         def resolve() -> None:
             try:
-                _resolve(bridge, rewriter, output_path, lineage_path, operators, False, data)
+                _resolve(bridge, rewriter, output_path, lineage_path, False, data)
             finally:
                 for df in kept:
                     df.unpersist()
 
         later.run_later(capture_id, name, resolve)
     else:
-        shared_path, structure = _resolve(bridge, rewriter, output_path, lineage_path, operators, witnesses, data)
+        shared_path, structure = _resolve(bridge, rewriter, output_path, lineage_path, witnesses, data)
     # what dominates a capture's cost: the query with slots, or resolving them into pairs
     timings = {"output_s": round(output_done - started, 3), "lineage_s": round(time.perf_counter() - output_done, 3)}
     lineage = {"path": lineage_path, "shared": shared_path, **({"in_output": in_output} if in_output else deferred)}
-    entry = _entry(bridge, capture_id, rewriter, output_path, display, staged, lineage, operators, written, timings)
-    return {**entry, "witnesses": structure}
+    return _entry(bridge, capture_id, rewriter, output_path, display, staged, lineage, written, timings, structure)
 
 
 def _run_plain(bridge, name, capture_id, data: Path, df: DataFrame, rewriter: Rewriter, write) -> dict:
@@ -227,11 +225,9 @@ def _run_plain(bridge, name, capture_id, data: Path, df: DataFrame, rewriter: Re
         result = _write_output(bridge, df, 0, data, write)
     output_path, display, staged, written = result
     timings = {"output_s": round(time.perf_counter() - started, 3), "lineage_s": 0.0}
-    operators = sorted(rewriter.operators)
     # where the built lineage will be; "later" says it may not be there yet
     lineage = {"path": str(data / "lineage"), "shared": str(data / "shared"), "later": "lazy"}
-    entry = _entry(bridge, capture_id, rewriter, output_path, display, staged, lineage, operators, written, timings)
-    return {**entry, "witnesses": None}
+    return _entry(bridge, capture_id, rewriter, output_path, display, staged, lineage, written, timings)
 
 
 def _workload(rewriter: Rewriter) -> dict:
@@ -292,7 +288,9 @@ def _write_output(bridge, out: DataFrame, slot_count: int, data: Path, write: Wr
     return output_path, display, staged, written
 
 
-def _entry(bridge, capture_id, rewriter, output_path, display, staged, lineage, operators, written, timings) -> dict:
+def _entry(
+    bridge, capture_id, rewriter, output_path, display, staged, lineage, written, timings, witnesses=None
+) -> dict:
     return {
         "id": capture_id,
         "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
@@ -310,9 +308,10 @@ def _entry(bridge, capture_id, rewriter, output_path, display, staged, lineage, 
             "sources": {u.info.name: i for i, u in enumerate(rewriter.sources) if u.info.kind != PRUNED},
         },
         **_workload(rewriter),
-        "operators": operators,
+        "operators": sorted(rewriter.operators),
         "explain": [line.to_json() for line in rewriter.report],
         "written": written,
+        "witnesses": witnesses,
         "timings": timings,
     }
 
@@ -388,7 +387,7 @@ def _write_shared_here(graph: SideGraph, referenced: set[int], path: str) -> boo
     return True
 
 
-def _resolve(bridge, rewriter, output_path: str, lineage_path: str, operators, witnesses: bool, data: Path):
+def _resolve(bridge, rewriter, output_path: str, lineage_path: str, witnesses: bool, data: Path):
     """Resolve the output's slots into the pair table (and shared lineage, and with
     ``witnesses`` the side relations); returns (shared lineage path, witnesses)."""
     slots = rewriter.root.slots
@@ -401,7 +400,7 @@ def _resolve(bridge, rewriter, output_path: str, lineage_path: str, operators, w
     with lineage_settings(bridge):
         rows = spark.read.parquet(output_path).select(F.col(RID).alias(OUT), *[s.name for s in slots])
         pairs = source_pairs(rows, slots, graph)
-        distinct = not unique_pairs(rewriter, operators)
+        distinct = not unique_pairs(rewriter)
         shared_path = store_lineage(spark, pairs, graph, Path(lineage_path), data / "shared", distinct)
         structure = _write_sides(graph, slots, data / "sides") if witnesses else None
     shutil.rmtree(work, ignore_errors=True)
@@ -424,10 +423,10 @@ def store_lineage(spark, pairs: dict, graph: SideGraph, lineage: Path, shared: P
     return str(shared) if referenced else None
 
 
-def unique_pairs(rewriter: Rewriter, operators: list[str]) -> bool:
+def unique_pairs(rewriter: Rewriter) -> bool:
     """Whether every ``(output, input)`` pair is found once, so none need removing."""
     # one scan and no join: every path is unique
-    if len(rewriter.instances) == 1 and "Join" not in operators:
+    if len(rewriter.instances) == 1 and "Join" not in rewriter.operators:
         return True
     # Rows and rid arrays (kept without repeats by inject) of distinct sources: one
     # pair per rid. A handle's side relation could reach a row along several paths.
