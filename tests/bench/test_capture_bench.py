@@ -15,6 +15,11 @@ def test_bench_reports_ratios_and_storage(spark, tpch_dir):
     # one global sum: one output row, one pair per qualifying lineitem, nothing shared
     assert q6["output_rows"] == 1 and q6["pairs"] > 0 and q6["shared_pairs"] == 0
     assert set(report) >= {"median_ratio", "max_ratio", "storage_ratio", "queries"}
+    # the executors' side of each pair: run, CPU and GC seconds of the tasks it ran
+    assert len(q6["plain_task_s"]) == len(q6["capture_task_s"]) == 2
+    assert all(run > 0 and cpu > 0 and 0 <= gc <= run for run, cpu, gc in q6["plain_task_s"] + q6["capture_task_s"])
+    assert q6["task_median_ratio"] > 0 and q6["cpu_median_ratio"] > 0
+    assert report["task_median_ratio"] == q6["task_median_ratio"]
 
 
 def test_bench_compares_witnesses_in_the_same_run(spark, tpch_dir):

@@ -84,6 +84,46 @@ def spark_version(spark: SparkSession) -> tuple[int, int]:
     return int(major), int(minor)
 
 
+def task_seconds(spark: SparkSession, after: int = -1) -> tuple[int, tuple[float, float, float]]:
+    """Executor time spent by the stages finished since stage ``after``, from Spark's
+    status store (what its UI shows; kept with the UI off too): the newest stage's id,
+    and the tasks' summed run time, CPU time and JVM GC time, in seconds.
+
+    Events reach the store asynchronously, so the listener bus is drained first: a job
+    that just returned has its stages counted.
+
+    >>> from pyspark.sql import SparkSession
+    >>> spark = SparkSession.builder.getOrCreate()
+    >>> newest, _ = task_seconds(spark)
+    >>> _ = spark.range(1000).selectExpr("sum(id)").collect()
+    >>> later, (run, cpu, gc) = task_seconds(spark, newest)
+    >>> later > newest and run >= 0 and cpu > 0
+    True
+    """
+    sc = spark.sparkContext
+    jsc = sc._jsc.sc()  # type: ignore[union-attr]
+    jsc.listenerBus().waitUntilEmpty(10_000)
+    jvm = sc._jvm
+    quantiles = sc._gateway.new_array(jvm.double, 0)  # type: ignore[union-attr]
+    no_filter = jvm.java.util.ArrayList  # type: ignore[union-attr]
+    # AppStatusStore.stageList(statuses, details, withSummaries, quantiles, taskStatuses):
+    # every stage attempt the store keeps, newest first
+    stages = jsc.statusStore().stageList(no_filter(), False, False, quantiles, no_filter())
+    newest, run, cpu, gc = after, 0.0, 0.0, 0.0
+    it = stages.iterator()
+    while it.hasNext():
+        s = it.next()
+        stage = s.stageId()
+        if stage <= after:
+            break
+        newest = max(newest, stage)
+        if s.status().toString() == "COMPLETE":
+            run += s.executorRunTime() / 1e3
+            cpu += s.executorCpuTime() / 1e9
+            gc += s.jvmGcTime() / 1e3
+    return newest, (run, cpu, gc)
+
+
 class Bridge:
     """Reads and builds Catalyst plans for one SparkSession."""
 
