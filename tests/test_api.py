@@ -281,3 +281,34 @@ def test_register_views_make_lineage_queries_plain_sql(spark, session, people):
     ann = [r["_sp_in_rid"] for r in behind.collect() if r["name"] == "ann"]
     ahead = spark.sql(f"SELECT country, total FROM by_country_forward_people WHERE _sp_in_rid = {ann[0]}")
     assert [(r["country"], r["total"]) for r in ahead.collect()] == [("NL", 50)]
+
+
+def test_a_top_level_order_is_kept_with_the_output_and_applied_when_read(spark, session, people, tmp_path):
+    import pyarrow.parquet as pq
+
+    _, paths = people
+    src = spark.read.parquet(paths["parquet"])
+    src = src.withColumn("country", F.when(F.col("country") != "FR", F.col("country")))  # FR's row: NULL
+    totals = src.groupBy("country").agg(F.sum("amount").alias("total"), F.count("*").alias("n"))
+    # NL and BE tie on n (2 rows each): the next key, with NULLs last, orders them
+    q = totals.orderBy(F.desc_nulls_first("n"), F.col("country").asc_nulls_last())
+    cap = session.capture(q, "ordered")
+    assert [tuple(r)[:-1] for r in cap.output.collect()] == [("BE", 55, 2), ("NL", 50, 2), (None, 10, 1)]
+    # the order is recorded and explained; the stored rows carry their lineage unsorted
+    assert cap._entry["output"]["order"] == [[2, False, True], [0, True, False]]
+    top = cap._entry["explain"][0]
+    assert top[1].startswith("Sort") and "applied when they are read" in top[3]
+    # each output row still traces to its own input rows
+    (name,) = cap.sources
+    nl = cap.output.where("country = 'NL'").first()["_sp_rid"]
+    assert sorted(r["id"] for r in cap.backward([nl])[name].collect()) == [1, 2]
+    # an order on an expression, not a column: sorted as before, nothing recorded
+    by_expr = totals.orderBy(F.col("total") % 7, "country")
+    cap2 = session.capture(by_expr, "by_expr")
+    assert "order" not in cap2._entry["output"]
+    assert [tuple(r)[:-1] for r in cap2.output.collect()] == [tuple(r) for r in by_expr.collect()]
+    # files written for the user are sorted in the files themselves (part files in name order)
+    out = tmp_path / "written"
+    session.capture(q, "written", path=str(out))
+    rows = [row for f in sorted(out.glob("part-*.parquet")) for row in pq.read_table(f).to_pylist()]
+    assert [(r["country"], r["total"], r["n"]) for r in rows] == [("BE", 55, 2), ("NL", 50, 2), (None, 10, 1)]

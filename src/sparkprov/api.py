@@ -22,7 +22,7 @@ import uuid
 from dataclasses import dataclass
 from typing import Any
 
-from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.types import StructType
 
@@ -90,14 +90,22 @@ class Capture:
     @property
     def output(self) -> DataFrame:
         """The output rows, in the query's order, plus ``_sp_rid``."""
-        return self._output().orderBy(RID)
+        return self._output(ordered=True)
 
-    def _output(self) -> DataFrame:
+    def _output(self, ordered: bool = False) -> DataFrame:
         out = self._entry["output"]
         reader = self._session.spark.read
         if "schema" in out:  # a given schema: no job to read footers
             reader = reader.schema(StructType.fromJson(json.loads(out["schema"])))
         df = reader.parquet(out["path"])
+        if ordered:
+            # a top-level ORDER BY the capture kept rather than applied (rewrite.order_when_read);
+            # rows equal on it, and every row of an unordered query, in rid order
+            keys = [
+                _sort_key(F.col(f"`{out['stored'][i]}`"), asc, nulls_first)
+                for i, asc, nulls_first in out.get("order", [])
+            ]
+            df = df.orderBy(*keys, RID)
         cols = [F.col(f"`{s}`").alias(d) for s, d in zip(out["stored"], out["columns"])]
         return df.select(*cols, F.col(RID))
 
@@ -607,6 +615,12 @@ class LineageSession:
 
 
 IN_RID = "_sp_in_rid"
+
+
+def _sort_key(col: Column, ascending: bool, nulls_first: bool) -> Column:
+    if ascending:
+        return col.asc_nulls_first() if nulls_first else col.asc_nulls_last()
+    return col.desc_nulls_first() if nulls_first else col.desc_nulls_last()
 
 
 def _identifier(name: str) -> str:

@@ -17,7 +17,14 @@ from .test_rewrite import lineage_by_output
 
 
 def _pairs(cap: sp.Capture) -> dict[str, list[tuple]]:
-    return {s: sorted(tuple(r) for r in cap.pairs(s).collect()) for s in cap._entry["lineage"]["sources"]}
+    """(output row's position in the query's order, input rid) per source. Rids name
+    output rows only within a capture: a top-level ORDER BY is applied when the output
+    is read, so each strategy may store the rows in another order."""
+    position = {r[RID]: i for i, r in enumerate(cap.output.select(RID).collect())}
+    return {
+        s: sorted((position[out], *rest) for out, *rest in cap.pairs(s).collect())
+        for s in cap._entry["lineage"]["sources"]
+    }
 
 
 def _aggregate_strategies(cap: sp.Capture) -> list[str]:

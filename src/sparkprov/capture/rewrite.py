@@ -196,6 +196,10 @@ _INJECT_MAX_DEFAULT = "1g"
 # the slot kinds inject collects, and the kind of the array it makes of each
 _COLLECTED = {"source": "rids", "rids": "rids", "group": "groups", "groups": "groups"}
 ARRAY_SLOTS = ("rids", "groups")  # slots holding an array (collected by inject; an RDD record's groups)
+_ORDER_WHEN_READ = (
+    "1:1: the output's order, kept with the stored rows and applied when they are read; "
+    "the rows and their lineage are not sorted"
+)
 _SUBQUERY_STRATEGY = "scalar subquery: its lineage stored once; rows carry a reference"
 
 _LAZY_STRATEGY = "lazy: nothing captured; the first answer runs the query again with capture"
@@ -251,6 +255,10 @@ class Rewriter:
     strategy: str = "auto"
     # a declared workload's sources (capture/workload.py): only these keep lineage
     keep: frozenset[str] | None = None
+    # a global sort at the top may be left out, its order kept for when the output is
+    # read: (output position, ascending, nulls first) per key, in ``order``
+    order_when_read: bool = False
+    order: list[tuple[int, bool, bool]] = field(default_factory=list)
     inject_max_bytes: int = 0  # from INJECT_MAX_INPUT_BYTES, read by rewrite_root
     unknown_bytes: int = 0  # spark.sql.defaultSizeInBytes, read by rewrite_root
     _depth: int = 0
@@ -265,12 +273,34 @@ class Rewriter:
         self.optimized = self.bridge.optimized(self._prepared(plan))
         self.classes = self.bridge.class_names(self.optimized)
         self.check_supported(self.optimized)  # fail before any work (snapshots, checkpoints) is done
-        rw = self.rewrite(self.optimized)
+        rw = self._rewrite_top(self.optimized)
         self._check_workload()
         # user columns first, then the slots, whatever order joins left them in
         b = self.bridge
         self.root = Rewritten(b.project(self.user_output(rw) + [s.attr for s in rw.slots], rw.plan), rw.slots)
         return self.root
+
+    def _rewrite_top(self, plan: JPlan) -> Rewritten:
+        # A global sort at the top only orders the output rows. Sorting rows that carry
+        # their lineage moves every rid array through a sampling job, a shuffle and the
+        # sort (TPC-H Q1 at SF 1: its four rows hold 6M rids, and sorting them costs
+        # more than the query's whole aggregation). With order_when_read, the rows are
+        # stored as they come and the order is kept with them, applied when read.
+        b = self.bridge
+        keys = b.global_sort_keys(plan) if self.order_when_read else None
+        positions = {b.expr_id(a): i for i, a in enumerate(b.output(plan))}
+        if not keys or any(attr is None or b.expr_id(attr) not in positions for attr, _, _ in keys):
+            return self.rewrite(plan)
+        self.operators.add("Sort")
+        self.report.append(ExplainLine(1, b.simple_string(plan), "exact", _ORDER_WHEN_READ))
+        (child,) = b.children(plan)
+        self._depth += 1
+        try:
+            rw = self.rewrite(child)
+        finally:
+            self._depth -= 1
+        self.order = [(positions[b.expr_id(attr)], ascending, nulls_first) for attr, ascending, nulls_first in keys]
+        return rw
 
     def optimize_lazy(self, plan: JPlan) -> None:
         """What a lazy capture does instead of rewriting, first part: the plan optimized

@@ -146,6 +146,9 @@ def _capture_into(
         by_occurrence=by_occurrence,
         strategy="logical" if witnesses else strategy,
         keep=frozenset(workload.sources) if workload else None,
+        # files written for the user are sorted as the query says; the store's own
+        # output keeps its order for when it is read
+        order_when_read=write is None,
     )
     try:
         if strategy == "lazy" and not witnesses:  # the query as it is; lineage when first needed
@@ -301,6 +304,7 @@ def _entry(
             "columns": display,
             "stored": storage_names(display),
             "schema": _stored_schema(staged),
+            **({"order": [list(key) for key in rewriter.order]} if rewriter.order else {}),
         },
         "sources": {use.info.name: use.info.to_json() for use in rewriter.sources if use.info.kind != PRUNED},
         "lineage": {

@@ -178,6 +178,18 @@ class Bridge:
         """The simple class name of an expression (some override ``nodeName``)."""
         return obj.getClass().getSimpleName()
 
+    def global_sort_keys(self, node: JPlan) -> list[tuple[JExpr | None, bool, bool]] | None:
+        """For a global Sort: per key, the attribute it sorts on (None for any other
+        expression), whether ascending, whether NULLs first. None for any other node."""
+        if self.node_name(node) != "Sort" or not getattr(node, "global")():  # a Python keyword
+            return None
+        keys = []
+        for order in self.to_list(node.order()):
+            child = order.child()
+            attr = child if self.class_name(child) == "AttributeReference" else None
+            keys.append((attr, bool(order.isAscending()), order.nullOrdering().sql() == "NULLS FIRST"))
+        return keys
+
     def children(self, node: JPlan) -> list[JPlan]:
         return self.to_list(node.children())
 
