@@ -881,8 +881,13 @@ class Rewriter:
         left_ids = {b.expr_id(a) for a in b.output(left)}
         used = [a for a in b.condition_references(node) if b.expr_id(a) in left_ids]
         handle = b.struct([s.attr for s in lw.slots] + used)
-        matches = Rewritten(b.inner_join_like(node, lw.plan, rw.plan), rw.slots)
-        slot = self._group_slot(f"Join ({b.join_type(node).split('(')[0]})", handle, matches, "matches")
+        # The side relation's handle is made on the left input, below the inner join:
+        # resolving reaches it with a semi join on the handle, which Catalyst then pushes
+        # down to that input, so only the left rows the output kept are joined (TPC-H
+        # Q21). Made above the join, the semi join stays on top of the whole join.
+        left = b.project(b.output(lw.plan) + [b.alias(handle, f"__sp_m{next(self._ids)}")], lw.plan)
+        matches = Rewritten(b.inner_join_like(node, left, rw.plan), rw.slots)
+        slot = self._group_slot(f"Join ({b.join_type(node).split('(')[0]})", b.output(left)[-1], matches, "matches")
         semi = b.with_new_children(node, [lw.plan, rw.plan])
         plan = b.project(b.output(semi) + [b.alias(handle, slot.name)], semi)
         slot.attr = b.output(plan)[-1]
