@@ -6,6 +6,7 @@ import os
 import shutil
 import time
 
+import pyarrow.parquet as pq
 import pytest
 from pyspark.sql import Window
 from pyspark.sql import functions as F
@@ -284,8 +285,6 @@ def test_register_views_make_lineage_queries_plain_sql(spark, session, people):
 
 
 def test_a_top_level_order_is_kept_with_the_output_and_applied_when_read(spark, session, people, tmp_path):
-    import pyarrow.parquet as pq
-
     _, paths = people
     src = spark.read.parquet(paths["parquet"])
     src = src.withColumn("country", F.when(F.col("country") != "FR", F.col("country")))  # FR's row: NULL
