@@ -288,8 +288,10 @@ class Rewriter:
         # stored as they come and the order is kept with them, applied when read.
         b = self.bridge
         keys = b.global_sort_keys(plan) if self.order_when_read else None
+        if not keys:
+            return self.rewrite(plan)
         positions = {b.expr_id(a): i for i, a in enumerate(b.output(plan))}
-        if not keys or any(attr is None or b.expr_id(attr) not in positions for attr, _, _ in keys):
+        if any(attr is None or b.expr_id(attr) not in positions for attr, _, _ in keys):
             return self.rewrite(plan)
         self.operators.add("Sort")
         self.report.append(ExplainLine(1, b.simple_string(plan), "exact", _ORDER_WHEN_READ))
