@@ -33,8 +33,9 @@ def _aggregate_strategies(cap: sp.Capture) -> list[str]:
 
 # Q1, Q6: aggregates over one scan; Q3, Q9: over joins; Q13: an aggregate over an
 # aggregate over an outer join (NULL slots); Q15: a view aggregated twice; Q18: nested
-# aggregates under a semi join; Q22: a scalar subquery (shared lineage)
-QUERIES = (1, 3, 6, 9, 13, 15, 18, 22)
+# aggregates under a semi join; Q4: a semi join over a smaller left side; Q22: a
+# scalar subquery (shared lineage)
+QUERIES = (1, 3, 4, 6, 9, 13, 15, 18, 22)
 
 
 @pytest.mark.parametrize("n", QUERIES)
@@ -141,6 +142,33 @@ def test_semi_join_on_keys_injects_its_matches(spark, session):
             logical = "left slots plus a group of matches; side relation"
             chosen = {"logical": logical, "defer": logical, "lazy": "lazy"}.get(strategy, auto)
             assert _join_strategies(cap) == [chosen], (label, strategy)
+
+
+def test_semi_join_over_a_smaller_left_side_groups_its_pairs_by_left_row(spark, session):
+    # The left side reads less than the right: matching pairs are grouped back by left
+    # row, whatever the condition. Each left row is an explode's copy of another, equal
+    # in every column and slot: the semi join keeps both copies, and so must capture.
+    left = session.source(spark.createDataFrame([(0, "a"), (1, "b"), (2, "c")], "k int, g string"), "pl")
+    left = left.select("k", F.explode(F.array("g", "g")).alias("g"))
+    matched = [(10, "a"), (11, "a"), (12, "b")] + [(20 + i, "z") for i in range(60)]
+    right = session.source(spark.createDataFrame(matched, "k int, g string"), "pr")
+    right = right.select(F.col("k").alias("rk"), F.col("g").alias("rg"))
+    cases = [
+        ("key", left["g"] == right["rg"], {(0, "a"): {10, 11}, (1, "b"): {12}}),
+        ("theta", (left["g"] == right["rg"]) & (left["k"] + 11 <= right["rk"]), {(0, "a"): {11}, (1, "b"): {12}}),
+    ]
+    for label, cond, matches in cases:
+        expected = {row: {("pl", row[0])} | {("pr", m) for m in ms} for row, ms in matches.items()}
+        for strategy in ("auto", "inject", "logical"):
+            cap = session.capture(left.join(right, cond, "left_semi"), f"rows_{label}_{strategy}", strategy=strategy)
+            assert cap.output.count() == 2 * len(matches), (label, strategy)
+            assert lineage_by_output(cap) == expected, (label, strategy)
+            chosen = "left rows numbered" if strategy != "logical" else "left slots plus a group of matches"
+            assert chosen in _join_explain(cap), (label, strategy)
+
+
+def _join_explain(cap: sp.Capture) -> str:
+    return " ".join(line[3] for line in cap._entry["explain"] if line[1].startswith("Join"))
 
 
 def test_witnesses_keep_side_relations_and_bad_strategies_are_refused(session, two):

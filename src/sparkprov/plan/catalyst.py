@@ -537,6 +537,15 @@ class Bridge:
         they are all equal, NULL over no rows (or only NULLs)."""
         return self._expr.aggregate.Max(attr).toAggregateExpression()
 
+    def first(self, attr: JExpr) -> JExpr:
+        """``first(attr)`` as an aggregate expression, NULLs kept: the value of a group
+        whose rows are all one row's copies (any type; ``max`` needs an ordered one)."""
+        return self._expr.aggregate.First(attr, False).toAggregateExpression()
+
+    def row_id(self) -> JExpr:
+        """``monotonically_increasing_id()``: a number unique to each row of one run."""
+        return self._expr.MonotonicallyIncreasingID()
+
     def deduplicate(self, keys: list[JExpr], child: JPlan) -> JPlan:
         # Spark 4.3 added a third constructor argument (Option[DeduplicateSpec]).
         return self._logical.Deduplicate(self.seq(keys), child, self.none())
