@@ -19,6 +19,8 @@ def test_bench_reports_ratios_and_storage(spark, tpch_dir):
     assert len(q6["plain_task_s"]) == len(q6["capture_task_s"]) == 2
     assert all(run > 0 and cpu > 0 and 0 <= gc <= run for run, cpu, gc in q6["plain_task_s"] + q6["capture_task_s"])
     assert q6["task_median_ratio"] > 0 and q6["cpu_median_ratio"] > 0
+    # each kind ran once before the timed pairs, outside them
+    assert q6["warm_up"]["plain_s"] > 0 and q6["warm_up"]["capture_s"] > 0
     assert report["task_median_ratio"] == q6["task_median_ratio"]
 
 

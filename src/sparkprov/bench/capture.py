@@ -166,7 +166,9 @@ def compare(
                 # the time until both are stored, and until the output alone was
                 return time.perf_counter() - t, returned - c._entry["timings"]["lineage_s"], c
 
-            plain(-1)  # warm-up: file listings, code generation caches
+            # warm-up, each kind once: file listings, generated code (a capture's plan
+            # compiles classes of its own: Q2's first capture compiles 32), the JIT
+            warm_up = {"plain_s": round(plain(-1), 3), "capture_s": round(captured(-1)[0], 3)}
             # each round runs every kind once, in an order rotated between rounds; with
             # witnesses, a capture without them is a third kind, to compare in the same run
             kinds = ["plain", "capture", "default"] if witnesses else ["plain", "capture"]
@@ -190,7 +192,7 @@ def compare(
                     flush=True,
                 )
             results.append(_result(spark, n, cap, plain_t, cap_t, output_t, default_t, witnesses))
-            results[-1].update(_task_ratios(plain_tasks, cap_tasks))
+            results[-1].update(_task_ratios(plain_tasks, cap_tasks), warm_up=warm_up)
     finally:
         shutil.rmtree(work, ignore_errors=True)
     return results
