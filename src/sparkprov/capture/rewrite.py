@@ -921,7 +921,7 @@ class Rewriter:
         joined = b.key_join(node, lw.plan, grouped, left_keys, out[: len(keys)])
         arrays = out[len(keys) :]
         plan = b.project(b.output(lw.plan) + arrays, joined)
-        slots = [Slot(b.attr_name(a), self._collected_kind(s), s.ref, a) for a, s in zip(arrays, rw.slots)]
+        slots = self._collected_slots(arrays, rw.slots)
         return Rewritten(plan, lw.slots + slots, strategy=_INJECT_MATCHES)
 
     def _inject_per_left_row(self, node: JPlan, lw: Rewritten, rw: Rewritten, right: JPlan) -> Rewritten:
@@ -934,15 +934,21 @@ class Rewriter:
         # semi join keeps it; one without, not at all. The number tells apart left rows
         # that are equal in every column and slot (rows of constants, an explode's copies).
         b = self.bridge
-        numbered = b.project(b.output(lw.plan) + [b.alias(b.row_id(), f"__sp_n{next(self._ids)}")], lw.plan)
-        joined = b.inner_join_like(node, numbered, rw.plan)
+        left = b.output(lw.plan)
+        number = b.alias(b.row_id(), f"__sp_n{next(self._ids)}")
+        joined = b.inner_join_like(node, b.project(left + [number], lw.plan), rw.plan)
         # the left columns keep their attribute ids, so the operators above still resolve
-        kept = [b.alias(b.first(a), b.attr_name(a), b.jexpr_id(a)) for a in b.output(lw.plan)]
+        kept = [b.alias(b.first(a), b.attr_name(a), b.jexpr_id(a)) for a in left]
         collected = self._collected(right, rw.slots)
-        plan = b.group_by([b.output(numbered)[-1]], kept + collected, joined)
+        plan = b.group_by([b.to_attribute(number)], kept + collected, joined)
         arrays = b.output(plan)[len(kept) :]
-        slots = [Slot(b.attr_name(a), self._collected_kind(s), s.ref, a) for a, s in zip(arrays, rw.slots)]
+        slots = self._collected_slots(arrays, rw.slots)
         return Rewritten(plan, lw.slots + slots, strategy=_INJECT_PER_LEFT_ROW)
+
+    def _collected_slots(self, arrays: list[JExpr], slots: list[Slot]) -> list[Slot]:
+        """The slots of ``arrays``, the attributes ``_collected`` made for ``slots``."""
+        b = self.bridge
+        return [Slot(b.attr_name(a), self._collected_kind(s), s.ref, a) for a, s in zip(arrays, slots)]
 
     def _collected(self, child: JPlan, slots: list[Slot]) -> list[JExpr]:
         """Aggregate expressions collecting each of ``slots`` into an array over the rows
@@ -1039,7 +1045,7 @@ class Rewriter:
         collected = self._collected(child, inner.slots)
         plan = b.aggregate_like(node, b.aggregate_expressions(node) + collected, inner.plan)
         out = b.output(plan)[len(b.output(plan)) - len(collected) :]
-        slots = [Slot(b.attr_name(a), self._collected_kind(s), s.ref, a) for a, s in zip(out, inner.slots)]
+        slots = self._collected_slots(out, inner.slots)
         return Rewritten(plan, slots, strategy=_INJECT)
 
     def rule_distinct(self, node: JPlan) -> Rewritten:
