@@ -26,7 +26,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from pyspark.sql import Column, Window
+from pyspark.sql import Window
 from pyspark.sql import functions as F
 from pyspark.sql.types import IntegerType, StringType, StructField, StructType
 from pyspark.util import PythonEvalType
@@ -98,13 +98,6 @@ class SourceUse:
     leaf: JPlan  # a representative analyzed leaf
     snapshot_plan: JPlan | None = None  # for snapshot sources: the Parquet scan of the copy
     key: Any = None  # sources.leaf_key of the leaf (None: an in-memory leaf)
-    _rid: Column | None = None
-
-    def rid(self) -> Column:
-        """The rid column of this source's rows (one Column, reused by every occurrence)."""
-        if self._rid is None:
-            self._rid = S.rid_column(self.info.files)
-        return self._rid
 
 
 @dataclass
@@ -228,6 +221,9 @@ _UDTF_COARSE = "coarse: the Python UDTF {}; every row of its input partition"
 _UNSUPPORTED_EXPRESSIONS = {
     "PythonUDTF": "Python UDTF",
 }
+# a Catalyst tree pattern every expression above carries (a Python UDTF is a generator):
+# an expression without it needs no walk
+_UNSUPPORTED_PATTERN = "GENERATOR"
 
 
 @dataclass
@@ -252,9 +248,10 @@ class Rewriter:
     restrict: dict | None = None
     report: list[ExplainLine] = field(default_factory=list)  # one line per operator, for explain()
     operators: set[str] = field(default_factory=set)  # the captured plan's operator names, subqueries' too
-    # class names in the optimized plan (subqueries included), to skip walks that cannot
-    # find anything; None when unknown (then everything is walked)
-    classes: set[str] | None = None
+    # operator names in the optimized plan (subqueries included), gathered by
+    # check_supported, to skip walks that cannot find anything; None when unknown (then
+    # everything is walked)
+    checked: set[str] | None = None
     # how grouping operators keep their groups (STRATEGIES): "auto" picks per operator
     strategy: str = "auto"
     # a declared workload's sources (capture/workload.py): only these keep lineage
@@ -275,7 +272,6 @@ class Rewriter:
         self.unknown_bytes = self.bridge.conf_bytes("spark.sql.defaultSizeInBytes", str(2**63 - 1))
         self._collect_view_names(plan, None)
         self.optimized = self.bridge.optimized(self._prepared(plan))
-        self.classes = self.bridge.class_names(self.optimized)
         self.check_supported(self.optimized)  # fail before any work (snapshots, checkpoints) is done
         rw = self._rewrite_top(self.optimized)
         self._check_workload()
@@ -329,7 +325,6 @@ class Rewriter:
         registered (named, fingerprinted, non-Parquet ones copied) and one explain line
         per operator."""
         b = self.bridge
-        self.classes = b.class_names(self.optimized)
         self.check_supported(self.optimized)
         if not b.is_plan_deterministic(self.optimized):
             found = self._nondeterminism(self.optimized) or "a non-deterministic expression"
@@ -389,18 +384,21 @@ class Rewriter:
         self.report.append(None)  # filled in below: the report lists operators top-down
         self._depth += 1
         try:
+            subqueries = []
             if op in LEAVES:
                 rw = self.rule_leaf(node)
             else:
                 rule = RULES.get(op)
                 if rule is None:
                     raise UnsupportedOperation(op, self._where(node))
-                node = self._pin_subqueries(node)
+                subqueries = self._scalar_subqueries(node)
+                if subqueries:
+                    node = self._pin_subqueries(node, subqueries)
+                    subqueries = self._scalar_subqueries(node)  # now reading their kept rows
                 rw = rule(self, node)
         finally:
             self._depth -= 1
-        self.report[line] = self._explain_line(node, rw)
-        subqueries = self._scalar_subqueries(node)
+        self.report[line] = self._explain_line(node, op, rw)
         return self._add_subquery_slots(rw, subqueries) if subqueries else rw
 
     def _scalar_subqueries(self, node: JPlan) -> list[JExpr]:
@@ -415,9 +413,8 @@ class Rewriter:
             return []
         return [plan for e in b.expressions(node) for plan in b.subquery_plans(e)]
 
-    def _explain_line(self, node: JPlan, rw: Rewritten) -> ExplainLine:
+    def _explain_line(self, node: JPlan, op: str, rw: Rewritten) -> ExplainLine:
         b = self.bridge
-        op = b.node_name(node)
         if op in LEAVES:
             if not rw.slots:
                 strategy = rw.strategy or "constant rows: no source rows behind them"
@@ -511,11 +508,18 @@ class Rewriter:
     def _leaf_id(self, leaf: JPlan) -> str:
         return self.bridge.output_ids(leaf)
 
-    def check_supported(self, node: JPlan) -> None:
-        """Raise ``UnsupportedOperation`` for the first operator or expression no rule handles."""
+    def check_supported(self, node: JPlan, below: bool = True) -> None:
+        """Raise ``UnsupportedOperation`` for the first operator or expression no rule
+        handles; the operators checked are added to ``checked``. ``below=False``: no
+        expression in ``node``'s subtree has ``_UNSUPPORTED_PATTERN`` (its parent's bits
+        said so: they cover the subtree, not the plans of subqueries)."""
         b = self.bridge
         op = b.node_name(node)
-        if self._may_be_unsupported() or b.has_pattern(node, "PLAN_EXPRESSION"):
+        if self.checked is None:
+            self.checked = set()
+        self.checked.add(op)
+        below = below and b.has_pattern(node, _UNSUPPORTED_PATTERN)
+        if below or b.has_pattern(node, "PLAN_EXPRESSION"):
             self._check_expressions(node, op)
         if op not in LEAVES and op not in RULES:
             raise UnsupportedOperation(op, self._where(node))
@@ -531,10 +535,7 @@ class Rewriter:
         if op == "LogicalRelation" and b.file_relation(node) is None:
             raise UnsupportedOperation("LogicalRelation", self._where(node), "only file-based relations are supported")
         for child in b.children(node):
-            self.check_supported(child)
-
-    def _may_be_unsupported(self) -> bool:
-        return self.classes is None or not self.classes.isdisjoint(_UNSUPPORTED_EXPRESSIONS)
+            self.check_supported(child, below)
 
     def _where(self, node: JPlan) -> str:
         return self.bridge.tree_string(node)[:2000]
@@ -544,7 +545,8 @@ class Rewriter:
         for e in b.expressions(node):
             if b.contains_subquery(e):
                 self._check_subqueries(node, op, e)
-            for cls in b.expression_classes(e) if self._may_be_unsupported() and op not in PYTHON_UDTF else ():
+            walk = op not in PYTHON_UDTF and b.has_pattern(e, _UNSUPPORTED_PATTERN)
+            for cls in b.expression_classes(e) if walk else ():
                 if cls in _UNSUPPORTED_EXPRESSIONS:
                     raise UnsupportedOperation(_UNSUPPORTED_EXPRESSIONS[cls], self._where(node), f"in {op}")
 
@@ -562,13 +564,13 @@ class Rewriter:
                 raise UnsupportedOperation("correlated scalar subquery", self._where(node), b.expr_sql(sq)[:200])
             self.check_supported(b.subquery_plan(sq))
 
-    def _pin_subqueries(self, node: JPlan) -> JPlan:
+    def _pin_subqueries(self, node: JPlan, subqueries: list[JExpr]) -> JPlan:
         # A scalar subquery is computed once, with its lineage, before the query, and
         # the query reads that row: the subquery runs once, not again to resolve its
         # lineage, and a row that could differ between runs (LIMIT, rand()) is the same
         # one for both. One without sources (constants) has no lineage to keep.
         b = self.bridge
-        for sq in self._scalar_subqueries(node):
+        for sq in subqueries:
             key = b.expr_id(sq)
             if key in self.subqueries:
                 continue
@@ -632,14 +634,13 @@ class Rewriter:
         self.instances.append(Instance(source=src_index))
         slot = self._new_slot("source", len(self.instances) - 1)
         use = self.sources[src_index]
+        files = [path for path, _, _ in use.info.files]
         if use.info.kind == "parquet":
-            df = b.to_dataframe(leaf)
-            df = self._restricted(df.select("*", use.rid().alias(slot.name)), slot, src_index)
-            plan = b.analyzed(df)
+            plan = self._restricted(b.with_file_rids(leaf, files, S.ROW_BITS, slot.name), slot, src_index)
         else:
-            snap = b.to_dataframe(use.snapshot_plan)
-            snap = self._restricted(snap.select("*", use.rid().alias(slot.name)), slot, src_index)
-            snap_plan = b.analyzed(snap)
+            snap_plan = self._restricted(
+                b.with_file_rids(use.snapshot_plan, files, S.ROW_BITS, slot.name), slot, src_index
+            )
             snap_out = b.output(snap_plan)
             # keep the leaf's attribute ids so the operators above still resolve
             exprs = [b.alias(new, b.attr_name(old), b.jexpr_id(old)) for new, old in zip(snap_out, b.output(leaf))]
@@ -658,11 +659,13 @@ class Rewriter:
             return None  # the optimizer's stand-in for a part it proved empty
         return self._source_for(leaf, S.leaf_format(b, leaf), self.leaf_names.get(self._leaf_id(leaf)))
 
-    def _restricted(self, df, slot: Slot, src_index: int):
+    def _restricted(self, plan: JPlan, slot: Slot, src_index: int) -> JPlan:
         if self.restrict is None:
-            return df
+            return plan
+        b = self.bridge
+        df = b.to_dataframe(plan)
         keep = self.restrict[src_index].select(F.col(S.RID).alias("__sp_keep"))
-        return df.join(keep, F.col(slot.name) == keep["__sp_keep"], "left_semi")
+        return b.analyzed(df.join(keep, F.col(slot.name) == keep["__sp_keep"], "left_semi"))
 
     def _source_for(self, leaf: JPlan, fmt: str, context: str | None) -> int:
         b = self.bridge
@@ -957,7 +960,7 @@ class Rewriter:
         # A join, a generator or an Expand (distinct aggregates) can bring one input row
         # into a group more than once; its rid is kept once, so pairs need no distinct.
         # (Catalyst has no tree pattern for Expand: any Expand in the plan counts.)
-        expand = self.classes is None or "Expand" in self.classes
+        expand = self.checked is None or "Expand" in self.checked
         repeats = expand or any(b.has_pattern(child, p) for p in ("JOIN", "GENERATE"))
         # Handles are not made distinct here: array_distinct compares structs pairwise
         # (quadratic in the group's size); resolving drops repeated probes instead.
@@ -1101,7 +1104,7 @@ class Rewriter:
             return "a non-deterministic expression"
         if b.has_pattern(node, "LIMIT"):
             return "LIMIT"
-        if self.classes is not None and self.classes.isdisjoint(("Sample", "AttachDistributedSequence", "Offset")):
+        if self.checked is not None and self.checked.isdisjoint(("Sample", "AttachDistributedSequence", "Offset")):
             return None
         op = b.node_name(node)
         if op in ("GlobalLimit", "LocalLimit"):

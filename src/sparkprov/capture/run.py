@@ -282,7 +282,9 @@ def _write_output(bridge, out: DataFrame, slot_count: int, data: Path, write: Wr
     if RID in display:
         raise ValueError(f"the query's output has a column named {RID}, which sparkprov reserves; rename it")
     output_path = str(data / "output")
-    staged = out.toDF(*storage_names(display), *out.columns[len(display) :])
+    stored = storage_names(display)
+    # renaming makes a new Dataset, analyzed again (milliseconds): only when names change
+    staged = out if stored == display else out.toDF(*stored, *out.columns[len(display) :])
     written = None
     if write is None:
         staged.withColumn(RID, F.monotonically_increasing_id()).write.parquet(output_path)

@@ -44,7 +44,6 @@ _HIDING_RULES = (
     # lineage would keep one row per partition of the right side instead of all
     f"{_CAT}.optimizer.LimitPushDown",
 )
-_CLASS = re.compile(r'"class":"([^"]+)"')
 _EMPTY_AUTHORITY = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*):///")
 
 
@@ -145,9 +144,18 @@ class Bridge:
 
     # ---- scala values -------------------------------------------------------------
     def seq(self, items: list) -> Any:
-        jlist = self.jvm.java.util.ArrayList()
-        for item in items:
-            jlist.add(item)
+        # List.of takes up to ten elements in one round trip; py4j's own conversion of a
+        # Python list makes one per element. (List.of refuses nulls.)
+        if any(item is None for item in items):
+            jlist = self.jvm.java.util.ArrayList()
+            for item in items:
+                jlist.add(item)
+        elif len(items) <= 10:
+            jlist = self.jvm.java.util.List.of(*items)
+        else:
+            jlist = self.jvm.java.util.ArrayList(self.jvm.java.util.List.of(*items[:10]))
+            for start in range(10, len(items), 10):
+                jlist.addAll(self.jvm.java.util.List.of(*items[start : start + 10]))
         return self.jvm.org.apache.spark.api.python.PythonUtils.toSeq(jlist)
 
     @staticmethod
@@ -214,16 +222,6 @@ class Bridge:
         if pattern not in self._patterns:
             self._patterns[pattern] = getattr(getattr(self.jvm, f"{_CAT}.trees.TreePattern"), pattern)()
         return bool(tree.containsPattern(self._patterns[pattern]))
-
-    @staticmethod
-    def class_names(plan: JPlan) -> set[str] | None:
-        """Simple class names of every node and expression in ``plan``, subquery plans
-        included, from one JSON rendering of the plan (None if it cannot be rendered)."""
-        try:
-            text = plan.toJSON()
-        except Exception:  # a node with a field JSON cannot render: callers walk instead
-            return None
-        return {m.rsplit(".", 1)[-1] for m in _CLASS.findall(text)}
 
     @staticmethod
     def is_plan_deterministic(plan: JPlan) -> bool:
@@ -504,6 +502,45 @@ class Bridge:
         eid = expr_id if expr_id is not None else self._expr.NamedExpression.newExprId()
         return self._expr.Alias(expr, name, eid, self.seq([]), self.none(), self.seq([]))
 
+    def with_file_rids(self, leaf: JPlan, files: list[str], row_bits: int, name: str) -> JPlan:
+        """``leaf`` (a LogicalRelation over Parquet files) with a column ``name`` after its
+        own: each row's rid, ``file number << row_bits | _metadata.row_index``, where the
+        file number is the position of ``_metadata.file_path`` in ``files`` (a path not
+        there fails the query; one file: the row index alone). The values
+        ``capture/sources.rid_column`` gives through the DataFrame API, built as Catalyst
+        nodes: selecting that column analyzes a new Dataset, tens of milliseconds per
+        leaf, and a capture's plan has one leaf per relation it reads."""
+        e, types = self._expr, self.jvm.org.apache.spark.sql.types.DataTypes
+        meta = next(a for a in self.to_list(leaf.metadataOutput()) if a.name() == "_metadata")
+        fields = meta.dataType()
+
+        def field(key: str) -> JExpr:
+            return e.GetStructField(meta, fields.fieldIndex(key), self.jvm.scala.Option.apply(key))
+
+        rid = field("row_index")
+        if len(files) != 1:
+            path = field("file_path")
+            # the paths as one array literal: one string split in the JVM, not a round
+            # trip per file (URIs spell a line break %0A)
+            if any("\n" in f for f in files):
+                raise ValueError(f"a file path with a line break: {[f for f in files if chr(10) in f][0]!r}")
+            paths = self.jvm.java.util.regex.Pattern.compile("\n").split("\n".join(files))
+            position = e.ArrayPosition(e.Literal.create(paths, types.createArrayType(types.StringType, False)), path)
+            unknown = e.RaiseError(
+                e.Concat(self.seq([self.string_literal("sparkprov: file not known to the capture: "), path]))
+            )
+            zero = e.Cast(self.int_literal(0), types.LongType, self.none())
+            number = e.If(
+                e.EqualTo(position, zero),  # array_position is 1-based, 0 when absent
+                e.Cast(unknown, types.LongType, self.none()),
+                e.Subtract(position, e.Cast(self.int_literal(1), types.LongType, self.none())),
+            )
+            rid = e.BitwiseOr(e.ShiftLeft(number, self.int_literal(row_bits)), rid)
+        return self.project(self.output(leaf) + [self.alias(rid, name)], leaf.withMetadataColumns())
+
+    def string_literal(self, value: str) -> JExpr:
+        return self._expr.Literal.create(value, self.jvm.org.apache.spark.sql.types.DataTypes.StringType)
+
     def null_literal(self, data_type: Any) -> JExpr:
         return self._expr.Literal.create(None, data_type)
 
@@ -644,9 +681,7 @@ class Bridge:
     def named_struct(self, fields: list[tuple[str, JExpr]]) -> JExpr:
         args = []
         for name, value in fields:
-            args.extend(
-                [self._expr.Literal.create(name, self.jvm.org.apache.spark.sql.types.DataTypes.StringType), value]
-            )
+            args.extend([self.string_literal(name), value])
         return self._expr.CreateNamedStruct(self.seq(args))
 
     def equi_join_keys(self, join: JPlan) -> tuple[list[JExpr], list[JExpr]] | None:
