@@ -10,6 +10,7 @@ from collections import Counter
 
 import pytest
 
+from sparkprov.capture import lineage
 from sparkprov.capture.lineage import HANDLE, OUT, POS, SideGraph, shared_pairs, source_pairs, union_pairs
 from sparkprov.capture.rewrite import SideRelation, Slot
 
@@ -64,6 +65,26 @@ def test_a_group_reached_along_many_paths_is_joined_once_per_output_row(spark, o
     else:
         assert g.kept_rows == [2]  # side 0 is probed with the distinct (output row, handle) pairs: 2, not 210
     assert g.built == {0: 1, 1: 1}
+
+
+def test_a_few_matches_are_resolved_through_the_broadcasting_relation(spark, monkeypatch):
+    # A semi join's matches (side 0) have a second form, ``narrow``, whose join
+    # broadcasts its left side; it answers when few handles are reached. Here its rows
+    # are marked (rid + 1000) to tell which form answered.
+    side = SideRelation(0, "Join (LeftSemi)", None, [Slot("s0", "source", 0)], combine="matches")
+    schema = f"{HANDLE} long, s0 long"
+    wide = spark.createDataFrame([(10, 100), (10, 101), (11, 102), (12, 103)], schema)
+    narrow = wide.selectExpr(HANDLE, "s0 + 1000 AS s0")
+    asked = []
+    graph = SideGraph(
+        sides=[side], relation=lambda k: wide, source_of=lambda i: i, narrow=lambda k: asked.append(k) or narrow
+    )
+    outputs = spark.createDataFrame([(0, 10), (1, 11)], f"{OUT} long, g0 long")
+    slots = [Slot("g0", "group", 0)]
+    assert _pairs(source_pairs(outputs, slots, graph)) == {0: {(0, 1100), (0, 1101), (1, 1102)}}
+    assert asked == [0]
+    monkeypatch.setattr(lineage, "NARROW_MAX_HANDLES", 1)  # two handles reached: more than that
+    assert _pairs(source_pairs(outputs, slots, graph)) == {0: {(0, 100), (0, 101), (1, 102)}}
 
 
 def test_a_side_shared_by_two_parents_is_resolved_once(spark):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 
 import pytest
@@ -53,6 +54,37 @@ def test_every_strategy_gives_the_same_tpch_lineage(spark, tpch_dir, tmp_path, n
     # forced inject collects in every aggregate: rids, and the handles of groups below
     # (a semi join's matches, a scalar subquery's row); only window slots are not
     assert set(_aggregate_strategies(caps["inject"])) == {"inject"}
+
+
+def test_semi_join_matches_resolved_broadcasting_or_not_are_the_same(spark, tpch_dir, tmp_path, monkeypatch):
+    # Q4 (EXISTS on a key) and Q21 (EXISTS with l_suppkey <> ..., and NOT EXISTS), logical:
+    # a few reached handles take the side relation whose join broadcasts its reduced
+    # left side; the lineage is the one the shuffled join gives
+    from sparkprov.capture import lineage, run
+
+    tpch.register(spark, tpch_dir)
+    session = sp.LineageSession(spark, store=tmp_path / "store")
+    hinted = []
+    side_graph = run.side_graph
+
+    def spied(*args, **kwargs):
+        graph = side_graph(*args, **kwargs)
+
+        def narrow(k):
+            df = graph.narrow(k)
+            if df is not None:
+                hinted.append("strategy=broadcast" in df._jdf.queryExecution().optimizedPlan().toString())
+            return df
+
+        return dataclasses.replace(graph, narrow=narrow)
+
+    monkeypatch.setattr(run, "side_graph", spied)
+    broadcast = {n: _pairs(session.capture(spark.sql(tpch.query(n)), f"q{n}", strategy="logical")) for n in (4, 21)}
+    assert hinted and all(hinted)
+    monkeypatch.setattr(lineage, "NARROW_MAX_HANDLES", -1)
+    shuffled = {n: _pairs(session.capture(spark.sql(tpch.query(n)), f"q{n}", strategy="logical")) for n in (4, 21)}
+    assert broadcast == shuffled
+    assert all(sum(len(p) for p in pairs.values()) > 0 for pairs in shuffled.values())
 
 
 def test_auto_injects_unless_the_input_is_estimated_too_large(spark, tpch_dir, tmp_path):

@@ -65,13 +65,16 @@ class SideGraph:
     ``relation(k)`` gives its rows (column ``__sp_h`` plus its slots);
     ``source_of(i)`` the source of slot instance ``i``; ``keep(df)`` materializes an
     intermediate result (written once, read back) so it is neither recomputed nor
-    repeated in the plans built on it.
+    repeated in the plans built on it. ``narrow(k)``, if not None, gives the same rows
+    with the join inside the relation broadcasting its left side (a semi join's
+    matches): the plan for a few handles, which leave few left rows to broadcast.
     """
 
     sides: Sequence
     relation: Callable[[int], DataFrame]
     source_of: Callable[[int], int]
     keep: Callable[[DataFrame], DataFrame] = lambda df: df
+    narrow: Callable[[int], DataFrame | None] = lambda k: None
 
 
 def source_pairs(rows: DataFrame, slots: list[Slot], graph: SideGraph) -> dict[int, list[DataFrame]]:
@@ -103,8 +106,9 @@ def source_pairs(rows: DataFrame, slots: list[Slot], graph: SideGraph) -> dict[i
         if not parts:
             continue
         frontier = union_pairs([p for p, _ in parts], distinct=len(parts) > 1 or k in derived)
-        if k in derived and not all(cheap for _, cheap in parts):
-            frontier = graph.keep(frontier)
+        cheap = all(c for _, c in parts)
+        if k in derived and not cheap:
+            frontier, cheap = graph.keep(frontier), True
         side_df = graph.relation(k)
         if graph.sides[k].ranged:
             joined = _range_join(frontier, side_df)
@@ -114,8 +118,14 @@ def source_pairs(rows: DataFrame, slots: list[Slot], graph: SideGraph) -> dict[i
                 # semi join on the handle, which Catalyst pushes down to the left input
                 # the handle is made on (Rewriter._semi_join), below the side's own
                 # join: that join then runs for those rows only (TPC-H Q21 at SF 1: a
-                # few thousand of 3.8M lineitem rows).
+                # few thousand of 3.8M lineitem rows). Spark cannot know they are few
+                # before both sides of that join have been shuffled, so for a few
+                # handles the form broadcasting them is taken: the right side is then
+                # read once, not shuffled.
                 reached = frontier.select(_PROBE)
+                narrow = graph.narrow(k) if cheap else None
+                if narrow is not None and reached.limit(NARROW_MAX_HANDLES + 1).count() <= NARROW_MAX_HANDLES:
+                    side_df = narrow
                 side_df = side_df.join(reached, side_df[HANDLE].eqNullSafe(reached[_PROBE]), "left_semi")
             joined = frontier.join(side_df, frontier[_PROBE].eqNullSafe(side_df[HANDLE])).drop(_PROBE, HANDLE)
         side_slots = graph.sides[k].slots
@@ -169,6 +179,9 @@ def parents_first(start: Iterable[int], children: Callable[[int], Iterable[int]]
 
 
 MAX_WINDOW_PAIRS = 50_000_000
+# reached handles of a semi join's matches resolved with their left rows broadcast
+# (each handle names one left row, or copies of one)
+NARROW_MAX_HANDLES = 100_000
 
 
 def _range_join(frontier: DataFrame, side_df: DataFrame) -> DataFrame:

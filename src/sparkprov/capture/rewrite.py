@@ -67,6 +67,9 @@ class SideRelation:
     # "matches"  it depends on one of the rows, no duplicates eliminated (semi join
     #            matches, a scalar subquery's result row)
     combine: str = "values"
+    # the same relation with the join inside it broadcasting its left side (a semi join's
+    # matches): for resolving a few handles, which reduce that side to a few rows first
+    narrow: JPlan | None = None
 
 
 @dataclass
@@ -677,7 +680,7 @@ class Rewriter:
             if (key is not None and key == other) or (key is None and other is None and b.same_result(leaf, use.leaf)):
                 return i
         name = self._name_for(leaf, fmt, context)
-        schema = b.to_dataframe(leaf).schema.json()
+        schema = b.schema_json(leaf)
         table = b.catalog_table_name(leaf) if b.node_name(leaf) == "LogicalRelation" else None
         if self.keep is not None and name not in self.keep:  # neither read for rids nor copied
             self.sources.append(SourceUse(S.SourceInfo(name, PRUNED, fmt, schema=schema, table=table), leaf, key=key))
@@ -904,7 +907,9 @@ class Rewriter:
         # Q21). Made above the join, the semi join stays on top of the whole join.
         left = b.project(b.output(lw.plan) + [b.alias(handle, f"__sp_m{next(self._ids)}")], lw.plan)
         matches = Rewritten(b.inner_join_like(node, left, rw.plan), rw.slots)
-        slot = self._group_slot(f"Join ({b.join_type(node).split('(')[0]})", b.output(left)[-1], matches, "matches")
+        narrow = b.inner_join_like(node, left, rw.plan, broadcast_left=True)
+        operator = f"Join ({b.join_type(node).split('(')[0]})"
+        slot = self._group_slot(operator, b.output(left)[-1], matches, "matches", narrow)
         semi = b.with_new_children(node, [lw.plan, rw.plan])
         plan = b.project(b.output(semi) + [b.alias(handle, slot.name)], semi)
         slot.attr = b.output(plan)[-1]
@@ -1071,15 +1076,38 @@ class Rewriter:
         slot.attr = b.output(plan)[-1]
         return Rewritten(plan, [slot])
 
-    def _group_slot(self, operator: str, handle: JExpr, inner: Rewritten, combine: str) -> Slot:
-        return self._new_slot("group", self._side(operator, handle, inner, combine=combine))
+    def _group_slot(
+        self, operator: str, handle: JExpr, inner: Rewritten, combine: str, narrow: JPlan | None = None
+    ) -> Slot:
+        return self._new_slot("group", self._side(operator, handle, inner, combine=combine, narrow=narrow))
 
     def _side(
-        self, operator: str, handle: JExpr, inner: Rewritten, shared: bool = False, combine: str = "values"
+        self,
+        operator: str,
+        handle: JExpr,
+        inner: Rewritten,
+        shared: bool = False,
+        combine: str = "values",
+        narrow: JPlan | None = None,
     ) -> int:
+        """A side relation ``(handle, slots)`` over ``inner``; ``narrow``: the same
+        input in its broadcasting form (``SideRelation.narrow``)."""
         b = self.bridge
-        side_plan = b.project([b.alias(handle, "__sp_h")] + [s.attr for s in inner.slots], inner.plan)
-        self.sides.append(SideRelation(len(self.sides), operator, side_plan, inner.slots, shared, combine=combine))
+
+        def side(plan: JPlan) -> JPlan:
+            return b.project([b.alias(handle, "__sp_h")] + [s.attr for s in inner.slots], plan)
+
+        self.sides.append(
+            SideRelation(
+                len(self.sides),
+                operator,
+                side(inner.plan),
+                inner.slots,
+                shared,
+                combine=combine,
+                narrow=side(narrow) if narrow is not None else None,
+            )
+        )
         return len(self.sides) - 1
 
     def _rewrite_stable(self, child: JPlan, parent: JPlan) -> Rewritten:

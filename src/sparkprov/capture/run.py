@@ -343,6 +343,7 @@ def side_graph(bridge, rewriter, work: Path) -> SideGraph:
     return SideGraph(
         sides=rewriter.sides,
         relation=lambda k: bridge.to_dataframe(rewriter.sides[k].plan),
+        narrow=lambda k: bridge.to_dataframe(rewriter.sides[k].narrow) if rewriter.sides[k].narrow else None,
         source_of=lambda i: rewriter.instances[i].source,
         keep=materializer(bridge.spark, work),
     )
@@ -375,13 +376,22 @@ def _write_shared_here(graph: SideGraph, referenced: set[int], path: str) -> boo
     refs, srcs, rids = [], [], []
     for k in sides:
         slots = graph.sides[k].slots
-        rows = graph.relation(k).select(*[s.name for s in slots])
-        sizes = [F.size(s.name) if s.kind == "rids" else F.lit(1) for s in slots]
-        total = rows.select(F.sum(sum(sizes[1:], sizes[0]))).first()[0] if slots else 0
-        if (total or 0) > SHARED_HERE_MAX:
+        if not slots:
+            continue
+        # a NULL array holds no rid (size() of NULL is NULL or -1)
+        sizes = [
+            F.when(F.col(s.name).isNull(), 0).otherwise(F.size(s.name)) if s.kind == "rids" else F.lit(1) for s in slots
+        ]
+        count = sum(sizes[1:], sizes[0])
+        # one job: each row's rid count, and its rids only when within the bound (a
+        # shared side is a scalar subquery's result: one row)
+        within = count <= SHARED_HERE_MAX
+        counted = graph.relation(k).select(count.alias("__sp_n"), *[F.when(within, F.col(s.name)) for s in slots])
+        found_rows = counted.collect()
+        if sum(row[0] or 0 for row in found_rows) > SHARED_HERE_MAX:
             return False
-        for row in rows.collect():
-            for slot, value in zip(slots, row):
+        for row in found_rows:
+            for slot, value in zip(slots, row[1:]):
                 found = [r for r in (value if slot.kind == "rids" else [value]) or () if r is not None]
                 refs += [k] * len(found)
                 srcs += [graph.source_of(slot.ref)] * len(found)

@@ -16,6 +16,7 @@ Supported: PySpark 4.3 in classic mode (not Spark Connect).
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -23,6 +24,7 @@ from typing import Any
 
 from py4j.java_gateway import JavaClass, JavaPackage, JVMView
 from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql.types import StructType
 
 JPlan = Any
 JExpr = Any
@@ -536,7 +538,14 @@ class Bridge:
                 e.Subtract(position, e.Cast(self.int_literal(1), types.LongType, self.none())),
             )
             rid = e.BitwiseOr(e.ShiftLeft(number, self.int_literal(row_bits)), rid)
-        return self.project(self.output(leaf) + [self.alias(rid, name)], leaf.withMetadataColumns())
+        # the leaf's columns with the rid appended, in the JVM: one call, not one per column
+        return self._logical.Project(leaf.output().appended(self.alias(rid, name)), leaf.withMetadataColumns())
+
+    @staticmethod
+    def schema_json(plan: JPlan) -> str:
+        """``plan``'s schema as PySpark spells it (``DataFrame.schema.json()``), read
+        without making a Dataset of the plan."""
+        return StructType.fromJson(json.loads(plan.schema().json())).json()
 
     def string_literal(self, value: str) -> JExpr:
         return self._expr.Literal.create(value, self.jvm.org.apache.spark.sql.types.DataTypes.StringType)
@@ -706,10 +715,17 @@ class Bridge:
     def group_by(self, keys: list[JExpr], aggregate_exprs: list[JExpr], child: JPlan) -> JPlan:
         return self._logical.Aggregate(self.seq(keys), self.seq(aggregate_exprs), child, self.none())
 
-    def inner_join_like(self, join: JPlan, left: JPlan, right: JPlan) -> JPlan:
-        """An inner join with ``join``'s condition and hint over ``left`` and ``right``."""
+    def inner_join_like(self, join: JPlan, left: JPlan, right: JPlan, broadcast_left: bool = False) -> JPlan:
+        """An inner join with ``join``'s condition and hint over ``left`` and ``right``;
+        ``broadcast_left`` hints Spark to broadcast ``left`` instead (for a left side
+        that will be reduced to a few rows before the join runs)."""
         inner = self.jvm.org.apache.spark.sql.catalyst.plans.JoinType.apply("inner")
-        return self._logical.Join(left, right, inner, join.condition(), join.hint())
+        hint = join.hint()
+        if broadcast_left:
+            some = self.jvm.scala.Option.apply
+            broadcast = getattr(getattr(self._logical, "BROADCAST$"), "MODULE$")
+            hint = self._logical.JoinHint(some(self._logical.HintInfo(some(broadcast))), hint.rightHint())
+        return self._logical.Join(left, right, inner, join.condition(), hint)
 
     def uncorrelated_exists_conjuncts(self, node: JPlan) -> tuple[list[JPlan], list[JExpr]]:
         """For a Filter: the plans of its top-level ``EXISTS`` conjuncts without outer
