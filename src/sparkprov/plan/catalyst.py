@@ -513,7 +513,11 @@ class Bridge:
         nodes: selecting that column analyzes a new Dataset, tens of milliseconds per
         leaf, and a capture's plan has one leaf per relation it reads."""
         e, types = self._expr, self.jvm.org.apache.spark.sql.types.DataTypes
-        meta = next(a for a in self.to_list(leaf.metadataOutput()) if a.name() == "_metadata")
+        # the file source's metadata struct (named _metadata unless a data column is)
+        found = [a for a in self.to_list(leaf.metadataOutput()) if a.dataType().getFieldIndex("row_index").isDefined()]
+        if not found:
+            raise RuntimeError(f"sparkprov: the Parquet relation gives no row index: {leaf.simpleString(8)}")
+        meta = found[0]
         fields = meta.dataType()
 
         def field(key: str) -> JExpr:
