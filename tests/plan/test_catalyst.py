@@ -1,10 +1,12 @@
-"""The bridge's reading of Spark's own accounting."""
+"""The bridge: reading Spark's own accounting, building rid columns as Catalyst nodes."""
 
 from __future__ import annotations
 
+import pytest
 from pyspark.sql import functions as F
 
-from sparkprov.plan.catalyst import task_seconds
+from sparkprov.capture.sources import ROW_BITS, rid_column
+from sparkprov.plan.catalyst import Bridge, task_seconds
 
 
 def test_task_seconds_counts_the_stages_of_the_jobs_run_since(spark):
@@ -18,3 +20,35 @@ def test_task_seconds_counts_the_stages_of_the_jobs_run_since(spark):
     assert run > 0 and cpu > 0 and gc >= 0
     # counted once: asking again from the newest stage finds nothing more
     assert task_seconds(spark, later) == (later, (0.0, 0.0, 0.0))
+
+
+def _leaf(bridge, df):
+    leaf = bridge.analyzed(df)
+    while bridge.children(leaf):
+        (leaf,) = bridge.children(leaf)
+    return leaf
+
+
+def test_file_rids_built_in_catalyst_are_the_rids_traces_read(spark, tmp_path):
+    # several files: a file number and a row index; traces read source rows back with
+    # sources.rid_column, so both must give each row the same rid
+    path = str(tmp_path / "t")
+    spark.range(60).repartition(3).write.parquet(path)
+    bridge = Bridge(spark)
+    df = spark.read.parquet(path)
+    leaf = _leaf(bridge, df)
+    files = sorted(bridge.files(bridge.file_relation(leaf)))
+    assert len(files) == 3
+    paths = [p for p, _, _ in files]
+    got = bridge.to_dataframe(bridge.with_file_rids(leaf, paths, ROW_BITS, "rid")).select("id", "rid")
+    expected = df.select("id", rid_column(files).alias("rid"))
+    assert sorted(got.collect()) == sorted(expected.collect())
+    assert {r["rid"] >> ROW_BITS for r in got.collect()} == {0, 1, 2}
+    # a file the capture did not list fails the query, naming the file
+    missing = bridge.to_dataframe(bridge.with_file_rids(leaf, paths[:2], ROW_BITS, "rid"))
+    with pytest.raises(Exception, match="file not known to the capture"):
+        missing.collect()
+    # one file: the row index alone
+    one = _leaf(bridge, spark.read.parquet(paths[0]))
+    rids = [r["rid"] for r in bridge.to_dataframe(bridge.with_file_rids(one, paths[:1], ROW_BITS, "rid")).collect()]
+    assert sorted(rids) == list(range(len(rids)))
