@@ -528,8 +528,9 @@ class Bridge:
             path = field("file_path")
             # the paths as one array literal: one string split in the JVM, not a round
             # trip per file (URIs spell a line break %0A)
-            if any("\n" in f for f in files):
-                raise ValueError(f"a file path with a line break: {[f for f in files if chr(10) in f][0]!r}")
+            broken = [f for f in files if "\n" in f]
+            if broken:
+                raise ValueError(f"a file path with a line break: {broken[0]!r}")
             paths = self.jvm.java.util.regex.Pattern.compile("\n").split("\n".join(files))
             position = e.ArrayPosition(e.Literal.create(paths, types.createArrayType(types.StringType, False)), path)
             unknown = e.RaiseError(
