@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pyarrow.parquet as pq
 import pytest
 from pyspark.sql import functions as F
 
@@ -52,3 +53,28 @@ def test_file_rids_built_in_catalyst_are_the_rids_traces_read(spark, tmp_path):
     one = _leaf(bridge, spark.read.parquet(paths[0]))
     rids = [r["rid"] for r in bridge.to_dataframe(bridge.with_file_rids(one, paths[:1], ROW_BITS, "rid")).collect()]
     assert sorted(rids) == list(range(len(rids)))
+
+
+def test_file_rids_stay_right_when_row_groups_are_skipped_and_on_partitioned_sources(spark, tmp_path):
+    # the row index is read as a column of its own, not through _metadata: a filter the
+    # reader pushes into the files skips row groups, and a partitioned source puts its
+    # partition columns after the data columns; the rids must still be the ones traces read
+    bridge = Bridge(spark)
+    one, parts = str(tmp_path / "one"), str(tmp_path / "parts")
+    spark.range(50_000).coalesce(1).write.option("parquet.block.size", 16_384).parquet(one)
+    spark.range(300).withColumn("p", F.col("id") % 3).write.partitionBy("p").parquet(parts)
+    (one_file,) = spark.read.parquet(one).inputFiles()
+    assert pq.ParquetFile(one_file.removeprefix("file:")).num_row_groups > 4
+    plans = []
+    for path, where in [(one, "id > 40000 and id < 40050"), (parts, "p = 1 and id > 100")]:
+        df = spark.read.parquet(path)
+        files = sorted(bridge.files(bridge.file_relation(_leaf(bridge, df))))
+        paths = [p for p, _, _ in files]
+        got = bridge.to_dataframe(bridge.with_file_rids(_leaf(bridge, df), paths, ROW_BITS, "rid")).where(where)
+        assert got.columns == [*df.columns, "rid"]
+        expected = df.where(where).select(*df.columns, rid_column(files).alias("rid"))
+        assert sorted(got.collect()) == sorted(expected.collect()) and got.count() > 0
+        plans.append(got._jdf.queryExecution().executedPlan().toString())
+    # one file: no _metadata struct is built per row; several: only for the file path
+    assert "named_struct" not in plans[0]
+    assert "named_struct(file_path" in plans[1]
