@@ -170,23 +170,30 @@ def _run_rewritten(
 ) -> dict:
     slots = rewriter.root.slots
     slot_names = [s.name for s in slots]
-    log.info("sparkprov: running %r with capture", name)
-    started = time.perf_counter()
-    output_path, display, staged, written = _write_output(bridge, out, len(slot_names), data, write)
-    output_done = time.perf_counter()
     spark = bridge.spark
-
     lineage_path = str(data / "lineage")
     shared_path, structure, in_output, deferred = None, None, None, {}
-    if slots and not witnesses and _names_rows(rewriter):
-        # the output's slot columns are the whole lineage (with a scalar subquery's,
-        # stored once now): no pair table until one is needed
-        in_output = {"slots": slots_json(_in_output_slots(rewriter)), "unique": unique_pairs(rewriter)}
-        referenced = {s.ref for s in slots if rewriter.refers_to_shared(s)}
+    in_rows = bool(slots) and not witnesses and _names_rows(rewriter)
+    # the output's slot columns are the whole lineage (with a scalar subquery's, stored
+    # once, from the row kept before the query ran): no pair table until one is needed
+    referenced = {s.ref for s in slots if rewriter.refers_to_shared(s)} if in_rows else set()
+    log.info("sparkprov: running %r with capture", name)
+    started = time.perf_counter()
+    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="sparkprov-shared") as pool:
+        # the subqueries' lineage is read from their kept rows while the query runs: a
+        # small job and driver work the query's tasks need not wait for
+        shared = None
         if referenced:
             shared_path = str(data / "shared")
-            write_shared(spark, side_graph(bridge, rewriter, data / "work"), referenced, shared_path)
+            graph = side_graph(bridge, rewriter, data / "work")
+            shared = pool.submit(write_shared, spark, graph, referenced, shared_path)
+        output_path, display, staged, written = _write_output(bridge, out, len(slot_names), data, write)
+        output_done = time.perf_counter()
+        if shared is not None:
+            shared.result()
             shutil.rmtree(data / "work", ignore_errors=True)
+    if in_rows:
+        in_output = {"slots": slots_json(_in_output_slots(rewriter)), "unique": unique_pairs(rewriter)}
     elif rewriter.strategy == "defer" and not witnesses:
         # the capture returns now; the slots are resolved in the background
         shared_path, deferred = str(data / "shared"), {"later": "defer"}
