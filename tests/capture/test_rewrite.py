@@ -14,6 +14,7 @@ from pyspark.sql import Observation
 from pyspark.sql import functions as F
 
 import sparkprov as sp
+from sparkprov.capture.rewrite import Rewriter
 
 
 def lineage_by_output(cap: sp.Capture, key: str = "k") -> dict[tuple, set]:
@@ -435,3 +436,46 @@ def test_uncorrelated_exists_keeps_every_matching_row(spark, session, keyed):
     got = lineage_by_output(session.capture(query, name="ex"), key="k")
     # Spark would check for one row (LIMIT 1); every row the subquery returns matches
     assert got == {(0,): {("t", 0), ("u", 5), ("u", 6)}, (1,): {("t", 1), ("u", 5), ("u", 6)}}
+
+
+def test_an_aggregate_joined_to_a_filtered_side_collects_only_groups_it_meets(session, spark, tmp_path, monkeypatch):
+    # The aggregate's input is first reduced to the keys the filtered side holds: the
+    # groups the join keeps have all their rows, so their values and lineage are those
+    # of the query without the reduction. A preserved (outer) side keeps every group.
+    # Parquet sources: Catalyst sizes their files (the filtered side must be small)
+    spark.createDataFrame([(i, i % 5, float(i)) for i in range(20)], "k int, g int, v double").write.parquet(
+        str(tmp_path / "facts")
+    )
+    spark.createDataFrame([(g, g in (1, 3)) for g in range(5)], "k int, hot boolean").write.parquet(
+        str(tmp_path / "dims")
+    )
+    facts = session.source(spark.read.parquet(str(tmp_path / "facts")), "facts")
+    dims = session.source(spark.read.parquet(str(tmp_path / "dims")), "dims")
+    sums = facts.groupBy("g").agg(F.sum("v").alias("s"))
+    hot = dims.where("hot")
+
+    def expected(groups, with_dims):
+        rows = {g: {("facts", i) for i in range(g, 20, 5)} for g in groups}
+        return {(g, float(sum(range(g, 20, 5)))): rows[g] | ({("dims", g)} if with_dims(g) else set()) for g in groups}
+
+    queries = {
+        "inner": (hot.join(sums, hot.k == sums.g).select("g", "s"), True, expected((1, 3), lambda g: True)),
+        "right": (sums.join(hot, sums.g == hot.k, "right").select("g", "s"), True, expected((1, 3), lambda g: True)),
+        "left": (
+            sums.join(hot, sums.g == hot.k, "left").select("g", "s"),
+            False,
+            expected(range(5), lambda g: g in (1, 3)),
+        ),
+    }
+    found = {}
+    for name, (df, reduced, want) in queries.items():
+        cap = session.capture(df, name)
+        assert any("first reduced" in (line[3] or "") for line in cap._entry["explain"]) == reduced, name
+        found[name] = lineage_by_output(cap)
+        assert found[name] == want, name
+    # the same lineage without the reduction
+    monkeypatch.setattr(Rewriter, "_plan_reductions", lambda *args: None)
+    for name, (df, _, _) in queries.items():
+        cap = session.capture(df, f"{name}_unreduced")
+        assert not any("first reduced" in (line[3] or "") for line in cap._entry["explain"])
+        assert lineage_by_output(cap) == found[name], name

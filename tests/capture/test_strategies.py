@@ -11,7 +11,7 @@ from pyspark.sql import functions as F
 import sparkprov as sp
 from sparkprov.bench import tpch
 from sparkprov.capture import row_lineage
-from sparkprov.capture.rewrite import INJECT_MAX_INPUT_BYTES, STRATEGIES
+from sparkprov.capture.rewrite import INJECT_MAX_INPUT_BYTES, STRATEGIES, Rewriter
 from sparkprov.capture.sources import RID
 
 from .test_rewrite import lineage_by_output
@@ -244,3 +244,20 @@ def test_lineage_kept_in_the_output_rows_gets_its_pair_table_on_first_use(spark,
     assert read[0] == read[1] and len(read[0]) > 0
     # Q22's rows refer to the subquery's lineage: pairs under its pseudo-source number
     assert any(r["src"] < 0 for r in read[0]) == (n == 22)
+
+
+def test_tpch_aggregates_reduced_to_the_keys_a_join_meets_keep_their_lineage(spark, tpch_dir, tmp_path, monkeypatch):
+    # Q2: min(ps_supplycost) per part is joined to the parts of one size and type; its
+    # input is first reduced to those parts. Q20: lineitem's sum per part and supplier,
+    # to the part-suppliers of 'forest' parts (a semi join, small at this scale). Both
+    # give the lineage of the rewrite without the reduction
+    tpch.register(spark, tpch_dir)
+    session = sp.LineageSession(spark, store=tmp_path / "store")
+    reduced = {n: session.capture(spark.sql(tpch.query(n)), f"q{n}") for n in (2, 20)}
+    notes = {n: [ln[3] for ln in c._entry["explain"] if "first reduced" in (ln[3] or "")] for n, c in reduced.items()}
+    assert [len(notes[2]), len(notes[20])] == [1, 1]
+    monkeypatch.setattr(Rewriter, "_plan_reductions", lambda *args: None)
+    for n, cap in reduced.items():
+        pairs = _pairs(cap)
+        assert sum(len(p) for p in pairs.values()) > 0
+        assert _pairs(session.capture(spark.sql(tpch.query(n)), f"q{n}_unreduced")) == pairs, n

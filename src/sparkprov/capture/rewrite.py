@@ -182,6 +182,8 @@ _INJECT_PER_LEFT_ROW = (
     "inject: left rows numbered, inner-joined to the right with the condition and grouped back by number, "
     "each carrying its matches' rids (the left side is the smaller); no side relation"
 )
+# the explain() note of an aggregate whose input is first reduced (``_plan_reductions``)
+_REDUCED = "input first reduced to the keys the join above can match, read again from its"
 _INJECT_MATCHES = (
     "inject: right side grouped by the join key, its rids collected; an inner join in place of the semi join, "
     "each row carrying its matches; no side relation"
@@ -267,6 +269,9 @@ class Rewriter:
     unknown_bytes: int = 0  # spark.sql.defaultSizeInBytes, read by rewrite_root
     _depth: int = 0
     _ids: itertools.count = field(default_factory=itertools.count)
+    # aggregates whose input is first reduced to the keys a join above can match, by
+    # the aggregate node's JVM identity: (grouping keys, the join's values, their plan)
+    _reductions: dict[int, tuple[list, list, JPlan]] = field(default_factory=dict)
 
     # ---- driver --------------------------------------------------------------------
     def rewrite_root(self, plan: JPlan) -> Rewritten:
@@ -865,6 +870,7 @@ class Rewriter:
             return self._semi_join(node, left, right)
         if kind.split("(")[0] not in JOIN_TYPES:
             raise UnsupportedOperation(f"Join ({kind})", self._where(node))
+        self._plan_reductions(node, kind, left, right)
         lw, rw = self.rewrite(left), self.rewrite(right)
         plan = b.with_new_children(node, [lw.plan, rw.plan])
         if kind == "LeftAnti":  # the left row only: an absence of matches is not a dependency
@@ -878,6 +884,93 @@ class Rewriter:
         by_id = {b.expr_id(a): a for a in b.output(plan)}
         slots = [Slot(s.name, s.kind, s.ref, by_id.get(b.expr_id(s.attr), s.attr)) for s in lw.slots + rw.slots]
         return Rewritten(plan, slots)
+
+    def _plan_reductions(self, join: JPlan, kind: str, left: JPlan, right: JPlan) -> None:
+        """Register a reduction for an aggregate on one side of ``join`` (through
+        projections and filters) whose grouping keys the join equates with the other
+        side: its input is first filtered to the keys the other side holds. A group
+        whose key is not there cannot meet a row of it, so the join drops that group
+        anyway, with every value it computed and every rid it collected (TPC-H Q17
+        averages lineitem per part for the 0.1% of parts the other side keeps). The
+        groups kept have all their rows: their values and lineage are unchanged. The
+        filter is added below the rewritten aggregate (``rule_aggregate``), so it
+        brings no lineage of its own, and only when the keys come from a filtered part
+        of the other side small enough to broadcast: that part is read once more."""
+        b = self.bridge
+        pairs = ([(left, right)] if kind in ("Inner", "RightOuter") else []) + (
+            [(right, left)] if kind in ("Inner", "LeftOuter") else []
+        )
+        found = []  # (the aggregate, its side, the other side): cheap questions first
+        for side, other in pairs:  # other: the side whose rows every kept group meets
+            agg = side
+            while b.node_name(agg) in ("Project", "Filter"):
+                (agg,) = b.children(agg)
+            if b.node_name(agg) == "Aggregate":
+                found.append((agg, side, other))
+        cond = join.condition()
+        if not found or cond.isEmpty():
+            return
+        limit = b.conf_bytes("spark.sql.autoBroadcastJoinThreshold", "10m")
+        conjuncts = [c for c in b.conjuncts(cond.get()) if b.class_name(c) == "EqualTo"]
+        for agg, side, other in found:
+            if limit <= 0 or not conjuncts:
+                break
+            passed = {b.expr_id(a) for a in b.output(side)}
+            other_ids = {b.expr_id(a) for a in b.output(other)}
+            keys, values, used = [], [], set()
+            for c in conjuncts:
+                for mine, theirs in ((c.left(), c.right()), (c.right(), c.left())):
+                    if b.class_name(mine) != "AttributeReference" or b.expr_id(mine) not in passed:
+                        continue
+                    refs = {b.expr_id(a) for a in b.to_list(theirs.references().toSeq())}
+                    key = self._grouping_key(agg, mine)
+                    if key is not None and refs and refs <= other_ids and b.is_deterministic(theirs):
+                        keys.append(key)
+                        values.append(theirs)
+                        used |= refs
+                        break
+            if not keys:
+                continue
+            source = self._narrowest(other, used)
+            # a part without a filter likely holds every key (a foreign key's table):
+            # reading it again would drop nothing
+            if (
+                b.has_pattern(source, "FILTER")
+                and self._parquet_only(source)
+                and b.leaf_bytes(source) <= limit
+                and not b.has_pattern(source, "PLAN_EXPRESSION")
+                and b.is_plan_deterministic(source)
+            ):
+                self._reductions[b.identity(agg)] = (keys, values, source)
+
+    def _parquet_only(self, plan: JPlan) -> bool:
+        """Whether every leaf of ``plan`` is Parquet files, which the query reads in place
+        too: a second read sees the rows it sees. (Other sources are read from the copy
+        the capture makes; a second read of the original could see other rows.)"""
+        b = self.bridge
+        return all(S.leaf_format(b, leaf) == "parquet" for leaf in b.to_list(plan.collectLeaves()))
+
+    def _grouping_key(self, agg: JPlan, attr: JExpr) -> JExpr | None:
+        """The grouping expression behind ``attr``, one of ``agg``'s output columns."""
+        b = self.bridge
+        for named in b.aggregate_expressions(agg):
+            if b.expr_id(named) == b.expr_id(attr):
+                value = named if b.class_name(named) == "AttributeReference" else named.child()
+                return next((g for g in b.grouping_expressions(agg) if g.semanticEquals(value)), None)
+        return None
+
+    def _narrowest(self, plan: JPlan, used: set[int]) -> JPlan:
+        """The smallest part of ``plan`` that still yields every value of the columns
+        ``used``: down through projections and inner joins, to the child that has them."""
+        b = self.bridge
+        while b.node_name(plan) == "Project" or (
+            b.node_name(plan) == "Join" and b.join_type(plan) in ("Inner", "Cross")
+        ):
+            below = [c for c in b.children(plan) if used <= {b.expr_id(a) for a in b.output(c)}]
+            if not below:
+                break
+            plan = below[0]
+        return plan
 
     def _semi_join(self, node: JPlan, left: JPlan, right: JPlan) -> Rewritten:
         # The left row and every right row it matches (a semi join, or the existence
@@ -1000,6 +1093,17 @@ class Rewriter:
                     "Aggregate", self._where(node), f"non-deterministic grouping expression {b.expr_sql(g)[:80]}"
                 )
         inner = self._rewrite_stable(child, node)
+        reduced = self._reductions.pop(b.identity(node), None)
+        if reduced is not None:
+            keys, values, source = reduced
+            inner = Rewritten(b.in_subquery_filter(keys, values, source, inner.plan), inner.slots)
+        rw = self._aggregate(node, inner, grouping)
+        if reduced is not None:
+            rw.strategy = f"{rw.strategy or 'group'}; {_REDUCED} {b.node_name(source)}"
+        return rw
+
+    def _aggregate(self, node: JPlan, inner: Rewritten, grouping: list[JExpr]) -> Rewritten:
+        b = self.bridge
         logical = self._stays_logical(inner, node)
         if logical is None:
             return self._inject(node, inner)

@@ -803,6 +803,31 @@ class Bridge:
             cond = self._expr.And(cond, e)
         return self._logical.Filter(cond, child)
 
+    def identity(self, obj: Any) -> int:
+        """A number for this very JVM object (py4j hands out a new proxy per call)."""
+        return int(self.jvm.java.lang.System.identityHashCode(obj))
+
+    def conjuncts(self, expr: JExpr) -> list[JExpr]:
+        """The top-level conjuncts of ``expr`` (itself when it is no ``And``)."""
+        out, todo = [], [expr]
+        while todo:
+            e = todo.pop(0)
+            if self.class_name(e) == "And":
+                todo[:0] = [e.left(), e.right()]
+            else:
+                out.append(e)
+        return out
+
+    def in_subquery_filter(self, keys: list[JExpr], values: list[JExpr], plan: JPlan, child: JPlan) -> JPlan:
+        """``child`` filtered by ``(keys) IN (SELECT values FROM plan)``: an uncorrelated
+        IN subquery, which Spark's optimizer turns into a left semi join (broadcast
+        when ``plan`` is small). ``plan`` may share attribute ids with ``child``'s
+        subtree: Spark gives a subquery's plan its own when it makes the join."""
+        e = self._expr
+        listed = self.project([self.alias(v, f"__sp_key{i}") for i, v in enumerate(values)], plan)
+        query = e.ListQuery(listed, self.seq([]), e.NamedExpression.newExprId(), len(values), self.seq([]), self.none())
+        return self._logical.Filter(e.InSubquery(self.seq(keys), query), child)
+
     def leaf_bytes(self, plan: JPlan) -> int:
         """The size Catalyst estimates for the relations ``plan`` reads, summed (file
         sizes; a statistic, no job). Its estimate for ``plan`` itself is no bound
@@ -812,6 +837,8 @@ class Bridge:
     def conf_bytes(self, key: str, default: str) -> int:
         """A size from the session's conf, in bytes (``"512m"``, ``"4g"`` or a number)."""
         value = self.spark.conf.get(key, default)
+        if value.strip().lstrip("-").isdigit():  # a plain number, -1 included (Spark's "off")
+            return int(value)
         try:
             return int(self.jvm.org.apache.spark.network.util.JavaUtils.byteStringAsBytes(value))
         except Exception as e:  # py4j wraps Java's NumberFormatException
