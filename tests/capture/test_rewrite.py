@@ -473,6 +473,10 @@ def test_an_aggregate_joined_to_a_filtered_side_collects_only_groups_it_meets(se
         assert any("first reduced" in (line[3] or "") for line in cap._entry["explain"]) == reduced, name
         found[name] = lineage_by_output(cap)
         assert found[name] == want, name
+    # a logical aggregate (a side relation run again after the query) reads the reduced input too
+    logical = session.capture(queries["inner"][0], "inner_logical", strategy="logical")
+    assert any("first reduced" in (line[3] or "") for line in logical._entry["explain"])
+    assert lineage_by_output(logical) == found["inner"]
     # the same lineage without the reduction
     monkeypatch.setattr(Rewriter, "_plan_reductions", lambda *args: None)
     for name, (df, _, _) in queries.items():

@@ -270,8 +270,8 @@ class Rewriter:
     _depth: int = 0
     _ids: itertools.count = field(default_factory=itertools.count)
     # aggregates whose input is first reduced to the keys a join above can match, by
-    # the aggregate node's JVM identity: (grouping keys, the join's values, their plan)
-    _reductions: dict[int, tuple[list, list, JPlan]] = field(default_factory=dict)
+    # the aggregate node (``_node_key``): (grouping keys, the join's values, their plan)
+    _reductions: dict[tuple[int, str], tuple[list, list, JPlan]] = field(default_factory=dict)
 
     # ---- driver --------------------------------------------------------------------
     def rewrite_root(self, plan: JPlan) -> Rewritten:
@@ -941,7 +941,13 @@ class Rewriter:
                 and not b.has_pattern(source, "PLAN_EXPRESSION")
                 and b.is_plan_deterministic(source)
             ):
-                self._reductions[b.identity(agg)] = (keys, values, source)
+                self._reductions[self._node_key(agg)] = (keys, values, source)
+
+    def _node_key(self, node: JPlan) -> tuple[int, str]:
+        """This very plan node: its JVM identity, and its output attributes (unique to
+        it in a plan) in case two nodes' identity numbers coincide."""
+        b = self.bridge
+        return b.identity(node), b.output_ids(node)
 
     def _parquet_only(self, plan: JPlan) -> bool:
         """Whether every leaf of ``plan`` is Parquet files, which the query reads in place
@@ -1093,7 +1099,7 @@ class Rewriter:
                     "Aggregate", self._where(node), f"non-deterministic grouping expression {b.expr_sql(g)[:80]}"
                 )
         inner = self._rewrite_stable(child, node)
-        reduced = self._reductions.pop(b.identity(node), None)
+        reduced = self._reductions.pop(self._node_key(node), None)
         if reduced is not None:
             keys, values, source = reduced
             inner = Rewritten(b.in_subquery_filter(keys, values, source, inner.plan), inner.slots)
