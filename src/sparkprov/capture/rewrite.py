@@ -912,9 +912,9 @@ class Rewriter:
             return
         limit = b.conf_bytes("spark.sql.autoBroadcastJoinThreshold", "10m")
         conjuncts = [c for c in b.conjuncts(cond.get()) if b.class_name(c) == "EqualTo"]
+        if limit <= 0 or not conjuncts:
+            return
         for agg, side, other in found:
-            if limit <= 0 or not conjuncts:
-                break
             passed = {b.expr_id(a) for a in b.output(side)}
             other_ids = {b.expr_id(a) for a in b.output(other)}
             keys, values, used = [], [], set()
@@ -1099,7 +1099,8 @@ class Rewriter:
                     "Aggregate", self._where(node), f"non-deterministic grouping expression {b.expr_sql(g)[:80]}"
                 )
         inner = self._rewrite_stable(child, node)
-        reduced = self._reductions.pop(self._node_key(node), None)
+        # two round trips for the key: only asked when some join registered a reduction
+        reduced = self._reductions.pop(self._node_key(node), None) if self._reductions else None
         if reduced is not None:
             keys, values, source = reduced
             inner = Rewritten(b.in_subquery_filter(keys, values, source, inner.plan), inner.slots)

@@ -773,13 +773,9 @@ class Bridge:
         references, and its other conjuncts."""
         if self.node_name(node) != "Filter" or not self.has_pattern(node.condition(), "EXISTS_SUBQUERY"):
             return [], []
-        plans, rest, todo = [], [], [node.condition()]
-        while todo:
-            e = todo.pop(0)
-            name = self.class_name(e)
-            if name == "And":
-                todo[:0] = [e.left(), e.right()]
-            elif name == "Exists" and e.outerAttrs().isEmpty():
+        plans, rest = [], []
+        for e in self.conjuncts(node.condition()):
+            if self.class_name(e) == "Exists" and e.outerAttrs().isEmpty():
                 plans.append(e.plan())
             else:
                 rest.append(e)
