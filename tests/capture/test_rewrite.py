@@ -125,6 +125,26 @@ def test_scalar_subquery_lineage_is_stored_once(spark, session, tmp_path):
     assert cap.forward("big", "k = 0").count() == 100  # row 0 is behind the average only
 
 
+def test_a_scalar_subquery_reads_its_rows_once_for_value_and_lineage(spark, session, tmp_path):
+    # its row is kept when the query computes it, and the lineage is read from that row
+    spark.range(50).selectExpr("id AS k", "id % 10 AS v").write.parquet(str(tmp_path / "few"))
+    few = session.source(spark.read.parquet(str(tmp_path / "few")), "few")
+    reads = spark.sparkContext.accumulator(0)
+
+    def counted(v):
+        reads.add(1)
+        return v
+
+    average = few.select(F.avg(F.udf(counted, "long")("v"))).scalar()
+    cap = session.capture(few.where(F.col("v") > average).select("k"), name="once")
+    assert reads.value == 50
+    assert any("computed once by the query" in (line[3] or "") for line in cap._entry["explain"])
+    assert cap.output.count() == 25
+    (row,) = cap.output.where("k = 9").collect()
+    assert cap.backward([row["_sp_rid"]], source="few").count() == 50
+    assert reads.value == 50  # answers read the stored lineage
+
+
 def test_explain_names_every_operator(spark, session, keyed):
     other = session.source(spark.createDataFrame([(10, "a")], "k int, g string"), "o")
     query = keyed.where(F.col("g").isin(["a", "b"])).join(
@@ -466,6 +486,8 @@ def test_an_aggregate_joined_to_a_filtered_side_collects_only_groups_it_meets(se
             False,
             expected(range(5), lambda g: g in (1, 3)),
         ),
+        # Catalyst's inferred IS NOT NULL on the join key is no filter: every key is read
+        "unfiltered": (dims.join(sums, dims.k == sums.g).select("g", "s"), False, expected(range(5), lambda g: True)),
     }
     found = {}
     for name, (df, reduced, want) in queries.items():

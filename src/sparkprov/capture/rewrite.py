@@ -26,6 +26,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from pyspark import StorageLevel
 from pyspark.sql import Window
 from pyspark.sql import functions as F
 from pyspark.sql.types import IntegerType, StringType, StructField, StructType
@@ -573,10 +574,14 @@ class Rewriter:
             self.check_supported(b.subquery_plan(sq))
 
     def _pin_subqueries(self, node: JPlan, subqueries: list[JExpr]) -> JPlan:
-        # A scalar subquery is computed once, with its lineage, before the query, and
-        # the query reads that row: the subquery runs once, not again to resolve its
-        # lineage, and a row that could differ between runs (LIMIT, rand()) is the same
-        # one for both. One without sources (constants) has no lineage to keep.
+        # A scalar subquery's row is computed once, with its lineage, and kept: the
+        # query reads its value from that row and the shared lineage its slots, so the
+        # subquery does not run again to resolve them. A deterministic one is kept when
+        # the query's job first computes it (a cached relation), beside the stages that
+        # do not wait for it, as Spark runs it without capture; one whose row could
+        # differ between runs (LIMIT, rand()) is computed and kept before the query,
+        # so no second computation can ever replace it. One without sources
+        # (constants) has no lineage to keep.
         b = self.bridge
         for sq in subqueries:
             key = b.expr_id(sq)
@@ -584,7 +589,7 @@ class Rewriter:
                 continue
             plan = b.subquery_plan(sq)
             why = self._nondeterminism(plan)
-            kept = " (row kept from this run)" if why else " (computed once, before the query, which reads its row)"
+            kept = " (row kept from this run)" if why else " (computed once by the query; lineage read from its row)"
             # called while the host's rule runs: the depth is already one below the host
             line = ExplainLine(self._depth, f"scalar subquery #{key}", "exact", _SUBQUERY_STRATEGY + kept)
             self.report.append(line)
@@ -593,7 +598,7 @@ class Rewriter:
                 line.strategy = "scalar subquery: over constants only, no lineage"
                 self.subqueries[key] = -1
                 continue
-            kept_plan = self._kept(inner.plan)
+            kept_plan = self._kept(inner.plan) if why else self._cached(inner.plan)
             value = self.user_output(inner)[0]
             self.subqueries[key] = (
                 self._side(
@@ -935,13 +940,24 @@ class Rewriter:
             # a part without a filter likely holds every key (a foreign key's table):
             # reading it again would drop nothing
             if (
-                b.has_pattern(source, "FILTER")
+                self._selects(source)
                 and self._parquet_only(source)
                 and b.leaf_bytes(source) <= limit
                 and not b.has_pattern(source, "PLAN_EXPRESSION")
                 and b.is_plan_deterministic(source)
             ):
                 self._reductions[self._node_key(agg)] = (keys, values, source)
+
+    def _selects(self, plan: JPlan) -> bool:
+        """Whether ``plan`` holds a filter that can drop rows with values: a condition
+        other than the ``IS NOT NULL`` ones Catalyst infers for join keys (Q15's
+        supplier table has only those, and every supplier is a key)."""
+        b = self.bridge
+        if not b.has_pattern(plan, "FILTER"):
+            return False
+        if b.node_name(plan) == "Filter" and any(b.class_name(c) != "IsNotNull" for c in b.conjuncts(plan.condition())):
+            return True
+        return any(self._selects(child) for child in b.children(plan))
 
     def _node_key(self, node: JPlan) -> tuple[int, str]:
         """This very plan node: its JVM identity, and its output attributes (unique to
@@ -1235,6 +1251,17 @@ class Rewriter:
         df = self.bridge.to_dataframe(plan).localCheckpoint(eager=True)
         self.checkpoints.append(df)
         return self.bridge.analyzed(df)
+
+    def _cached(self, plan: JPlan) -> JPlan:
+        """``plan`` kept when first computed (a cached relation), not now: a scalar
+        subquery's row is then computed inside the query's own job, beside the stages
+        that do not wait for it, as Spark runs it without capture, and its lineage is
+        read from the same row. Only for deterministic plans: a cache evicted and
+        computed again gives a deterministic plan's row again (released after the
+        capture)."""
+        df = self.bridge.to_dataframe(plan).persist(StorageLevel.MEMORY_AND_DISK)
+        self.checkpoints.append(df)
+        return self.bridge.cached_relation(df)
 
     def _nondeterminism(self, node: JPlan) -> str | None:
         b = self.bridge

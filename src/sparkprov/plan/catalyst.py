@@ -178,6 +178,13 @@ class Bridge:
         return df._jdf.queryExecution().analyzed()
 
     @staticmethod
+    def cached_relation(df: DataFrame) -> JPlan:
+        """The cached relation standing for persisted ``df`` in plans (Spark's
+        ``InMemoryRelation``, with ``df``'s own attribute ids): filled by the first
+        job that reads it."""
+        return df._jdf.queryExecution().withCachedData()
+
+    @staticmethod
     def node_name(node: JPlan) -> str:
         """A plan node's operator name (its class's simple name: no operator sparkprov
         reads overrides Catalyst's ``nodeName``); one round trip."""
