@@ -276,6 +276,10 @@ class Rewriter:
 
     # ---- driver --------------------------------------------------------------------
     def rewrite_root(self, plan: JPlan) -> Rewritten:
+        with self.bridge.remembering():  # the plans are walked several times
+            return self._rewrite_root(plan)
+
+    def _rewrite_root(self, plan: JPlan) -> Rewritten:
         self.analyzed = plan
         self.inject_max_bytes = self.bridge.conf_bytes(INJECT_MAX_INPUT_BYTES, _INJECT_MAX_DEFAULT)
         self.unknown_bytes = self.bridge.conf_bytes("spark.sql.defaultSizeInBytes", str(2**63 - 1))
@@ -420,7 +424,7 @@ class Rewriter:
         b = self.bridge
         if not b.has_pattern(node, "PLAN_EXPRESSION"):
             return []
-        return [plan for e in b.expressions(node) for plan in b.subquery_plans(e)]
+        return b.to_list(node.subqueries())  # the plans of its expressions' subqueries
 
     def _explain_line(self, node: JPlan, op: str, rw: Rewritten) -> ExplainLine:
         b = self.bridge

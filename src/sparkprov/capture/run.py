@@ -223,8 +223,9 @@ def _run_plain(bridge, name, capture_id, data: Path, df: DataFrame, rewriter: Re
     started = time.perf_counter()
 
     def check() -> None:
-        rewriter.optimize_lazy(plan)
-        rewriter.check_lazy()
+        with bridge.remembering():
+            rewriter.optimize_lazy(plan)
+            rewriter.check_lazy()
 
     if write is None:
         # the check is driver work (py4j round trips) the query's tasks need not wait for

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import json
 import re
+import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
@@ -143,6 +144,37 @@ class Bridge:
         self._none = self.jvm.scala.Option.apply(None)
         self._fs_class: Any = None  # HadoopFsRelation's Class, once needed
         self._patterns: dict[str, Any] = {}
+        self._classes: dict[str, Any] = {}  # expression classes by simple name
+        self._empty: Any = None  # an empty Scala Seq, once needed
+        self._walk = threading.local()  # .memo while remembering(): see there
+
+    @contextmanager
+    def remembering(self) -> Iterator[None]:
+        """Within (in this thread), a plan node's name, children and output are asked of
+        the JVM once: plans are immutable, and capture walks one plan several times
+        (checks, view names, the rewrite). Kept by the proxy object, which the memo
+        keeps alive (so its ``id`` is not reused); children are the same proxies each
+        time, so a walk from the same root hits the memo all the way down."""
+        outer = getattr(self._walk, "memo", None)
+        if outer is None:
+            self._walk.memo = {}
+        try:
+            yield
+        finally:
+            if outer is None:
+                self._walk.memo = None
+
+    def _remembered(self, node: Any, slot: int, ask: Callable[[], Any]) -> Any:
+        # slots: 1 name, 2 children, 3 output, 4 tree pattern bits asked ({pattern: bool})
+        memo = getattr(self._walk, "memo", None)
+        if memo is None:
+            return None if slot == 4 else ask()
+        entry = memo.get(id(node))
+        if entry is None:
+            entry = memo[id(node)] = [node, None, None, None, None]
+        if entry[slot] is None:
+            entry[slot] = ask()
+        return entry[slot]
 
     # ---- scala values -------------------------------------------------------------
     def seq(self, items: list) -> Any:
@@ -184,11 +216,10 @@ class Bridge:
         job that reads it."""
         return df._jdf.queryExecution().withCachedData()
 
-    @staticmethod
-    def node_name(node: JPlan) -> str:
+    def node_name(self, node: JPlan) -> str:
         """A plan node's operator name (its class's simple name: no operator sparkprov
         reads overrides Catalyst's ``nodeName``); one round trip."""
-        return node.nodeName()
+        return self._remembered(node, 1, node.nodeName)
 
     @staticmethod
     def class_name(obj: Any) -> str:
@@ -208,10 +239,10 @@ class Bridge:
         return keys
 
     def children(self, node: JPlan) -> list[JPlan]:
-        return self.to_list(node.children())
+        return list(self._remembered(node, 2, lambda: self.to_list(node.children())))
 
     def output(self, node: JPlan) -> list[JExpr]:
-        return self.to_list(node.output())
+        return list(self._remembered(node, 3, lambda: self.to_list(node.output())))
 
     @staticmethod
     def output_ids(node: JPlan) -> str:
@@ -230,7 +261,13 @@ class Bridge:
         """
         if pattern not in self._patterns:
             self._patterns[pattern] = getattr(getattr(self.jvm, f"{_CAT}.trees.TreePattern"), pattern)()
-        return bool(tree.containsPattern(self._patterns[pattern]))
+        bits = self._remembered(tree, 4, dict)
+        if bits is None or pattern not in bits:
+            found = bool(tree.containsPattern(self._patterns[pattern]))
+            if bits is None:
+                return found
+            bits[pattern] = found
+        return bits[pattern]
 
     @staticmethod
     def is_plan_deterministic(plan: JPlan) -> bool:
@@ -256,16 +293,28 @@ class Bridge:
 
     def scalar_subqueries(self, expr: JExpr) -> list[JExpr]:
         """The ScalarSubquery expressions in ``expr`` (not inside their own plans)."""
-        if not self.has_pattern(expr, "SCALAR_SUBQUERY"):
-            return []
-        return [e for e in self._descendants(expr) if self.class_name(e) == "ScalarSubquery"]
+        return self._found(expr, "SCALAR_SUBQUERY", "ScalarSubquery")
 
     def count_subqueries(self, expr: JExpr) -> int:
         """Subquery expressions of any kind in ``expr`` (scalar, IN, EXISTS, lateral...)."""
-        if not self.has_pattern(expr, "PLAN_EXPRESSION"):
-            return 0
-        cls = self.jvm.java.lang.Class.forName(f"{_CAT}.expressions.SubqueryExpression")
-        return sum(1 for e in self._descendants(expr) if cls.isInstance(e))
+        return len(self._found(expr, "PLAN_EXPRESSION", "SubqueryExpression"))
+
+    def _found(self, expr: JExpr, pattern: str, cls: str) -> list[JExpr]:
+        # expr and the expressions below it that are instances of class cls, in
+        # expressions.cls; only branches whose pattern bits say one is there are walked
+        # (an expression tree of hundreds of nodes may hold one subquery)
+        if not self.has_pattern(expr, pattern):
+            return []
+        if cls not in self._classes:
+            self._classes[cls] = self.jvm.java.lang.Class.forName(f"{_CAT}.expressions.{cls}")
+        wanted = self._classes[cls]
+        found, stack = [], [expr]
+        while stack:
+            e = stack.pop()
+            if wanted.isInstance(e):
+                found.append(e)
+            stack.extend(k for k in self.to_list(e.children()) if self.has_pattern(k, pattern))
+        return found
 
     def replace_subquery(self, node: JPlan, subquery: JExpr, plan: JPlan) -> JPlan:
         """``node`` (Filter, Project or Aggregate) with ``subquery`` reading ``plan`` instead."""
@@ -277,7 +326,7 @@ class Bridge:
                 return replacement
             return None
 
-        return self._map_expressions(node, swap)
+        return self._map_expressions(node, swap, "SCALAR_SUBQUERY")
 
     def map_subquery_plans(self, node: JPlan, fn: Callable[[JPlan], JPlan]) -> JPlan:
         """``node`` (Filter, Project or Aggregate) with every subquery expression's plan
@@ -291,11 +340,14 @@ class Bridge:
             new = fn(plan)
             return e if new is plan else e.withNewPlan(new)
 
-        return self._map_expressions(node, swap)
+        return self._map_expressions(node, swap, "PLAN_EXPRESSION")
 
-    def _map_expressions(self, node: JPlan, swap: Callable[[JExpr], JExpr | None]) -> JPlan:
-        # the expressions of node, rebuilt where swap(e) gives a replacement (None: look inside e)
+    def _map_expressions(self, node: JPlan, swap: Callable[[JExpr], JExpr | None], pattern: str) -> JPlan:
+        # the expressions of node, rebuilt where swap(e) gives a replacement (None: look
+        # inside e); swap only ever replaces expressions with tree pattern bit `pattern`
         def walk(e: JExpr) -> JExpr:
+            if not self.has_pattern(e, pattern):
+                return e
             found = swap(e)
             if found is not None:
                 return found
@@ -312,13 +364,6 @@ class Bridge:
             exprs = [walk(e) for e in self.aggregate_expressions(node)]
             return self._logical.Aggregate(node.groupingExpressions(), self.seq(exprs), node.child(), node.hint())
         raise ValueError(f"cannot replace a subquery in {op}")
-
-    def subquery_plans(self, expr: JExpr) -> list[JPlan]:
-        """The plans of every subquery expression in ``expr``."""
-        if not self.has_pattern(expr, "PLAN_EXPRESSION"):
-            return []
-        cls = self.jvm.java.lang.Class.forName(f"{_CAT}.expressions.SubqueryExpression")
-        return [e.plan() for e in self._descendants(expr) if cls.isInstance(e)]
 
     @staticmethod
     def is_correlated(subquery: JExpr) -> bool:
@@ -509,7 +554,9 @@ class Bridge:
     # ---- building ----------------------------------------------------------------
     def alias(self, expr: JExpr, name: str, expr_id: Any | None = None) -> JExpr:
         eid = expr_id if expr_id is not None else self._expr.NamedExpression.newExprId()
-        return self._expr.Alias(expr, name, eid, self.seq([]), self.none(), self.seq([]))
+        if self._empty is None:
+            self._empty = self.seq([])  # immutable: one for every alias
+        return self._expr.Alias(expr, name, eid, self._empty, self.none(), self._empty)
 
     def with_file_rids(self, leaf: JPlan, files: list[str], row_bits: int, name: str) -> JPlan:
         """``leaf`` (a LogicalRelation over Parquet files) with a column ``name`` after its
