@@ -23,6 +23,7 @@ def local_session(app: str, shuffle_partitions: int = 2, driver_memory: str = "2
         .config("spark.sql.shuffle.partitions", str(shuffle_partitions))
         .config("spark.ui.enabled", "false")
         .config("spark.driver.memory", driver_memory)
+        .config("spark.driver.extraJavaOptions", "-XX:G1HeapRegionSize=32m")
     )
     for key, value in conf.items():
         builder = builder.config(key, value)

@@ -271,8 +271,10 @@ def _while_checking(spark, job: Callable, check: Callable[[], None]):
     with ThreadPoolExecutor(max_workers=1, thread_name_prefix="sparkprov-output") as pool:
         done = pool.submit(run)
         tracker = sc.statusTracker()
+        # each look is a JVM round trip competing with the query's planning for the
+        # driver; the check need only finish before the job does
         while not done.done() and not tracker.getJobIdsForGroup(group):
-            time.sleep(0.002)
+            time.sleep(0.01)
         try:
             check()
         except BaseException:
