@@ -15,6 +15,7 @@
 from __future__ import annotations
 
 import json
+import logging
 import os
 import re
 import time
@@ -33,6 +34,7 @@ from .capture.rewrite import STRATEGIES
 from .capture.run import Write, run_capture
 from .capture.sources import RID, SourceInfo, read_source
 from .capture.workload import Workload, no_such_source
+from .local import region_hint
 from .plan.catalyst import Bridge
 from .query import engines, trace
 from .query.embedded import EmbeddedEngine, EmbeddedUnsupported
@@ -45,6 +47,8 @@ from .rdd.resolve import ensure_pairs
 from .store.catalog import Store, check_name
 
 DEFAULT_STORE = ".sparkprov"
+
+log = logging.getLogger("sparkprov")
 
 
 @dataclass(frozen=True)
@@ -428,6 +432,9 @@ class LineageSession:
         self._named: list[tuple[Any, str]] = []
         self._queries: dict[tuple[str, int], tuple[DataFrame, dict]] = {}
         self._rdd_context: LineageContext | None = None
+        hint = region_hint(self._bridge.g1_region_bytes())
+        if hint:
+            log.info(hint)
 
     @property
     def rdd(self) -> LineageContext:

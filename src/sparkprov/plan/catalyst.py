@@ -209,6 +209,21 @@ class Bridge:
     def analyzed(df: DataFrame) -> JPlan:
         return df._jdf.queryExecution().analyzed()
 
+    def g1_region_bytes(self) -> int | None:
+        """The driver JVM's G1 heap region size in bytes (None: it runs another collector,
+        or the JVM does not say). Objects of half a region or more are "humongous" to
+        G1: allocated and collected one by one, which an injected aggregate's large rid
+        arrays make costly."""
+        try:
+            bean = self.jvm.java.lang.management.ManagementFactory.getPlatformMXBean(
+                self.jvm.java.lang.Class.forName("com.sun.management.HotSpotDiagnosticMXBean")
+            )
+            if bean.getVMOption("UseG1GC").getValue() != "true":
+                return None
+            return int(bean.getVMOption("G1HeapRegionSize").getValue())
+        except Exception:  # another JVM vendor: no such bean or option
+            return None
+
     @staticmethod
     def cached_relation(df: DataFrame) -> JPlan:
         """The cached relation standing for persisted ``df`` in plans (Spark's
