@@ -150,11 +150,11 @@ class Bridge:
 
     @contextmanager
     def remembering(self) -> Iterator[None]:
-        """Within (in this thread), a plan node's name, children and output are asked of
-        the JVM once: plans are immutable, and capture walks one plan several times
-        (checks, view names, the rewrite). Kept by the proxy object, which the memo
-        keeps alive (so its ``id`` is not reused); children are the same proxies each
-        time, so a walk from the same root hits the memo all the way down."""
+        """Within (in this thread), a plan node's name, children, output and tree-pattern
+        bits are asked of the JVM once: plans are immutable, and capture walks one plan
+        several times (checks, view names, the rewrite). Kept by the proxy object, which
+        the memo keeps alive (so its ``id`` is not reused); children are the same
+        proxies each time, so a walk from the same root hits the memo all the way down."""
         outer = getattr(self._walk, "memo", None)
         if outer is None:
             self._walk.memo = {}
@@ -315,8 +315,8 @@ class Bridge:
         return len(self._found(expr, "PLAN_EXPRESSION", "SubqueryExpression"))
 
     def _found(self, expr: JExpr, pattern: str, cls: str) -> list[JExpr]:
-        # expr and the expressions below it that are instances of class cls, in
-        # expressions.cls; only branches whose pattern bits say one is there are walked
+        # expr and the expressions below it that are instances of Catalyst's
+        # expressions.<cls>; only branches whose pattern bits say one is there are walked
         # (an expression tree of hundreds of nodes may hold one subquery)
         if not self.has_pattern(expr, pattern):
             return []
