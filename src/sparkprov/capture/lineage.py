@@ -109,9 +109,8 @@ def source_pairs(rows: DataFrame, slots: list[Slot], graph: SideGraph) -> dict[i
         cheap = all(c for _, c in parts)
         if k in derived and not cheap:
             frontier, cheap = graph.keep(frontier), True
-        side_df = graph.relation(k)
         if graph.sides[k].ranged:
-            joined = _range_join(frontier, side_df)
+            joined = _range_join(frontier, graph.relation(k))
         else:
             if getattr(graph.sides[k], "combine", None) == "matches":
                 # A semi join's matches: its left rows the output reached, first, as a
@@ -124,9 +123,11 @@ def source_pairs(rows: DataFrame, slots: list[Slot], graph: SideGraph) -> dict[i
                 # read once, not shuffled.
                 reached = frontier.select(_PROBE)
                 narrow = graph.narrow(k) if cheap else None
-                if narrow is not None and reached.limit(NARROW_MAX_HANDLES + 1).count() <= NARROW_MAX_HANDLES:
-                    side_df = narrow
+                few = narrow is not None and reached.limit(NARROW_MAX_HANDLES + 1).count() <= NARROW_MAX_HANDLES
+                side_df = narrow if few else graph.relation(k)  # each built only when read
                 side_df = side_df.join(reached, side_df[HANDLE].eqNullSafe(reached[_PROBE]), "left_semi")
+            else:
+                side_df = graph.relation(k)
             joined = frontier.join(side_df, frontier[_PROBE].eqNullSafe(side_df[HANDLE])).drop(_PROBE, HANDLE)
         side_slots = graph.sides[k].slots
         kept = len(side_slots) > 1  # read once per slot: compute it once
