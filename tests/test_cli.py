@@ -60,6 +60,20 @@ def test_trace_commands_answer_from_the_store(session, spark):
     assert gone.returncode == 1 and "no sparkprov store" in gone.stderr
 
 
+def test_trace_says_when_a_workload_restricted_the_lineage(session, spark):
+    df = spark.createDataFrame([("a", 1), ("a", 2), ("b", 5)], "k string, v int")
+    session.source(df, "numbers")
+    workload = {"sources": ["numbers"], "where": {"numbers": "v > 1"}}
+    session.capture(df.groupBy("k").agg(F.sum("v").alias("total")), name="sums", workload=workload)
+    store = str(session.store.root)
+    back = sparkprov_cli("trace", "backward", "sums", "--where", "k = 'a'", "--store", store)
+    assert back.returncode == 0, back.stderr
+    assert "numbers: 1 row" in back.stdout  # (a, 1) fails v > 1: the workload kept no lineage for it
+    assert "note: source 'numbers': only rows where v > 1 (capture 'sums' workload where)" in back.stdout
+    fwd = sparkprov_cli("trace", "forward", "sums", "--source", "numbers", "--where", "v = 1", "--store", store)
+    assert fwd.returncode == 1 and "kept lineage of source 'numbers' only for rows where v > 1" in fwd.stderr
+
+
 def test_trace_end_to_end_through_a_pipeline(session, spark, tmp_path):
     df = spark.createDataFrame([("a", 1), ("a", 2), ("b", 5)], "k string, v int")
     session.source(df, "numbers")

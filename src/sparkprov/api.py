@@ -33,7 +33,7 @@ from .capture.marks import capture_marks
 from .capture.rewrite import STRATEGIES
 from .capture.run import Write, run_capture
 from .capture.sources import RID, SourceInfo, read_source
-from .capture.workload import Workload, no_such_source
+from .capture.workload import Workload, no_such_source, refuse_forward, restriction, warn_restricted
 from .local import region_hint
 from .plan.catalyst import Bridge
 from .query import engines, trace
@@ -144,7 +144,8 @@ class Capture:
 
         Lineage shared by many output rows (a scalar subquery's result) is stored once
         and joined in here, lazily: filtering the result by ``out_rid`` or ``in_rid``
-        reads only what is needed.
+        reads only what is needed. For a source the capture's workload restricted
+        (``where``), only the pairs of its rows that satisfy the predicate are kept.
         """
         self._check_source(source)
         stored = self._entry["lineage"]
@@ -203,6 +204,7 @@ class Capture:
         engines.check_engine(engine)
         if source is not None and not end_to_end:
             self._check_source(source)
+        warn_restricted(self._entry, [source] if source is not None else list(self._infos))
         if not end_to_end:
             names = [source] if source is not None else list(self._infos)
             local = engines.embedded_or_none(engine, lambda: self._embedded_backward(rows, names))
@@ -242,6 +244,7 @@ class Capture:
         """
         engines.check_engine(engine)
         self._check_source(source)
+        refuse_forward(self._entry, source)
         if not end_to_end:
             local = engines.embedded_or_none(engine, lambda: self._embedded_forward(source, rows))
             if local is not None:
@@ -344,7 +347,9 @@ class Capture:
         ``_sp_rid`` and the row's own rid as ``_sp_in_rid``; ``<capture>_forward_<source>``
         holds the output rows each source row contributed to, with the source row's rid as
         ``_sp_in_rid``. Names are the capture's and source's, with other characters than
-        letters, digits and ``_`` replaced by ``_``.
+        letters, digits and ``_`` replaced by ``_``. A source whose lineage the
+        workload restricted (``where``) has a backward view of the rows it kept, and
+        no forward view.
 
         >>> views = cap.register_views()  # doctest: +SKIP
         >>> spark.sql("SELECT k, sum(v) FROM sums_backward_numbers WHERE _sp_rid = 0 GROUP BY k")  # doctest: +SKIP
@@ -359,6 +364,10 @@ class Capture:
             name = f"{base}_backward_{_identifier(source)}"
             rows.join(pairs, IN_RID).select(*[F.col(f"`{c}`") for c in rows.columns], RID).createOrReplaceTempView(name)
             views[name] = f"rows of source {source!r} with the rid of an output row they are behind (_sp_rid)"
+            predicate = restriction(self._entry, source)
+            if predicate is not None:  # a forward view would miss the rows the workload dropped
+                views[name] += f", only rows where {predicate} (workload where)"
+                continue
             name = f"{base}_forward_{_identifier(source)}"
             out.join(pairs, RID).select(*[F.col(f"`{c}`") for c in out.columns], IN_RID).createOrReplaceTempView(name)
             views[name] = f"output rows with the rid of a row of source {source!r} behind them (_sp_in_rid)"
@@ -502,10 +511,17 @@ class LineageSession:
         capture): ``Workload(sources=[...])`` or ``{"sources": [...]}`` keeps lineage
         only for those sources (traces reach them backward or start from them
         forward); the query's other sources are read without rids, which costs less.
-        Tracing them raises an error saying so.
+        Tracing them raises an error saying so. ``"where": {source: predicate}``
+        pushes the predicate that backward traces to that source will apply into
+        capture (Spark SQL over the source's columns): only its rows that satisfy it
+        keep lineage, so less is collected and stored; backward answers to it hold
+        those rows alone (with a ``RestrictedLineageWarning``) and a forward trace from
+        it raises ``LineageRestricted``.
 
         >>> cap = session.capture(df.groupBy("k").count(), "counts", strategy="inject")  # doctest: +SKIP
         >>> cap = session.capture(joined, "j", workload={"sources": ["orders"]})  # doctest: +SKIP
+        >>> only = {"sources": ["lineitem"], "where": {"lineitem": "l_tax > 0.05"}}
+        >>> cap = session.capture(q, "q", workload=only)  # doctest: +SKIP
         """
         if not isinstance(df, DataFrame):
             raise ValueError(f"df must be a DataFrame, not {type(df).__name__}")
@@ -527,6 +543,11 @@ class LineageSession:
         if strategy == "lazy" and witnesses:
             raise ValueError("witnesses=True keeps what capture records; strategy='lazy' records nothing")
         chosen = Workload.of(workload)
+        if witnesses and chosen is not None and chosen.where:
+            raise ValueError(
+                "witnesses=True keeps how every row was derived; a workload where drops the lineage of "
+                "the rows it does not select: give one or the other"
+            )
         return Capture(
             self, self._capture(df, name, write=write, witnesses=witnesses, strategy=strategy, workload=chosen)
         )

@@ -69,3 +69,14 @@ class LineageNotBuilt(SparkprovError):
 class WitnessesNotKept(SparkprovError):
     """The capture was made without the structure why and how provenance are read from
     (``capture(..., witnesses=True)``)."""
+
+
+class LineageRestricted(SparkprovError, ValueError):
+    """The capture kept a source's lineage only for the rows a workload predicate
+    selects (``workload={"where": ...}``), and the question needs the other rows too
+    (a forward trace from that source)."""
+
+
+class RestrictedLineageWarning(UserWarning):
+    """A backward trace reached a source whose lineage the capture kept only for the
+    rows a workload predicate selects: the answer holds those rows alone."""

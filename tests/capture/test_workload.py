@@ -53,3 +53,66 @@ def test_a_tpch_join_keeps_the_lineitem_pairs_alone(spark, tpch_dir, tmp_path):
     assert list(kept.sources) == ["lineitem"] and len(full.sources) == 6
     pairs = sorted(tuple(r) for r in kept.pairs("lineitem").collect())
     assert pairs and pairs == sorted(tuple(r) for r in full.pairs("lineitem").collect())
+
+
+def _kept_where(full: dict, source: str, selected) -> dict:
+    """``full`` lineage by output row with ``source``'s rows kept only where ``selected(key)``."""
+    return {row: {(s, k) for s, k in found if s != source or selected(k)} for row, found in full.items()}
+
+
+@pytest.mark.parametrize("strategy", ["auto", "logical", "defer", "lazy"])
+def test_a_where_keeps_the_lineage_of_the_rows_it_selects(session, joined, strategy):
+    full = lineage_by_output(session.capture(joined, f"full_{strategy}", strategy=strategy))
+    workload = {"sources": ["l", "r"], "where": {"l": "k > 0"}}
+    cap = session.capture(joined, f"where_{strategy}", strategy=strategy, workload=workload)
+    with pytest.warns(sp.RestrictedLineageWarning, match="source 'l': only rows where k > 0"):
+        restricted = lineage_by_output(cap)
+    # the declared query: each output row's rows of l that satisfy k > 0; r untouched
+    assert restricted == _kept_where(full, "l", lambda k: k > 0)
+    assert "lineage kept only where k > 0 (workload where)" in cap.explain()
+    assert cap.forward("r", [0]).count() == 1  # r kept all its lineage
+    for engine in ("embedded", "spark"):
+        with pytest.raises(sp.LineageRestricted, match="source 'l' only for rows where k > 0"):
+            cap.forward("l", [1], engine=engine)
+    with pytest.raises(sp.LineageRestricted):
+        cap.lineage([1], source="l").go_next()
+    assert not any(v.endswith("forward_l") for v in cap.register_views())
+
+
+def test_a_where_on_tpch_keeps_the_selected_pairs_exactly(spark, tpch_dir, tmp_path):
+    # Q11 reads partsupp twice, once in its HAVING's scalar subquery (shared lineage)
+    tpch.register(spark, tpch_dir)
+    session = sp.LineageSession(spark, store=tmp_path / "store")
+    where = {11: ("partsupp", "ps_availqty > 5000"), 3: ("lineitem", "l_shipmode IN ('AIR', 'MAIL')")}
+    for n, strategy in [(11, "auto"), (11, "defer"), (3, "auto")]:
+        source, pred = where[n]
+        full = session.capture(spark.sql(tpch.query(n)), f"q{n}_{strategy}", strategy=strategy)
+        cap = session.capture(
+            spark.sql(tpch.query(n)),
+            f"q{n}_{strategy}_where",
+            strategy=strategy,
+            workload={"sources": list(full.sources), "where": {source: pred}},
+        )
+        rows = full.sources[source].rows()
+        kept = {r[0] for r in rows.where(pred).select("_sp_rid").collect()}
+        assert 0 < len(kept) < rows.count()
+        expected = {tuple(p) for p in full.pairs(source).collect() if p[1] in kept}
+        found = {tuple(p) for p in cap.pairs(source).collect()}
+        assert found and found == expected
+        for other in set(full.sources) - {source}:
+            assert {tuple(p) for p in cap.pairs(other).collect()} == {tuple(p) for p in full.pairs(other).collect()}
+
+
+def test_a_bad_where_is_refused(session, joined):
+    for where, message in [
+        ({"l": "no_such_column > 0"}, r"workload where for source 'l': 'no_such_column > 0' is not a predicate"),
+        ({"l": "rand() > 0.5"}, "must be deterministic"),
+        ({"x": "k > 0"}, r"names source\(s\) \['x'\] not among its sources"),
+        ({"l": ""}, "must be a Spark SQL predicate"),
+        ("k > 0", "must map source names to predicates"),
+    ]:
+        for strategy in ("auto", "lazy"):
+            with pytest.raises(ValueError, match=message):
+                session.capture(joined, "bad", strategy=strategy, workload={"sources": ["l"], "where": where})
+    with pytest.raises(ValueError, match="witnesses=True keeps how every row was derived"):
+        session.capture(joined, "bad", witnesses=True, workload={"sources": ["l"], "where": {"l": "k > 0"}})

@@ -147,7 +147,9 @@ def _build(entry: dict, pending: Pending) -> None:
     data = path.parent
     work = data / f".lazy-{uuid.uuid4().hex}"
     # the sources as registered at capture: their copies are read, not made again
-    rewriter = Rewriter(bridge, str(work / "snapshots"), named=seen.named, sources=list(seen.sources), keep=seen.keep)
+    rewriter = Rewriter(
+        bridge, str(work / "snapshots"), named=seen.named, sources=list(seen.sources), keep=seen.keep, where=seen.where
+    )
     try:
         root = rewriter.rewrite_root(bridge.inline_ctes(bridge.analyzed(pending.df)))
         if len(rewriter.sources) != len(seen.sources):

@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from pyspark import StorageLevel
+from pyspark.errors import PySparkException
 from pyspark.sql import Window
 from pyspark.sql import functions as F
 from pyspark.sql.types import IntegerType, StringType, StructField, StructType
@@ -191,6 +192,12 @@ _INJECT_MATCHES = (
 )
 PRUNED = "pruned"  # the kind of a source outside a declared workload: no lineage kept
 _PRUNED_TEXT = "no lineage kept (not among the workload's sources)"
+
+
+def _selected_text(predicate: str) -> str:
+    return f"lineage kept only where {predicate} (workload where)"
+
+
 STRATEGIES = ("auto", "inject", "logical", "defer", "lazy")
 # auto's bound on an aggregate's input (Catalyst's size estimate) for inject; a Spark
 # conf, in bytes or with a unit ("512m", "8g")
@@ -262,6 +269,8 @@ class Rewriter:
     strategy: str = "auto"
     # a declared workload's sources (capture/workload.py): only these keep lineage
     keep: frozenset[str] | None = None
+    # its predicates by source name: rows that fail one get a NULL rid (selection push-down)
+    where: dict[str, str] = field(default_factory=dict)
     # a global sort at the top may be left out, its order kept for when the output is
     # read: (output position, ascending, nulls first) per key, in ``order``
     order_when_read: bool = False
@@ -344,6 +353,10 @@ class Rewriter:
             raise UnsupportedOperation(found, self._where(self.optimized), _LAZY_REFUSES)
         self._walk_lazy(self.optimized, 1)
         self._check_workload()
+        for use in self.sources:  # a bad predicate fails now, not when lineage is built
+            if use.info.name in self.where and use.info.kind != PRUNED:
+                probe = b.to_dataframe(use.leaf).withColumn("__sp_rid", F.lit(0).cast("long"))
+                self._selected(b.analyzed(probe), use.info.name)
 
     def _check_workload(self) -> None:
         read = [u.info.name for u in self.sources]
@@ -365,6 +378,8 @@ class Rewriter:
             strategy = f"source {self.sources[src].info.name}" if src is not None else "constant rows"
             if src is not None and self.sources[src].info.kind == PRUNED:
                 strategy += f": {_PRUNED_TEXT}"
+            elif src is not None and self.sources[src].info.name in self.where:
+                strategy += f": {_selected_text(self.where[self.sources[src].info.name])}"
         else:
             strategy = _LAZY_STRATEGY
         self.report.append(ExplainLine(depth, b.simple_string(node), _COARSE.get(op, "exact"), strategy))
@@ -442,6 +457,8 @@ class Rewriter:
                     )
                 else:
                     strategy = f"source {use.info.name}: rid = position in a Parquet copy made at capture"
+                if use.info.name in self.where:
+                    strategy += f"; {_selected_text(self.where[use.info.name])}"
         elif op == "Join":
             strategy = rw.strategy or _JOIN_STRATEGY.get(b.join_type(node).split("(")[0], "")
         else:
@@ -663,6 +680,7 @@ class Rewriter:
             exprs = [b.alias(new, b.attr_name(old), b.jexpr_id(old)) for new, old in zip(snap_out, b.output(leaf))]
             exprs.append(snap_out[-1])
             plan = b.project(exprs, snap_plan)
+        plan = self._selected(plan, use.info.name)
         slot.attr = b.output(plan)[-1]
         return Rewritten(plan, [slot])
 
@@ -675,6 +693,32 @@ class Rewriter:
         if b.node_name(leaf) == "LocalRelation" and self._leaf_id(leaf) not in self.leaf_names and b.is_empty(leaf):
             return None  # the optimizer's stand-in for a part it proved empty
         return self._source_for(leaf, S.leaf_format(b, leaf), self.leaf_names.get(self._leaf_id(leaf)))
+
+    def _selected(self, plan: JPlan, name: str) -> JPlan:
+        """``plan`` (a leaf's columns, then its rid) with the rid NULL on the rows that
+        fail the workload's predicate for source ``name``: those rows are read and
+        used as before, but no operator above carries, collects or stores their rid."""
+        predicate = self.where.get(name)
+        if predicate is None:
+            return plan
+        b = self.bridge
+        df = b.to_dataframe(plan)
+        *columns, rid = df.columns
+        try:
+            # the leaf's columns keep their attribute ids: only the rid is replaced
+            selected = b.analyzed(df.withColumn(rid, F.when(F.expr(predicate), F.col(rid))))
+        except PySparkException as exc:
+            first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+            raise ValueError(
+                f"workload where for source {name!r}: {predicate!r} is not a predicate over its columns "
+                f"({', '.join(columns)}): {first}"
+            ) from None
+        if not b.is_plan_deterministic(selected) or b.has_pattern(selected, "PLAN_EXPRESSION"):
+            raise ValueError(
+                f"workload where for source {name!r}: {predicate!r} must be deterministic and hold no "
+                "subquery: it is evaluated on each row as capture reads it"
+            )
+        return selected
 
     def _restricted(self, plan: JPlan, slot: Slot, src_index: int) -> JPlan:
         if self.restrict is None:

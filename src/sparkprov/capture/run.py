@@ -91,7 +91,7 @@ def run_capture(
     provenance are read from (``query/provenance.py``). ``strategy`` is how grouping
     operators keep their groups (``rewrite.STRATEGIES``); witnesses need side
     relations, so they make every aggregate ``logical``. ``workload`` limits the
-    sources that keep lineage.
+    sources that keep lineage, and with ``where`` the rows of a source that do.
     """
     started = time.time()
     capture_id, data = store.new_data_dir()
@@ -146,6 +146,7 @@ def _capture_into(
         by_occurrence=by_occurrence,
         strategy="logical" if witnesses else strategy,
         keep=frozenset(workload.sources) if workload else None,
+        where=dict(workload.where) if workload else {},
         # files written for the user are sorted as the query says; the store's own
         # output keeps its order for when it is read
         order_when_read=write is None,
@@ -246,7 +247,10 @@ def _workload(rewriter: Rewriter) -> dict:
     if rewriter.keep is None:
         return {}
     pruned = [u.info.name for u in rewriter.sources if u.info.kind == PRUNED]
-    return {"workload": {"sources": sorted(rewriter.keep), "pruned": pruned}}
+    kept = {"sources": sorted(rewriter.keep), "pruned": pruned}
+    if rewriter.where:  # query/: a backward answer says it is restricted, a forward trace is refused
+        kept["where"] = dict(rewriter.where)
+    return {"workload": kept}
 
 
 def _while_checking(spark, job: Callable, check: Callable[[], None]):

@@ -11,13 +11,14 @@ from __future__ import annotations
 
 import json
 import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 import pyarrow as pa
 
 from ..capture.sources import RID
+from ..capture.workload import restricted_note
 from ..errors import LineageTooLarge
 from .embedded import EMBEDDED_LIMIT, EmbeddedEngine, EmbeddedUnsupported
 from .engines import check_engine
@@ -37,6 +38,8 @@ class Answer:
     engine: str
     matched: int
     relations: dict[str, tuple[int, pa.Table | None]]
+    # what limits the answer: a source whose lineage the workload kept for some rows only
+    notes: list[str] = field(default_factory=list)
 
     def counts(self) -> dict[str, int]:
         return {name: count for name, (count, _) in self.relations.items()}
@@ -52,6 +55,7 @@ class Answer:
                 name: {"count": count, "rows": rows.to_pylist() if rows is not None else []}
                 for name, (count, rows) in self.relations.items()
             },
+            "notes": self.notes,
         }
 
     def to_text(self) -> str:
@@ -63,6 +67,7 @@ class Answer:
             lines.append(f"\n{name}: {count} row{'s' if count != 1 else ''}{more}")
             if shown:
                 lines.append(rows.to_pandas().to_string(index=False, max_colwidth=40))
+        lines.extend(f"\nnote: {note}" for note in self.notes)
         return "\n".join(lines)
 
 
@@ -117,12 +122,14 @@ def _embedded(engine: EmbeddedEngine, direction: str, where: str, source: str | 
             ids = engine.backward_ids(outs, name)
             relations[name] = (len(ids), engine.source_rows(name, ids[:limit]))
         matched = len(outs)
+        notes = _notes(entry, relations)
     else:
         ins = engine.source_rids(source, where)
         ids = engine.forward_ids(source, ins)
         relations[entry["name"]] = (len(ids), engine.output_rows(ids[:limit]))
         matched = len(ins)
-    return Answer(entry["name"], entry["version"], direction, "embedded", matched, relations)
+        notes = []
+    return Answer(entry["name"], entry["version"], direction, "embedded", matched, relations, notes)
 
 
 def _spark(
@@ -138,12 +145,18 @@ def _spark(
         traced = cap.backward(where, source=source, end_to_end=end_to_end)
         traced = {source: traced} if source is not None else traced
         matched = cap.output.where(where).count()
+        notes = _notes(entry, traced)
     else:
         found = cap.forward(source, where, end_to_end=end_to_end)
         traced = found if end_to_end else {cap.name: found}
         matched = cap.sources[source].rows().where(where).count()
+        notes = []
     relations = {name: (df.count(), df.orderBy(RID).limit(limit).toArrow()) for name, df in traced.items()}
-    return Answer(entry["name"], entry["version"], direction, "spark", matched, relations)
+    return Answer(entry["name"], entry["version"], direction, "spark", matched, relations, notes)
+
+
+def _notes(entry: dict, reached) -> list[str]:
+    return [note for name in reached if (note := restricted_note(entry, name)) is not None]
 
 
 @dataclass

@@ -37,7 +37,7 @@ import pyarrow.parquet as pq
 from ..capture import later, row_lineage
 from ..capture.lineage import IN, OUT, REF, SRC
 from ..capture.sources import RID, ROW_BITS, SourceInfo, compare_fingerprint, snapshot_column
-from ..capture.workload import no_such_source
+from ..capture.workload import no_such_source, refuse_forward
 from ..errors import LineageTooLarge, SourceChanged, SparkprovError
 from ..rdd.text import picked_lines
 from .pairs import PairTable, build_forward_index, distinct_sorted, parquet_files
@@ -194,6 +194,7 @@ class EmbeddedEngine:
     def forward_ids(self, source: str, in_rids) -> np.ndarray:
         """Rids of the output rows that ``source``'s rows ``in_rids`` contributed to."""
         self.check_source(source)
+        refuse_forward(self.entry, source)
         self._check_unchanged(self._infos[source])
         ins = rid_array(in_rids)
         number = self._numbers[source]

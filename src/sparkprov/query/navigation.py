@@ -33,6 +33,7 @@ from pyspark.sql import functions as F
 
 from ..capture.lineage import IN, OUT
 from ..capture.sources import RID
+from ..capture.workload import refuse_forward, warn_restricted
 
 if TYPE_CHECKING:
     from ..api import Capture
@@ -92,7 +93,9 @@ class LineageCursor:
         moved, at = False, {}
         for point, rids in self._at.values():
             if point.source is None:
-                for source in _pick(point.capture, path):
+                sources = _pick(point.capture, path)
+                warn_restricted(point.capture._entry, sources)
+                for source in sources:
                     ins = _across(point.capture.pairs(source), rids, OUT, IN)
                     _merge(at, _written_by(Point(point.capture, source)), ins)
                 moved = True
@@ -114,6 +117,7 @@ class LineageCursor:
             else:
                 steps = point.capture._session._readers_of(point.capture)
             for capture, source in steps:
+                refuse_forward(capture._entry, source)
                 _merge(at, Point(capture), _across(capture.pairs(source), rids, IN, OUT))
             if not steps:
                 _merge(at, point, rids)
