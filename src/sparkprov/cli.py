@@ -98,6 +98,13 @@ def build_parser() -> argparse.ArgumentParser:
         default=None,
         help="tpch: capture with workload={'sources': ...}, those of these comma-separated tables a query reads",
     )
+    cap.add_argument(
+        "--workload-where",
+        action="append",
+        metavar="SOURCE:PREDICATE",
+        help="tpch: with --workload-sources, keep that source's lineage only where the predicate holds "
+        "(workload where; repeatable)",
+    )
     cap.add_argument("--json", dest="json_out", help="write the results as JSON to this file")
     tr = bench_sub.add_parser("trace", help="trace latency (embedded engine) over captured TPC-H queries")
     tr.add_argument("--suite", choices=["tpch"], default="tpch")

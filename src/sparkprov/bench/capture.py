@@ -89,17 +89,20 @@ def run(
     witnesses: bool = False,
     strategy: str = "auto",
     workload_sources: list[str] | None = None,
+    workload_where: dict[str, str] | None = None,
 ) -> dict:
     """Benchmark TPC-H ``queries`` at scale factor ``sf`` on ``spark``; returns the report.
 
     ``witnesses`` captures with ``witnesses=True`` (the structure why/how read), whose
     stored side relations count as lineage bytes. ``strategy`` is passed to capture,
     and ``workload_sources`` as ``workload={"sources": ...}``: a query keeps lineage
-    for those of them it reads (and for all its sources if it reads none of them).
+    for those of them it reads (and for all its sources if it reads none of them),
+    with ``workload_where``'s predicates for those it names (``{"where": ...}``).
     """
     path = tpch.generate(sf, data_dir)
     tpch.register(spark, path)
-    results = compare(spark, [(n, tpch.query(n)) for n in queries], repeat, witnesses, strategy, workload_sources)
+    keep = (workload_sources, workload_where or {}) if workload_sources else None
+    results = compare(spark, [(n, tpch.query(n)) for n in queries], repeat, witnesses, strategy, keep)
     return {
         "suite": "tpch",
         "sf": sf,
@@ -107,6 +110,7 @@ def run(
         "witnesses": witnesses,
         "strategy": strategy,
         "workload_sources": workload_sources,
+        "workload_where": workload_where,
         "queries": results,
         **summarize(results),
     }
@@ -135,10 +139,11 @@ def run_micro(spark: SparkSession, rows: int, repeat: int, data_dir: str, names=
 
 
 def compare(
-    spark, workloads: list[tuple], repeat: int, witnesses: bool, strategy: str, keep: list[str] | None = None
+    spark, workloads: list[tuple], repeat: int, witnesses: bool, strategy: str, keep: tuple | None = None
 ) -> list[dict]:
     """Each ``(label, SQL text)`` run plain and captured, interleaved; one result per workload.
-    ``keep``: the sources to keep lineage for (a workload), among those each query reads."""
+    ``keep``: ``(sources, {source: predicate})``, the sources to keep lineage for (a
+    workload), among those each query reads, and the predicates of some of them."""
     import sparkprov as sp
 
     work = Path(tempfile.mkdtemp(prefix="sparkprov-bench-"))
@@ -211,11 +216,12 @@ def _task_ratios(plain: list[tuple], captured: list[tuple]) -> dict:
     }
 
 
-def _workload(text: str, keep: list[str] | None) -> dict | None:
-    """``{"sources": ...}``: those of ``keep`` the query's text names (as TPC-H names its
-    tables, which are its views), or None."""
-    read = [s for s in keep or () if re.search(rf"\b{re.escape(s)}\b", text, re.IGNORECASE)]
-    return {"sources": read} if read else None
+def _workload(text: str, keep: tuple | None) -> dict | None:
+    """``{"sources": ..., "where": ...}``: those of ``keep``'s sources the query's text
+    names (as TPC-H names its tables, which are its views) and their predicates, or None."""
+    sources, where = keep or ((), {})
+    read = [s for s in sources if re.search(rf"\b{re.escape(s)}\b", text, re.IGNORECASE)]
+    return {"sources": read, "where": {s: p for s, p in where.items() if s in read}} if read else None
 
 
 def _label(query) -> str:
@@ -283,7 +289,8 @@ def main(args: argparse.Namespace) -> int:
         else:
             queries = [int(q) for q in args.queries.split(",") if q.strip()]
             keep = [s.strip() for s in args.workload_sources.split(",") if s.strip()] if args.workload_sources else None
-            report = run(spark, args.sf, queries, args.repeat, data, args.witnesses, args.strategy, keep)
+            where = _where_args(args.workload_where, keep)
+            report = run(spark, args.sf, queries, args.repeat, data, args.witnesses, args.strategy, keep, where)
             title = f"TPC-H SF {args.sf}"
     finally:
         spark.stop()
@@ -313,3 +320,16 @@ def main(args: argparse.Namespace) -> int:
     if args.json_out:
         Path(args.json_out).write_text(json.dumps(report, indent=1))
     return 0
+
+
+def _where_args(given: list[str] | None, keep: list[str] | None) -> dict[str, str]:
+    """``--workload-where source:predicate`` arguments as ``{source: predicate}``."""
+    where = {}
+    for arg in given or []:
+        source, sep, predicate = arg.partition(":")
+        if not sep or not source.strip() or not predicate.strip():
+            raise SystemExit(f"--workload-where takes source:predicate, not {arg!r}")
+        if source.strip() not in (keep or []):
+            raise SystemExit(f"--workload-where names {source.strip()!r}, which --workload-sources does not list")
+        where[source.strip()] = predicate.strip()
+    return where
