@@ -60,3 +60,18 @@ def test_micro_suite_generates_its_tables_and_compares_each_workload(spark, tmp_
     assert max(range(100), key=counts.count) == 0
     with pytest.raises(ValueError, match="unknown micro workloads"):
         capture.run_micro(spark, 2000, 1, str(tmp_path), names=["nope"])
+
+
+def test_workload_arguments_keep_the_sources_a_query_reads_with_their_predicates():
+    where = capture._where_args(["lineitem: l_tax < 0.02"], ["lineitem", "orders"])
+    assert where == {"lineitem": "l_tax < 0.02"}
+    keep = (["lineitem", "orders"], where)
+    assert capture._workload("select * from lineitem", keep) == {
+        "sources": ["lineitem"],
+        "where": {"lineitem": "l_tax < 0.02"},
+    }
+    assert capture._workload("select * from orders", keep) == {"sources": ["orders"], "where": {}}
+    assert capture._workload("select * from part", keep) is None
+    for bad, message in [(["l_tax < 0.02"], "takes source:predicate"), (["part:p_size > 1"], "does not list")]:
+        with pytest.raises(SystemExit, match=message):
+            capture._where_args(bad, ["lineitem"])
