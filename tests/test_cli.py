@@ -120,6 +120,8 @@ def test_why_and_how_commands(session, spark):
 def test_bad_arguments_exit_nonzero(tmp_path):
     bad = sparkprov_cli("bench", "capture", "--repeat", "0", "--data", str(tmp_path))
     assert bad.returncode == 1 and "--repeat" in bad.stderr
+    bad = sparkprov_cli("bench", "aggregates", "--repeat", "0", "--data", str(tmp_path))
+    assert bad.returncode == 1 and "--repeat" in bad.stderr
     assert sparkprov_cli("nonsense").returncode == 2
 
 

@@ -116,6 +116,14 @@ def build_parser() -> argparse.ArgumentParser:
     tr.add_argument("--store", default=None, help="keep the captures here and reuse them (default: a temporary store)")
     tr.add_argument("--witnesses", action="store_true", help="capture with witnesses=True and time why/how too")
     tr.add_argument("--json", dest="json_out", help="write the results as JSON to this file")
+    agg = bench_sub.add_parser(
+        "aggregates", help="what keeping rids costs an aggregate: object aggregate, rid arrays, rid ranges"
+    )
+    agg.add_argument("--sf", type=float, default=1.0, help="TPC-H scale factor (default 1)")
+    agg.add_argument("--workloads", default="", help="comma-separated: q1, q6, q18 (default: all)")
+    agg.add_argument("--repeat", type=int, default=5, help="interleaved rounds (default 5)")
+    agg.add_argument("--data", default="data/tpch", help="where TPC-H data is generated (default data/tpch)")
+    agg.add_argument("--json", dest="json_out", help="write the results as JSON to this file")
     cov = bench_sub.add_parser("coverage", help="capture a query suite and check every answer (scoreboard)")
     cov.add_argument("--suite", choices=["tpch", "tpcds"], default="tpch")
     cov.add_argument("--sf", type=float, default=0.1, help="scale factor (default 0.1)")
@@ -195,6 +203,10 @@ def main(argv: list[str] | None = None) -> int:
             from .bench.trace import main as trace_main
 
             return trace_main(args)
+        if args.command == "bench" and args.bench_command == "aggregates":
+            from .bench.aggregates import main as aggregates_main
+
+            return aggregates_main(args)
         if args.command == "bench" and args.bench_command == "coverage":
             from .bench.coverage import main as coverage_main
 
