@@ -104,7 +104,8 @@ def dense_share(rows: DataFrame, workload: str) -> float:
 
 
 def lineitem_with_rids(spark: SparkSession, path: Path) -> DataFrame:
-    """TPC-H lineitem with each row's rid as capture numbers it (``__rid``)."""
+    """TPC-H lineitem with each row's rid (``__rid``), made by capture's own formula
+    (``sources.rid_column``; several files numbered in path order)."""
     from ..capture.sources import rid_column
 
     df = spark.read.parquet(str(path / "lineitem.parquet"))
