@@ -33,7 +33,7 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from . import tpch
+from . import datagen, tpch
 
 if TYPE_CHECKING:
     import argparse
@@ -108,7 +108,10 @@ def lineitem_with_rids(spark: SparkSession, path: Path) -> DataFrame:
     (``sources.rid_column``; several files numbered in path order)."""
     from ..capture.sources import rid_column
 
-    df = spark.read.parquet(str(path / "lineitem.parquet"))
+    location = datagen.table_location(Path(path), "lineitem")  # one file, or a directory of parts
+    if location is None:
+        raise FileNotFoundError(f"no Parquet data for TPC-H table 'lineitem' under {path}")
+    df = spark.read.parquet(str(location))
     files = [(f, 0, 0) for f in sorted(df.inputFiles())]
     return df.withColumn(_RID, rid_column(files))
 
