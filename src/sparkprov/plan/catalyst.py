@@ -27,6 +27,8 @@ from py4j.java_gateway import JavaClass, JavaPackage, JVMView
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.types import StructType
 
+from .references import release_in_batches
+
 JPlan = Any
 JExpr = Any
 
@@ -137,6 +139,7 @@ class Bridge:
         if spark_version(spark) != SUPPORTED_SPARK:
             raise RuntimeError(f"sparkprov supports Spark 4.3 (verified), found {spark.version}")
         self.spark = spark
+        release_in_batches(spark)  # a capture lets go of hundreds of proxies
         self.jvm = _Looked(spark._jvm)
         self.jsession = spark._jsparkSession
         self._expr = getattr(self.jvm, f"{_CAT}.expressions")
