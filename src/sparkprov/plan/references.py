@@ -8,9 +8,10 @@ dropping them cost as much again as making them: about 0.1 s per capture of Q11 
 Q20, paid by the capture (or any later code) the collector ran in.
 
 ``release_in_batches(spark)`` sends the drops of that session's gateway to a queue
-that one daemon thread empties, removing each batch of ids from the bindings with one
-JVM call. A dropped object stays in the JVM a few milliseconds longer; nothing else
-changes. Proxies of any other gateway are released as Py4J releases them.
+that one daemon thread empties, removing each batch of ids from the bindings with
+three JVM calls, whatever its size. A dropped object stays in the JVM a few
+milliseconds longer; nothing else changes. Proxies of any other gateway are released
+as Py4J releases them.
 
 >>> from pyspark.sql import SparkSession
 >>> release_in_batches(SparkSession.builder.getOrCreate())  # idempotent
@@ -31,7 +32,7 @@ from pyspark.sql import SparkSession
 
 log = logging.getLogger("sparkprov")
 
-GATHER_S = 0.01  # a collection drops its proxies together: one call for the burst
+GATHER_S = 0.01  # a collection drops its proxies together: one batch for the burst
 _LOCK = threading.Lock()
 _RELEASERS: dict[int, _Releaser] = {}  # by id() of the gateway client
 _PY4J_RELEASE = _gateway._garbage_collect_object
