@@ -108,10 +108,7 @@ def lineitem_with_rids(spark: SparkSession, path: Path) -> DataFrame:
     (``sources.rid_column``; several files numbered in path order)."""
     from ..capture.sources import rid_column
 
-    location = datagen.table_location(Path(path), "lineitem")  # one file, or a directory of parts
-    if location is None:
-        raise FileNotFoundError(f"no Parquet data for TPC-H table 'lineitem' under {path}")
-    df = spark.read.parquet(str(location))
+    df = datagen.read_table(spark, path, "lineitem", "TPC-H")
     files = [(f, 0, 0) for f in sorted(df.inputFiles())]
     return df.withColumn(_RID, rid_column(files))
 

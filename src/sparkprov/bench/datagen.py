@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from pyspark.sql import SparkSession
+    from pyspark.sql import DataFrame, SparkSession
 
 
 def sf_label(scale_factor: float) -> str:
@@ -102,11 +102,16 @@ def generate(
     return target
 
 
+def read_table(spark: SparkSession, path: str | Path, table: str, label: str) -> DataFrame:
+    """``table`` read from under ``path`` (one file or a directory of parts); a clear
+    error naming the ``label`` benchmark's table when it is missing."""
+    location = table_location(Path(path), table)
+    if location is None:
+        raise FileNotFoundError(f"no Parquet data for {label} table {table!r} under {path}")
+    return spark.read.parquet(str(location))
+
+
 def register(spark: SparkSession, path: str | Path, tables: Sequence[str], label: str) -> None:
     """Register every table under ``path`` as a temporary view named after the table."""
-    path = Path(path)
     for table in tables:
-        location = table_location(path, table)
-        if location is None:
-            raise FileNotFoundError(f"no Parquet data for {label} table {table!r} under {path}")
-        spark.read.parquet(str(location)).createOrReplaceTempView(table)
+        read_table(spark, path, table, label).createOrReplaceTempView(table)
