@@ -77,8 +77,8 @@ def test_another_gateways_proxies_are_released_as_py4j_does(spark, monkeypatch):
 def test_turned_on_once_per_gateway(spark):
     references.release_in_batches(spark)
     client = spark.sparkContext._gateway._gateway_client
-    releaser = references._RELEASERS[id(client)]
+    releaser = references._RELEASERS[client]
     references.release_in_batches(spark)
     Bridge(spark)
-    assert references._RELEASERS[id(client)] is releaser
-    assert sum(1 for r in references._RELEASERS.values() if r.client is client) == 1
+    assert references._RELEASERS[client] is releaser
+    assert sum(1 for c in references._RELEASERS if c is client) == 1

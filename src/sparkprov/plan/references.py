@@ -34,7 +34,7 @@ log = logging.getLogger("sparkprov")
 
 GATHER_S = 0.01  # a collection drops its proxies together: one batch for the burst
 _LOCK = threading.Lock()
-_RELEASERS: dict[int, _Releaser] = {}  # by id() of the gateway client
+_RELEASERS: dict[Any, _Releaser] = {}  # by gateway client
 _PY4J_RELEASE = _gateway._garbage_collect_object
 
 
@@ -43,9 +43,9 @@ def release_in_batches(spark: SparkSession) -> None:
     gateway = spark.sparkContext._gateway
     client = gateway._gateway_client
     with _LOCK:
-        if id(client) in _RELEASERS:
+        if client in _RELEASERS:
             return
-        _RELEASERS[id(client)] = _Releaser(client, gateway.java_gateway_server, spark._jvm)
+        _RELEASERS[client] = _Releaser(client, gateway.java_gateway_server, spark._jvm)
         # Py4J's finalizers look this name up when they run, so every proxy (made
         # before or after) goes through _released
         _gateway._garbage_collect_object = _released
@@ -54,8 +54,8 @@ def release_in_batches(spark: SparkSession) -> None:
 def _released(client: Any, target_id: str) -> None:
     # runs inside weakref callbacks, in any thread: no I/O, no lock (SimpleQueue.put
     # is safe there)
-    releaser = _RELEASERS.get(id(client))
-    if releaser is None or releaser.client is not client:
+    releaser = _RELEASERS.get(client)
+    if releaser is None:
         _PY4J_RELEASE(client, target_id)
     else:
         releaser.pending.put(target_id)
@@ -63,7 +63,6 @@ def _released(client: Any, target_id: str) -> None:
 
 class _Releaser:
     def __init__(self, client: Any, server: Any, jvm: Any) -> None:
-        self.client = client
         self.pending: queue.SimpleQueue[str] = queue.SimpleQueue()
         self._prefix = smart_decode(client.address) + smart_decode(client.port)
         # kept for the process's lifetime: no proxy of their own to release per batch
