@@ -1,4 +1,4 @@
-"""JVM objects Python lets go of: released in batches by a background thread."""
+"""Py4J proxies in batches: released by a background thread, a collection's elements made in one round trip."""
 
 from __future__ import annotations
 
@@ -7,6 +7,7 @@ import threading
 import time
 
 import py4j.clientserver as clientserver
+from pyspark.sql import functions as F
 
 from sparkprov.plan import references
 from sparkprov.plan.catalyst import Bridge
@@ -82,3 +83,93 @@ def test_turned_on_once_per_gateway(spark):
     Bridge(spark)
     assert references._RELEASERS[client] is releaser
     assert sum(1 for c in references._RELEASERS if c is client) == 1
+
+
+def _round_trips(monkeypatch):
+    sent = []
+    send = clientserver.ClientServerConnection.send_command
+    main = threading.current_thread()
+
+    def counting(self, command):
+        if threading.current_thread() is main:  # not the releaser's batches
+            sent.append(command)
+        return send(self, command)
+
+    monkeypatch.setattr(clientserver.ClientServerConnection, "send_command", counting)
+    return sent
+
+
+def test_a_collections_elements_come_in_one_round_trip_and_are_released(spark, monkeypatch):
+    jvm = spark._jvm
+    bindings = _bindings(spark)
+    built = jvm.java.util.ArrayList()
+    for i in range(40):
+        built.add(jvm.java.lang.StringBuilder(f"x{i}"))
+    seq = jvm.org.apache.spark.api.python.PythonUtils.toSeq(built)
+    references.elements(spark, seq)  # compiled once per JVM, on first use
+    del built
+    before = _settle(bindings, 0, timeout=0.5)
+
+    sent = _round_trips(monkeypatch)
+    proxies = references.elements(spark, seq)
+    assert len(sent) == 1  # Py4J's own way: one for the size, one per element
+    monkeypatch.undo()
+    assert [p.toString() for p in proxies] == [f"x{i}" for i in range(40)]
+    # the proxies are Py4J's own: released in batches when Python drops them
+    assert bindings.size() >= before + 40
+    del proxies
+    gc.collect()
+    assert _settle(bindings, before + 2) <= before + 2
+
+
+def test_a_plans_children_and_output_come_with_their_names_and_ids(spark, monkeypatch):
+    bridge = Bridge(spark)
+    left = spark.range(5).withColumnRenamed("id", "a")
+    plan = bridge.analyzed(left.join(spark.range(3).withColumnRenamed("id", "b"), F.col("a") == F.col("b")))
+    with bridge.remembering():
+        sent = _round_trips(monkeypatch)
+        kids = bridge.children(plan)
+        names = [bridge.node_name(k) for k in kids]
+        out = bridge.output(plan)
+        ids = [bridge.expr_id(a) for a in out]
+        assert len(sent) == 2  # the children with their names, the output with its ids
+        monkeypatch.undo()
+    assert names == [k.nodeName() for k in kids] == ["Project", "Project"]
+    assert [a.name() for a in out] == ["a", "b"]
+    assert ids == [int(a.exprId().id()) for a in out]
+    # Catalyst's estimate of the relations a plan reads, summed, in the same way
+    leaves = plan.collectLeaves()
+    assert bridge.leaf_bytes(plan) == sum(int(str(leaves.apply(i).stats().sizeInBytes())) for i in range(2))
+
+
+def test_values_py4j_converts_take_its_own_path(spark):
+    jvm = spark._jvm
+    words = jvm.org.apache.spark.api.python.PythonUtils.toSeq(jvm.java.util.List.of("a", "b"))
+    assert references.elements(spark, words) is None
+    assert Bridge(spark).to_list(words) == ["a", "b"]
+
+
+def test_without_the_compiled_lister_lists_are_read_one_element_at_a_time(spark, monkeypatch, caplog):
+    monkeypatch.setattr(references, "_LISTERS", {})
+    monkeypatch.setattr(references, "_LISTER_SOURCE", "public class SparkprovElements { not java }")
+    bridge = Bridge(spark)
+    plan = bridge.analyzed(spark.range(3).union(spark.range(2)))
+    with caplog.at_level("WARNING", logger="sparkprov"):
+        assert [bridge.node_name(k) for k in bridge.children(plan)] == ["Range", "Range"]
+    assert "one element per JVM call" in caplog.text
+    assert [a.name() for a in bridge.output(plan)] == ["id"]
+
+
+def test_a_pattern_a_node_lacks_is_not_asked_of_its_children(spark, monkeypatch):
+    bridge = Bridge(spark)
+    plan = bridge.analyzed(spark.range(5).where("id > 1").select((F.col("id") + 1).alias("x")))
+    with bridge.remembering():
+        assert not bridge.has_pattern(plan, "SCALAR_SUBQUERY")
+        assert bridge.has_pattern(plan, "FILTER")
+        (kid,) = bridge.children(plan)
+        sent = _round_trips(monkeypatch)
+        assert not bridge.has_pattern(kid, "SCALAR_SUBQUERY")  # inherited: no round trip
+        assert len(sent) == 0
+        # a pattern the node has is asked of the child itself
+        assert bridge.has_pattern(kid, "FILTER")
+        assert len(sent) == 1

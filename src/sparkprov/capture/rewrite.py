@@ -530,9 +530,10 @@ class Rewriter:
             name = b.view_name(node)
         elif op not in ("SubqueryAlias", "Project", "Filter"):
             name = None  # a view name applies to its leaf only through simple wrappers
+        subqueries = self._subquery_plans(node)  # first: its pattern bits spare the children's
         for child in b.children(node):
             self._collect_view_names(child, name)
-        for plan in self._subquery_plans(node):
+        for plan in subqueries:
             self._collect_view_names(plan, None)
 
     def _leaf_id(self, leaf: JPlan) -> str:
@@ -681,7 +682,7 @@ class Rewriter:
             exprs.append(snap_out[-1])
             plan = b.project(exprs, snap_plan)
         plan = self._selected(plan, use.info.name)
-        slot.attr = b.output(plan)[-1]
+        slot.attr = b.last_output(plan)
         return Rewritten(plan, [slot])
 
     def _leaf_source(self, leaf: JPlan) -> int | None:

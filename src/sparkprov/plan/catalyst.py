@@ -27,7 +27,7 @@ from py4j.java_gateway import JavaClass, JavaPackage, JVMView
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.types import StructType
 
-from .references import release_in_batches
+from .references import described, elements, release_in_batches
 
 JPlan = Any
 JExpr = Any
@@ -49,12 +49,27 @@ _HIDING_RULES = (
     # lineage would keep one row per partition of the right side instead of all
     f"{_CAT}.optimizer.LimitPushDown",
 )
+_NOT_FILES = object()  # remembered for a LogicalRelation that is not over files
+_FILE_GETTERS = ("getPath.toUri", "getLen", "getModificationTime")  # a file's entry, read in the JVM
 _EMPTY_AUTHORITY = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*):///")
 
 
 def _uri(hadoop_path: Any) -> str:
+    return _spelled(hadoop_path.toUri().toString())
+
+
+def _spelled(uri: str) -> str:
     # Scans report "file:/x" where listings may say "file:///x": one spelling for both.
-    return _EMPTY_AUTHORITY.sub(r"\1:/", hadoop_path.toUri().toString())
+    return _EMPTY_AUTHORITY.sub(r"\1:/", uri)
+
+
+def _memo_entry(memo: dict, node: Any) -> list:
+    # Bridge.remembering's entry for a proxy: the proxy itself (kept alive, so its id is
+    # not reused), then one slot per thing asked (see Bridge._remembered)
+    entry = memo.get(id(node))
+    if entry is None:
+        entry = memo[id(node)] = [node, None, None, None, None, None, None, None, None, None]
+    return entry
 
 
 class _Looked:
@@ -149,6 +164,7 @@ class Bridge:
         self._patterns: dict[str, Any] = {}
         self._classes: dict[str, Any] = {}  # expression classes by simple name
         self._empty: Any = None  # an empty Scala Seq, once needed
+        self._row_index: tuple[str, Any] | None = None  # see _row_index_constants
         self._walk = threading.local()  # .memo while remembering(): see there
 
     @contextmanager
@@ -168,13 +184,14 @@ class Bridge:
                 self._walk.memo = None
 
     def _remembered(self, node: Any, slot: int, ask: Callable[[], Any]) -> Any:
-        # slots: 1 name, 2 children, 3 output, 4 tree pattern bits asked ({pattern: bool})
+        # slots: 1 name, 2 children, 3 output, 4 tree pattern bits asked ({pattern: bool}),
+        # 5 file relation (a leaf's; _NOT_FILES for none), 6 file format, 7 root paths,
+        # 8 files (5 to 8: several capture steps ask them of each leaf), 9 an
+        # attribute's expression id
         memo = getattr(self._walk, "memo", None)
         if memo is None:
             return None if slot == 4 else ask()
-        entry = memo.get(id(node))
-        if entry is None:
-            entry = memo[id(node)] = [node, None, None, None, None]
+        entry = _memo_entry(memo, node)
         if entry[slot] is None:
             entry[slot] = ask()
         return entry[slot]
@@ -195,8 +212,26 @@ class Bridge:
                 jlist.addAll(self.jvm.java.util.List.of(*items[start : start + 10]))
         return self.jvm.org.apache.spark.api.python.PythonUtils.toSeq(jlist)
 
+    def to_list(self, jseq: Any) -> list:
+        listed = elements(self.spark, jseq)  # one round trip for the whole list
+        if listed is not None:
+            return listed
+        return self._one_by_one(jseq)
+
+    def _listed(self, owner: Any, method: str, getter: str | None = None, slot: int = 0) -> list:
+        # owner.method()'s elements: one round trip for the collection and its elements,
+        # and with ``getter``, what it answers for each element, remembered in ``slot``
+        found = described(self.spark, owner, method, (getter,) if getter else ())
+        if found is None:
+            return self._one_by_one(getattr(owner, method)())
+        memo = getattr(self._walk, "memo", None)
+        if getter and memo is not None:
+            for proxy, (value,) in found:
+                _memo_entry(memo, proxy)[slot] = int(value) if slot == 9 else value
+        return [proxy for proxy, _ in found]
+
     @staticmethod
-    def to_list(jseq: Any) -> list:
+    def _one_by_one(jseq: Any) -> list:
         # by position: one round trip per element (an iterator takes two); a long
         # list is copied into an indexed one first, where apply(i) does not walk
         n = jseq.size()
@@ -257,10 +292,32 @@ class Bridge:
         return keys
 
     def children(self, node: JPlan) -> list[JPlan]:
-        return list(self._remembered(node, 2, lambda: self.to_list(node.children())))
+        # with their names, which every walk asks next
+        kids = lambda: self._inheriting(node, self._listed(node, "children", "nodeName", 1))  # noqa: E731
+        return list(self._remembered(node, 2, kids))
+
+    def _inheriting(self, node: JPlan, kids: list[JPlan]) -> list[JPlan]:
+        # A tree pattern a node's bits lack is in none of its children (the bits cover
+        # the subtree): the children are not asked again.
+        bits = self._remembered(node, 4, dict)
+        absent = [pattern for pattern, found in (bits or {}).items() if not found]
+        for kid in kids if absent else ():
+            known = self._remembered(kid, 4, dict)
+            for pattern in absent:
+                known.setdefault(pattern, False)
+        return kids
 
     def output(self, node: JPlan) -> list[JExpr]:
-        return list(self._remembered(node, 3, lambda: self.to_list(node.output())))
+        # with their expression ids, which the rules compare
+        return list(self._remembered(node, 3, lambda: self._listed(node, "output", "exprId.id", 9)))
+
+    def last_output(self, node: JPlan) -> JExpr:
+        """The node's last output attribute: one round trip, not one per column."""
+        memo = getattr(self._walk, "memo", None)
+        entry = memo.get(id(node)) if memo else None
+        if entry is not None and entry[3] is not None:
+            return entry[3][-1]
+        return node.output().last()
 
     @staticmethod
     def output_ids(node: JPlan) -> str:
@@ -268,7 +325,7 @@ class Bridge:
         return node.output().mkString(",")
 
     def expressions(self, node: JPlan) -> list[JExpr]:
-        return self.to_list(node.expressions())
+        return self._listed(node, "expressions")
 
     def has_pattern(self, tree: JPlan | JExpr, pattern: str) -> bool:
         """Whether ``tree`` or anything below it (for a plan: its expressions too, but not
@@ -472,13 +529,13 @@ class Bridge:
         return bool(local_relation.data().isEmpty())
 
     def grouping_expressions(self, agg: JPlan) -> list[JExpr]:
-        return self.to_list(agg.groupingExpressions())
+        return self._listed(agg, "groupingExpressions")
 
     def aggregate_expressions(self, agg: JPlan) -> list[JExpr]:
-        return self.to_list(agg.aggregateExpressions())
+        return self._listed(agg, "aggregateExpressions")
 
     def project_list(self, project: JPlan) -> list[JExpr]:
-        return self.to_list(project.projectList())
+        return self._listed(project, "projectList")
 
     def dedup_keys(self, dedup: JPlan) -> list[JExpr]:
         return self.to_list(dedup.keys())
@@ -490,9 +547,8 @@ class Bridge:
     def attr_name(attr: JExpr) -> str:
         return attr.name()
 
-    @staticmethod
-    def expr_id(attr: JExpr) -> int:
-        return int(attr.exprId().id())
+    def expr_id(self, attr: JExpr) -> int:
+        return self._remembered(attr, 9, lambda: int(attr.exprId().id()))
 
     @staticmethod
     def jexpr_id(attr: JExpr) -> Any:
@@ -508,29 +564,43 @@ class Bridge:
         """The HadoopFsRelation behind a LogicalRelation, else None."""
         if self.node_name(node) != "LogicalRelation":
             return None
+        found = self._remembered(node, 5, lambda: self._fs_relation(node))
+        return None if found is _NOT_FILES else found
+
+    def _fs_relation(self, node: JPlan) -> Any:
         rel = node.relation()
         if self._fs_class is None:
             self._fs_class = self.jvm.java.lang.Class.forName(
                 "org.apache.spark.sql.execution.datasources.HadoopFsRelation"
             )
-        return rel if self._fs_class.isInstance(rel) else None
+        return rel if self._fs_class.isInstance(rel) else _NOT_FILES
 
     def file_format(self, fs_relation: Any) -> str:
-        return str(fs_relation.fileFormat().toString()).lower()
+        return self._remembered(fs_relation, 6, lambda: str(fs_relation.fileFormat().toString()).lower())
 
     def files(self, fs_relation: Any) -> list[tuple[str, int, int]]:
         """(url-encoded path as ``_metadata.file_path`` shows it, size, mtime) per file."""
-        out = []
-        for st in self.to_list(fs_relation.location().allFiles()):
-            out.append(self._file_entry(st))
-        return out
+        return list(self._remembered(fs_relation, 8, lambda: self._file_entries(fs_relation)))
+
+    def _file_entries(self, fs_relation: Any) -> list[tuple[str, int, int]]:
+        # one round trip for all of them, not five per file
+        found = described(self.spark, fs_relation.location(), "allFiles", _FILE_GETTERS)
+        if found is None:
+            return [self._file_entry(st) for st in self.to_list(fs_relation.location().allFiles())]
+        return [(_spelled(uri), int(size), int(mtime)) for _, (uri, size, mtime) in found]
 
     @staticmethod
     def _file_entry(status: Any) -> tuple[str, int, int]:
         return _uri(status.getPath()), int(status.getLen()), int(status.getModificationTime())
 
     def root_paths(self, fs_relation: Any) -> list[str]:
-        return [_uri(p) for p in self.to_list(fs_relation.location().rootPaths())]
+        return list(self._remembered(fs_relation, 7, lambda: self._roots(fs_relation)))
+
+    def _roots(self, fs_relation: Any) -> list[str]:
+        found = described(self.spark, fs_relation.location(), "rootPaths", ("toUri",))
+        if found is None:
+            return [_uri(p) for p in self.to_list(fs_relation.location().rootPaths())]
+        return [_spelled(uri) for _, (uri,) in found]
 
     def list_files(self, paths: list[str]) -> list[tuple[str, int, int]]:
         """Files under ``paths`` now, as :meth:`files` reports them (for change checks)."""
@@ -624,9 +694,8 @@ class Bridge:
         wraps it in a ``_metadata`` struct built for every row, which costs as much
         again as the index itself (a lineitem scan at SF 1: 0.24 s plain, 0.35 s with
         ``_metadata.row_index``, 0.30 s with this column)."""
-        parquet = self.jvm.org.apache.spark.sql.execution.datasources.parquet.ParquetFileFormat
-        column = parquet.ROW_INDEX_TEMPORARY_COLUMN_NAME()
-        rel = leaf.relation()
+        column, empty_metadata = self._row_index_constants()
+        rel = self.file_relation(leaf)
         schema = rel.dataSchema()
         if schema.getFieldIndex(column).isDefined():
             raise RuntimeError(
@@ -634,11 +703,12 @@ class Bridge:
             )
         types = self.jvm.org.apache.spark.sql.types
         # nullable: the reader requires it of a column the files do not hold
-        field = types.StructField(column, types.DataTypes.LongType, True, types.Metadata.empty())
+        field = types.StructField(column, types.DataTypes.LongType, True, empty_metadata)
         index = self.jvm.org.apache.spark.sql.catalyst.types.DataTypeUtils.toAttribute(field)
+        partitions = rel.partitionSchema()
         relation = self.jvm.org.apache.spark.sql.execution.datasources.HadoopFsRelation(
             rel.location(),
-            rel.partitionSchema(),
+            partitions,
             schema.add(field),
             rel.bucketSpec(),
             rel.fileFormat(),
@@ -647,12 +717,24 @@ class Bridge:
         )
         # a relation's columns are its data columns, then its partition columns
         output = leaf.output()
-        data = output.length() - rel.partitionSchema().length()
-        output = output.take(data).appended(index).appendedAll(output.drop(data))
+        partitioned = partitions.length()
+        if partitioned:
+            data = output.length() - partitioned
+            output = output.take(data).appended(index).appendedAll(output.drop(data))
+        else:
+            output = output.appended(index)
         read = self.jvm.org.apache.spark.sql.execution.datasources.LogicalRelation(
             relation, output, leaf.catalogTable(), leaf.isStreaming(), leaf.stream()
         )
         return read, index
+
+    def _row_index_constants(self) -> tuple[str, Any]:
+        # the reserved column's name and an empty field metadata: the same for every leaf
+        if self._row_index is None:
+            parquet = self.jvm.org.apache.spark.sql.execution.datasources.parquet.ParquetFileFormat
+            empty = self.jvm.org.apache.spark.sql.types.Metadata.empty()
+            self._row_index = (parquet.ROW_INDEX_TEMPORARY_COLUMN_NAME(), empty)
+        return self._row_index
 
     @staticmethod
     def schema_json(plan: JPlan) -> str:
@@ -719,9 +801,8 @@ class Bridge:
         """A copy of ``attr`` with a fresh id (same name and type)."""
         return attr.newInstance()
 
-    @staticmethod
-    def is_except_all(node: JPlan) -> bool:
-        return node.getClass().getSimpleName() == "Except" and bool(node.isAll())
+    def is_except_all(self, node: JPlan) -> bool:
+        return self.node_name(node) == "Except All"  # Except's name says whether it is ALL
 
     # ---- windows -------------------------------------------------------------------
     def window_parts(self, window: JPlan) -> tuple[list[JExpr], list[JExpr], list[JExpr]]:
@@ -794,7 +875,7 @@ class Bridge:
     def long_literal(self, value: int) -> JExpr:
         # py4j passes small Python ints as Integer, which a bigint Literal refuses: let SQL build it
         project = self.analyzed(self.spark.range(1).selectExpr(f"{int(value)}L AS v"))
-        return self.to_list(project.projectList())[0].child()
+        return self._listed(project, "projectList")[0].child()
 
     def arithmetic(self, op: str, left: JExpr, right: JExpr) -> JExpr:
         """``left + right`` or ``left - right`` on longs."""
@@ -900,6 +981,9 @@ class Bridge:
         """The size Catalyst estimates for the relations ``plan`` reads, summed (file
         sizes; a statistic, no job). Its estimate for ``plan`` itself is no bound
         without cost-based statistics: it multiplies the sizes of a join's inputs."""
+        found = described(self.spark, plan, "collectLeaves", ("stats.sizeInBytes",))
+        if found is not None:
+            return sum(int(size) for _, (size,) in found)
         return sum(int(str(leaf.stats().sizeInBytes())) for leaf in self.to_list(plan.collectLeaves()))
 
     def conf_bytes(self, key: str, default: str) -> int:

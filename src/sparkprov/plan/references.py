@@ -13,8 +13,21 @@ three JVM calls, whatever its size. A dropped object stays in the JVM a few
 milliseconds longer; nothing else changes. Proxies of any other gateway are released
 as Py4J releases them.
 
+Made in batches too: ``elements(spark, seq)`` gives the proxies of a Scala
+collection's elements in one round trip, where Py4J takes one per element and one for
+the size. A small Java class, compiled once per JVM with Janino (the compiler Spark's
+code generation ships with), puts each element in the gateway's bindings as Py4J does
+for a returned object, and answers their ids as one string, from which Python makes
+the proxies. Capture reads every plan node's children and output this way, asking
+for the node's collection and its elements in the same round trip.
+
 >>> from pyspark.sql import SparkSession
->>> release_in_batches(SparkSession.builder.getOrCreate())  # idempotent
+>>> spark = SparkSession.builder.getOrCreate()
+>>> release_in_batches(spark)  # idempotent
+>>> jvm = spark._jvm
+>>> built = jvm.java.util.List.of(jvm.java.lang.StringBuilder("a"), jvm.java.lang.StringBuilder("b"))
+>>> [proxy.toString() for proxy in elements(spark, jvm.org.apache.spark.api.python.PythonUtils.toSeq(built))]
+['a', 'b']
 """
 
 from __future__ import annotations
@@ -27,7 +40,8 @@ from typing import Any
 
 import py4j.java_gateway as _gateway
 from py4j.finalizer import ThreadSafeFinalizer
-from py4j.protocol import smart_decode
+from py4j.java_gateway import JavaObject
+from py4j.protocol import Py4JError, smart_decode
 from pyspark.sql import SparkSession
 
 log = logging.getLogger("sparkprov")
@@ -99,3 +113,108 @@ class _Releaser:
         for proxy in (split, listed):
             ThreadSafeFinalizer.remove_finalizer(self._prefix + proxy._target_id)
             self._carried.append(proxy._target_id)
+
+
+# Java, compiled by Janino. A Scala collection's elements are put in the gateway's
+# bindings (as Py4J puts an object it returns), and their ids joined in one string,
+# each followed by the results of the element's named getters ("exprId.id": a chain
+# of public methods without arguments), which must not contain the separators. A
+# null element has an empty id. The answer is null when an element is a value Py4J
+# would convert (a string, a number): those take Py4J's own path.
+_LISTER_CLASS = "SparkprovElements"
+_ELEMENT, _VALUE = "\u0002", "\u0001"
+_LISTER_SOURCE = """
+public class SparkprovElements {
+  private final py4j.Gateway gateway;
+
+  public SparkprovElements(py4j.Gateway gateway) { this.gateway = gateway; }
+
+  public String idsOf(Object owner, String method, String getters) throws Exception {
+    return ids((scala.collection.Iterable) owner.getClass().getMethod(method).invoke(owner), getters);
+  }
+
+  public String ids(scala.collection.Iterable elements, String getters) throws Exception {
+    String[] chains = getters.isEmpty() ? new String[0] : getters.split(",");
+    StringBuilder out = new StringBuilder();
+    scala.collection.Iterator it = elements.iterator();
+    while (it.hasNext()) {
+      Object element = it.next();
+      if (element instanceof String || element instanceof Number || element instanceof Boolean
+          || element instanceof Character) {
+        return null;
+      }
+      if (element != null) {
+        out.append(gateway.putNewObject(element));
+        for (int i = 0; i < chains.length; i++) {
+          Object value = element;
+          String[] names = chains[i].split("[.]");
+          for (int j = 0; j < names.length; j++) {
+            value = value.getClass().getMethod(names[j]).invoke(value);
+          }
+          out.append((char) 1).append(value);
+        }
+      }
+      out.append((char) 2);
+    }
+    return out.toString();
+  }
+}
+"""
+_LISTERS: dict[Any, Any] = {}  # by gateway client: the compiled lister, or None if it could not be made
+
+
+def elements(spark: SparkSession, jseq: Any, method: str | None = None) -> list | None:
+    """The proxies of Scala collection ``jseq``'s elements (None for a null element),
+    made in one round trip; with ``method``, of the collection that ``jseq``'s public
+    method of that name (without arguments) returns, in the same round trip. None when
+    an element is a string or number (Py4J converts those to Python values) or when
+    the lister could not be compiled."""
+    found = described(spark, jseq, method)
+    return None if found is None else [proxy for proxy, _ in found]
+
+
+def described(
+    spark: SparkSession, jseq: Any, method: str | None = None, getters: tuple[str, ...] = ()
+) -> list[tuple[Any, list[str]]] | None:
+    """As :func:`elements`, each proxy with what its ``getters`` answer, as strings, in
+    the same round trip (a getter: public methods without arguments, chained with
+    dots, as ``exprId.id``; its answer must be an identifier or a number)."""
+    client = spark.sparkContext._gateway._gateway_client
+    lister = _LISTERS.get(client, False)
+    if lister is False:
+        lister = _lister(spark, client)
+    if lister is None:
+        return None
+    joined = ",".join(getters)
+    try:
+        answer = lister.ids(jseq, joined) if method is None else lister.idsOf(jseq, method, joined)
+    except Py4JError:  # a method reflection cannot call on this object: Py4J's path
+        log.debug("sparkprov: listing %s of a %s failed", method, jseq.getClass().getName(), exc_info=True)
+        return None
+    if answer is None:
+        return None
+    found = []
+    for element in answer.split(_ELEMENT)[:-1]:
+        target, *values = element.split(_VALUE)
+        found.append((JavaObject(target, client) if target else None, values))
+    return found
+
+
+def _lister(spark: SparkSession, client: Any) -> Any:
+    with _LOCK:
+        if client in _LISTERS:
+            return _LISTERS[client]
+        jvm = spark._jvm
+        try:
+            compiler = jvm.org.codehaus.janino.SimpleCompiler()
+            compiler.setParentClassLoader(jvm.java.lang.Thread.currentThread().getContextClassLoader())
+            compiler.cook(_LISTER_SOURCE)
+            cls = compiler.getClassLoader().loadClass(_LISTER_CLASS)
+            args = spark.sparkContext._gateway.new_array(jvm.java.lang.Object, 1)
+            args[0] = spark.sparkContext._gateway.java_gateway_server.getGateway()
+            lister = cls.getConstructors()[0].newInstance(args)
+        except Exception:  # no Janino, or a gateway without bindings to put objects in
+            log.warning("sparkprov: plan lists are read one element per JVM call (lister not compiled)", exc_info=True)
+            lister = None
+        _LISTERS[client] = lister
+        return lister
