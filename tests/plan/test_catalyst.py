@@ -78,3 +78,49 @@ def test_file_rids_stay_right_when_row_groups_are_skipped_and_on_partitioned_sou
     # one file: no _metadata struct is built per row; several: only for the file path
     assert "named_struct" not in plans[0]
     assert "named_struct(file_path" in plans[1]
+
+
+def test_a_one_file_leaf_built_in_the_jvm_reads_the_rids_python_builds(spark, tmp_path):
+    # one round trip (a Java helper compiled once) instead of about fifteen; the same
+    # columns and rids, partition columns after the index, as the Python-built leaf
+    path = str(tmp_path / "t")
+    spark.range(500).withColumn("p", F.lit(7)).coalesce(1).write.partitionBy("p").parquet(path)
+    df = spark.read.parquet(path)
+    results = []
+    for helper in (True, False):
+        bridge = Bridge(spark)
+        if not helper:
+            bridge._leaves = False  # as when the helper could not be compiled
+        leaf = _leaf(bridge, df)
+        files = [p for p, _, _ in bridge.files(bridge.file_relation(leaf))]
+        assert len(files) == 1
+        got = bridge.to_dataframe(bridge.with_file_rids(leaf, files, ROW_BITS, "rid"))
+        assert got.columns == ["id", "p", "rid"]
+        results.append(sorted(got.where("id % 7 = 3").collect()))
+    assert bridge._leaves is False and Bridge(spark)._leaves_helper()
+    expected = df.where("id % 7 = 3").select("id", "p", rid_column([(files[0], 0, 0)]))
+    assert results[0] == results[1] == sorted(expected.collect())
+    # a data column named as the reader's row index column hides it: refused either way
+    hidden = str(tmp_path / "hidden")
+    spark.range(3).withColumnRenamed("id", "_tmp_metadata_row_index").coalesce(1).write.parquet(hidden)
+    for helper in (True, False):
+        bridge = Bridge(spark)
+        if not helper:
+            bridge._leaves = False
+        leaf = _leaf(bridge, spark.read.parquet(hidden))
+        with pytest.raises(RuntimeError, match="hides the row index"):
+            bridge.with_file_rids(leaf, [p for p, _, _ in bridge.files(bridge.file_relation(leaf))], ROW_BITS, "rid")
+
+
+def test_a_checked_dataframe_skips_resolution_but_not_the_checks(spark):
+    bridge = Bridge(spark)
+    child = bridge.analyzed(spark.range(5).withColumn("x", F.col("id") * 2))
+    plan = bridge.project(bridge.output(child)[::-1], child)  # built, never analyzed
+    assert sorted(bridge.checked_dataframe(plan).collect()) == sorted(bridge.to_dataframe(plan).collect())
+    assert bridge.checked_dataframe(plan).columns == ["x", "id"]
+    assert not plan.analyzed()  # a copy was marked analyzed, not the plan given
+    # an attribute its child does not give is refused, as analysis refuses it
+    other = bridge.output(bridge.analyzed(spark.range(3)))[0]
+    broken = bridge.project([other], bridge.analyzed(spark.range(5)))
+    with pytest.raises(Exception, match="MISSING_ATTRIBUTES|missing"):
+        bridge.checked_dataframe(broken)

@@ -107,19 +107,22 @@ def test_a_collections_elements_come_in_one_round_trip_and_are_released(spark, m
         built.add(jvm.java.lang.StringBuilder(f"x{i}"))
     seq = jvm.org.apache.spark.api.python.PythonUtils.toSeq(built)
     references.elements(spark, seq)  # compiled once per JVM, on first use
-    del built
-    before = _settle(bindings, 0, timeout=0.5)
 
     sent = _round_trips(monkeypatch)
     proxies = references.elements(spark, seq)
     assert len(sent) == 1  # Py4J's own way: one for the size, one per element
     monkeypatch.undo()
     assert [p.toString() for p in proxies] == [f"x{i}" for i in range(40)]
-    # the proxies are Py4J's own: released in batches when Python drops them
-    assert bindings.size() >= before + 40
+    # the proxies are Py4J's own: in the gateway's bindings while held, released in
+    # batches when Python drops them
+    ids = [p._target_id for p in proxies]
+    assert all(bindings.containsKey(i) for i in ids)
     del proxies
     gc.collect()
-    assert _settle(bindings, before + 2) <= before + 2
+    deadline = time.monotonic() + 10
+    while any(bindings.containsKey(i) for i in ids) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not any(bindings.containsKey(i) for i in ids)
 
 
 def test_a_plans_children_and_output_come_with_their_names_and_ids(spark, monkeypatch):
@@ -151,6 +154,7 @@ def test_values_py4j_converts_take_its_own_path(spark):
 
 def test_without_the_compiled_lister_lists_are_read_one_element_at_a_time(spark, monkeypatch, caplog):
     monkeypatch.setattr(references, "_LISTERS", {})
+    monkeypatch.setattr(references, "_COMPILED", {})
     monkeypatch.setattr(references, "_LISTER_SOURCE", "public class SparkprovElements { not java }")
     bridge = Bridge(spark)
     plan = bridge.analyzed(spark.range(3).union(spark.range(2)))

@@ -122,7 +122,7 @@ def rewritten(
 
 def _rewrite(bridge: Bridge, df: DataFrame, rewriter: Rewriter) -> DataFrame:
     result = rewriter.rewrite_root(bridge.inline_ctes(bridge.analyzed(df)))
-    return bridge.to_dataframe(result.plan)
+    return bridge.checked_dataframe(result.plan)
 
 
 def _capture_into(

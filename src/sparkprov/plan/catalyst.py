@@ -27,7 +27,7 @@ from py4j.java_gateway import JavaClass, JavaPackage, JVMView
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.types import StructType
 
-from .references import described, elements, release_in_batches
+from .references import compiled, described, elements, release_in_batches
 
 JPlan = Any
 JExpr = Any
@@ -61,6 +61,47 @@ def _uri(hadoop_path: Any) -> str:
 def _spelled(uri: str) -> str:
     # Scans report "file:/x" where listings may say "file:///x": one spelling for both.
     return _EMPTY_AUTHORITY.sub(r"\1:/", uri)
+
+
+# Java, compiled by Janino once per JVM (references.compiled): a one-file Parquet leaf
+# with its rid column built in the JVM, as Bridge._reading_row_index and
+# Bridge.with_file_rids build it from Python in about 15 round trips. Null when a data
+# column already has the row index column's name.
+_LEAVES_CLASS = "SparkprovLeaves"
+_LEAVES_SOURCE = """
+import org.apache.spark.sql.catalyst.expressions.*;
+import org.apache.spark.sql.catalyst.plans.logical.*;
+import org.apache.spark.sql.execution.datasources.*;
+import org.apache.spark.sql.types.*;
+
+public class SparkprovLeaves {
+  public LogicalPlan rowIndexRid(LogicalRelation leaf, String column, String name) {
+    HadoopFsRelation rel = (HadoopFsRelation) leaf.relation();
+    StructType schema = rel.dataSchema();
+    if (schema.getFieldIndex(column).isDefined()) return null;
+    // nullable: the reader requires it of a column the files do not hold
+    StructField field = new StructField(column, DataTypes.LongType, true, Metadata.empty());
+    AttributeReference index = org.apache.spark.sql.catalyst.types.DataTypeUtils.toAttribute(field);
+    StructType partitions = rel.partitionSchema();
+    HadoopFsRelation relation = new HadoopFsRelation(
+        rel.location(), partitions, schema.add(field), rel.bucketSpec(), rel.fileFormat(), rel.options(),
+        rel.sparkSession());
+    // a relation's columns are its data columns, then its partition columns
+    scala.collection.immutable.Seq output = leaf.output();
+    int data = output.length() - partitions.length();
+    scala.collection.immutable.Seq first = (scala.collection.immutable.Seq) output.take(data);
+    scala.collection.immutable.Seq withIndex = (scala.collection.immutable.Seq) first.appended(index);
+    scala.collection.immutable.Seq readOutput =
+        (scala.collection.immutable.Seq) withIndex.appendedAll((scala.collection.IterableOnce) output.drop(data));
+    LogicalRelation read =
+        new LogicalRelation(relation, readOutput, leaf.catalogTable(), leaf.isStreaming(), leaf.stream());
+    scala.collection.immutable.Seq none = (scala.collection.immutable.Seq) scala.collection.immutable.Nil$.MODULE$;
+    Alias rid = new Alias(
+        new KnownNotNull(index), name, NamedExpression$.MODULE$.newExprId(), none, scala.Option.empty(), none);
+    return new Project((scala.collection.immutable.Seq) output.appended(rid), read);
+  }
+}
+"""
 
 
 def _memo_entry(memo: dict, node: Any) -> list:
@@ -165,6 +206,7 @@ class Bridge:
         self._classes: dict[str, Any] = {}  # expression classes by simple name
         self._empty: Any = None  # an empty Scala Seq, once needed
         self._row_index: tuple[str, Any] | None = None  # see _row_index_constants
+        self._leaves: Any = None  # the compiled _LEAVES_SOURCE (False: not compiled), once needed
         self._walk = threading.local()  # .memo while remembering(): see there
 
     @contextmanager
@@ -646,6 +688,11 @@ class Bridge:
             self._empty = self.seq([])  # immutable: one for every alias
         return self._expr.Alias(expr, name, eid, self._empty, self.none(), self._empty)
 
+    def _leaves_helper(self) -> Any:
+        if self._leaves is None:
+            self._leaves = compiled(self.spark, _LEAVES_CLASS, _LEAVES_SOURCE) or False
+        return self._leaves
+
     def with_file_rids(self, leaf: JPlan, files: list[str], row_bits: int, name: str) -> JPlan:
         """``leaf`` (a LogicalRelation over Parquet files) with a column ``name`` after its
         own: each row's rid, ``file number << row_bits | row index``, where the file
@@ -654,6 +701,15 @@ class Bridge:
         ``capture/sources.rid_column`` gives through the DataFrame API, built as Catalyst
         nodes: selecting that column analyzes a new Dataset, tens of milliseconds per
         leaf, and a capture's plan has one leaf per relation it reads."""
+        if len(files) == 1 and self._leaves_helper():
+            # the rid is the row index: the whole leaf built in one round trip
+            column, _ = self._row_index_constants()
+            built = self._leaves.rowIndexRid(leaf, column, name)
+            if built is None:
+                raise RuntimeError(
+                    f"sparkprov: a Parquet column named {column} hides the row index: {leaf.simpleString(8)}"
+                )
+            return built
         e, types = self._expr, self.jvm.org.apache.spark.sql.types.DataTypes
         read, index = self._reading_row_index(leaf)
         rid = e.KnownNotNull(index)
@@ -1045,3 +1101,14 @@ class Bridge:
     def to_dataframe(self, plan: JPlan) -> DataFrame:
         jdf = self.jvm.org.apache.spark.sql.classic.Dataset.ofRows(self.jsession, plan)
         return DataFrame(jdf, self.spark)
+
+    def checked_dataframe(self, plan: JPlan) -> DataFrame:
+        """A DataFrame of ``plan``, built resolved from analyzed or optimized nodes (a
+        capture's rewritten plan): Spark's analysis checks run (missing attributes,
+        types, conflicting references raise as usual), its resolution rules do not, as
+        they would find nothing to resolve (TPC-H Q2's rewritten plan at SF 1: 43 ms
+        analysed, 9 ms checked). A copy is marked analyzed, not ``plan``."""
+        copy = plan.clone()
+        self.jsession.sessionState().analyzer().checkAnalysis(copy)
+        copy.setAnalyzed()  # Spark's analyzer returns an analyzed plan as it is
+        return self.to_dataframe(copy)

@@ -201,20 +201,37 @@ def described(
 
 
 def _lister(spark: SparkSession, client: Any) -> Any:
+    gateway = spark.sparkContext._gateway.java_gateway_server.getGateway()  # where ids are put
+    lister = compiled(spark, _LISTER_CLASS, _LISTER_SOURCE, gateway)
+    if lister is None:
+        log.warning("sparkprov: plan lists are read one element per JVM call (lister not compiled)")
+    _LISTERS[client] = lister
+    return lister
+
+
+_COMPILED: dict[tuple[Any, str], Any] = {}  # by gateway client and class name
+
+
+def compiled(spark: SparkSession, name: str, source: str, *args: Any) -> Any:
+    """An instance of Java class ``name`` (public, in the default package, one public
+    constructor taking ``args``), compiled from ``source`` by Janino once per JVM; None,
+    logged, when it cannot be compiled or made."""
+    key = (spark.sparkContext._gateway._gateway_client, name)
     with _LOCK:
-        if client in _LISTERS:
-            return _LISTERS[client]
+        if key in _COMPILED:
+            return _COMPILED[key]
         jvm = spark._jvm
         try:
             compiler = jvm.org.codehaus.janino.SimpleCompiler()
             compiler.setParentClassLoader(jvm.java.lang.Thread.currentThread().getContextClassLoader())
-            compiler.cook(_LISTER_SOURCE)
-            cls = compiler.getClassLoader().loadClass(_LISTER_CLASS)
-            args = spark.sparkContext._gateway.new_array(jvm.java.lang.Object, 1)
-            args[0] = spark.sparkContext._gateway.java_gateway_server.getGateway()
-            lister = cls.getConstructors()[0].newInstance(args)
-        except Exception:  # no Janino, or a gateway without bindings to put objects in
-            log.warning("sparkprov: plan lists are read one element per JVM call (lister not compiled)", exc_info=True)
-            lister = None
-        _LISTERS[client] = lister
-        return lister
+            compiler.cook(source)
+            cls = compiler.getClassLoader().loadClass(name)
+            passed = spark.sparkContext._gateway.new_array(jvm.java.lang.Object, len(args))
+            for i, arg in enumerate(args):
+                passed[i] = arg
+            made = cls.getConstructors()[0].newInstance(passed)
+        except Exception:  # no Janino, or source this Spark cannot compile
+            log.warning("sparkprov: could not compile the JVM helper %s", name, exc_info=True)
+            made = None
+        _COMPILED[key] = made
+        return made
