@@ -177,3 +177,17 @@ def test_a_pattern_a_node_lacks_is_not_asked_of_its_children(spark, monkeypatch)
         # a pattern the node has is asked of the child itself
         assert bridge.has_pattern(kid, "FILTER")
         assert len(sent) == 1
+
+
+def test_an_answer_that_cannot_be_given_whole_takes_py4js_path(spark):
+    jvm = spark._jvm
+    first, second = jvm.java.lang.StringBuilder("a"), jvm.java.lang.StringBuilder("bc")
+    seq = jvm.org.apache.spark.api.python.PythonUtils.toSeq(jvm.java.util.List.of(first, second))
+    # a getter the elements do not have, a collection holding a string: no answer
+    # (everything is read before any element is put in the bindings)
+    assert references.described(spark, seq, None, ("length.nothing",)) is None
+    mixed = jvm.org.apache.spark.api.python.PythonUtils.toSeq(jvm.java.util.List.of(first, "b"))
+    assert references.elements(spark, mixed) is None
+    assert Bridge(spark).to_list(mixed)[1] == "b"
+    answered = references.described(spark, seq, None, ("length",))
+    assert [(p.toString(), values) for p, values in answered] == [("a", ["1"]), ("bc", ["2"])]

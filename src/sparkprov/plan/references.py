@@ -135,7 +135,10 @@ public class SparkprovElements {
 
   public String ids(scala.collection.Iterable elements, String getters) throws Exception {
     String[] chains = getters.isEmpty() ? new String[0] : getters.split(",");
-    StringBuilder out = new StringBuilder();
+    // everything read first: nothing is put in the bindings (where only a proxy would
+    // release it) unless the whole answer can be given
+    java.util.ArrayList found = new java.util.ArrayList();
+    java.util.ArrayList values = new java.util.ArrayList();
     scala.collection.Iterator it = elements.iterator();
     while (it.hasNext()) {
       Object element = it.next();
@@ -143,16 +146,23 @@ public class SparkprovElements {
           || element instanceof Character) {
         return null;
       }
+      found.add(element);
+      for (int i = 0; element != null && i < chains.length; i++) {
+        Object value = element;
+        String[] names = chains[i].split("[.]");
+        for (int j = 0; j < names.length; j++) {
+          value = value.getClass().getMethod(names[j]).invoke(value);
+        }
+        values.add(String.valueOf(value));
+      }
+    }
+    StringBuilder out = new StringBuilder();
+    int at = 0;
+    for (int k = 0; k < found.size(); k++) {
+      Object element = found.get(k);
       if (element != null) {
         out.append(gateway.putNewObject(element));
-        for (int i = 0; i < chains.length; i++) {
-          Object value = element;
-          String[] names = chains[i].split("[.]");
-          for (int j = 0; j < names.length; j++) {
-            value = value.getClass().getMethod(names[j]).invoke(value);
-          }
-          out.append((char) 1).append(value);
-        }
+        for (int i = 0; i < chains.length; i++) out.append((char) 1).append((String) values.get(at++));
       }
       out.append((char) 2);
     }
@@ -189,7 +199,7 @@ def described(
     try:
         answer = lister.ids(jseq, joined) if method is None else lister.idsOf(jseq, method, joined)
     except Py4JError:  # a method reflection cannot call on this object: Py4J's path
-        log.debug("sparkprov: listing %s of a %s failed", method, jseq.getClass().getName(), exc_info=True)
+        log.debug("sparkprov: listing %s (getters %s) in one call failed", method, joined, exc_info=True)
         return None
     if answer is None:
         return None
