@@ -104,6 +104,10 @@ public class SparkprovLeaves {
 """
 
 
+def _hidden_index(column: str, leaf: Any) -> RuntimeError:
+    return RuntimeError(f"sparkprov: a Parquet column named {column} hides the row index: {leaf.simpleString(8)}")
+
+
 def _memo_entry(memo: dict, node: Any) -> list:
     # Bridge.remembering's entry for a proxy: the proxy itself (kept alive, so its id is
     # not reused), then one slot per thing asked (see Bridge._remembered)
@@ -706,9 +710,7 @@ class Bridge:
             column, _ = self._row_index_constants()
             built = self._leaves.rowIndexRid(leaf, column, name)
             if built is None:
-                raise RuntimeError(
-                    f"sparkprov: a Parquet column named {column} hides the row index: {leaf.simpleString(8)}"
-                )
+                raise _hidden_index(column, leaf)
             return built
         e, types = self._expr, self.jvm.org.apache.spark.sql.types.DataTypes
         read, index = self._reading_row_index(leaf)
@@ -754,9 +756,7 @@ class Bridge:
         rel = self.file_relation(leaf)
         schema = rel.dataSchema()
         if schema.getFieldIndex(column).isDefined():
-            raise RuntimeError(
-                f"sparkprov: a Parquet column named {column} hides the row index: {leaf.simpleString(8)}"
-            )
+            raise _hidden_index(column, leaf)
         types = self.jvm.org.apache.spark.sql.types
         # nullable: the reader requires it of a column the files do not hold
         field = types.StructField(column, types.DataTypes.LongType, True, empty_metadata)
