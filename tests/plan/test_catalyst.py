@@ -7,7 +7,10 @@ import pytest
 from pyspark.sql import functions as F
 
 from sparkprov.capture.sources import ROW_BITS, rid_column
+from sparkprov.plan import catalyst, references
 from sparkprov.plan.catalyst import Bridge, task_seconds
+
+from .conftest import round_trips
 
 
 def test_task_seconds_counts_the_stages_of_the_jobs_run_since(spark):
@@ -124,3 +127,61 @@ def test_a_checked_dataframe_skips_resolution_but_not_the_checks(spark):
     broken = bridge.project([other], bridge.analyzed(spark.range(5)))
     with pytest.raises(Exception, match="MISSING_ATTRIBUTES|missing"):
         bridge.checked_dataframe(broken)
+
+
+def _walk(bridge, node, seen):
+    seen.append(
+        (
+            bridge.node_name(node),
+            bridge.simple_string(node),
+            [bridge.has_pattern(node, p) for p in ("PLAN_EXPRESSION", "GENERATOR", "SCALAR_SUBQUERY")],
+        )
+    )
+    for kid in bridge.children(node):
+        _walk(bridge, kid, seen)
+    return seen
+
+
+def _query(spark):
+    left = spark.range(6).where("id > 1").withColumn("pair", F.array("id", "id"))
+    right = spark.range(4).select(F.explode(F.array("id", F.lit(9))).alias("v"))
+    joined = left.join(right, F.col("id") == F.col("v")).where(
+        F.col("id") < spark.range(3).selectExpr("max(id)").scalar()
+    )
+    return joined.groupBy("v").count()
+
+
+def test_a_plans_whole_tree_comes_in_one_round_trip(spark, monkeypatch):
+    bridge = Bridge(spark)
+    plan = bridge.optimized(bridge.analyzed(_query(spark)))
+    with bridge.remembering():
+        bridge.prefetch(plan)  # compiled once per JVM, on first use
+    expected = _walk(Bridge(spark), plan, [])  # Py4J's own answers, node by node
+    assert len(expected) > 8 and any(kinds[2] for _, _, kinds in expected)
+    assert any(kinds[1] for _, _, kinds in expected)  # the explode's generator
+
+    with bridge.remembering():
+        sent = round_trips(monkeypatch)
+        bridge.prefetch(plan)
+        walked = _walk(bridge, plan, [])
+        assert len(sent) == 1  # names, children, descriptions and patterns of every node
+        bridge.prefetch(bridge.children(plan)[0])  # already known: nothing asked
+        assert len(sent) == 1
+        monkeypatch.undo()
+    assert walked == expected
+    # outside a walk nothing is remembered, so nothing is fetched ahead
+    sent = round_trips(monkeypatch)
+    bridge.prefetch(plan)
+    assert sent == []
+
+
+def test_without_the_compiled_walker_trees_are_read_node_by_node(spark, monkeypatch, caplog):
+    monkeypatch.setattr(references, "_COMPILED", {})
+    monkeypatch.setattr(catalyst, "_TREE_SOURCE", "public class SparkprovTree { not java }")
+    bridge = Bridge(spark)
+    plan = bridge.analyzed(_query(spark))
+    expected = _walk(Bridge(spark), plan, [])
+    with bridge.remembering(), caplog.at_level("WARNING", logger="sparkprov"):
+        bridge.prefetch(plan)
+        assert _walk(bridge, plan, []) == expected
+    assert "could not compile the JVM helper SparkprovTree" in caplog.text

@@ -12,6 +12,8 @@ from pyspark.sql import functions as F
 from sparkprov.plan import references
 from sparkprov.plan.catalyst import Bridge
 
+from .conftest import round_trips
+
 
 def _bindings(spark):
     return spark.sparkContext._gateway.java_gateway_server.getGateway().getBindings()
@@ -85,20 +87,6 @@ def test_turned_on_once_per_gateway(spark):
     assert sum(1 for c in references._RELEASERS if c is client) == 1
 
 
-def _round_trips(monkeypatch):
-    sent = []
-    send = clientserver.ClientServerConnection.send_command
-    main = threading.current_thread()
-
-    def counting(self, command):
-        if threading.current_thread() is main:  # not the releaser's batches
-            sent.append(command)
-        return send(self, command)
-
-    monkeypatch.setattr(clientserver.ClientServerConnection, "send_command", counting)
-    return sent
-
-
 def test_a_collections_elements_come_in_one_round_trip_and_are_released(spark, monkeypatch):
     jvm = spark._jvm
     bindings = _bindings(spark)
@@ -108,7 +96,7 @@ def test_a_collections_elements_come_in_one_round_trip_and_are_released(spark, m
     seq = jvm.org.apache.spark.api.python.PythonUtils.toSeq(built)
     references.elements(spark, seq)  # compiled once per JVM, on first use
 
-    sent = _round_trips(monkeypatch)
+    sent = round_trips(monkeypatch)
     proxies = references.elements(spark, seq)
     assert len(sent) == 1  # Py4J's own way: one for the size, one per element
     monkeypatch.undo()
@@ -130,7 +118,7 @@ def test_a_plans_children_and_output_come_with_their_names_and_ids(spark, monkey
     left = spark.range(5).withColumnRenamed("id", "a")
     plan = bridge.analyzed(left.join(spark.range(3).withColumnRenamed("id", "b"), F.col("a") == F.col("b")))
     with bridge.remembering():
-        sent = _round_trips(monkeypatch)
+        sent = round_trips(monkeypatch)
         kids = bridge.children(plan)
         names = [bridge.node_name(k) for k in kids]
         out = bridge.output(plan)
@@ -171,7 +159,7 @@ def test_a_pattern_a_node_lacks_is_not_asked_of_its_children(spark, monkeypatch)
         assert not bridge.has_pattern(plan, "SCALAR_SUBQUERY")
         assert bridge.has_pattern(plan, "FILTER")
         (kid,) = bridge.children(plan)
-        sent = _round_trips(monkeypatch)
+        sent = round_trips(monkeypatch)
         assert not bridge.has_pattern(kid, "SCALAR_SUBQUERY")  # inherited: no round trip
         assert len(sent) == 0
         # a pattern the node has is asked of the child itself

@@ -523,6 +523,7 @@ class Rewriter:
     def _collect_view_names(self, node: JPlan, name: str | None) -> None:
         # The optimizer removes views; their names still name the relations they read.
         b = self.bridge
+        b.prefetch(node)  # the whole tree in one round trip, the first time
         op = b.node_name(node)
         if op in LEAVES:
             self.leaf_names.setdefault(self._leaf_id(node), name)
@@ -545,6 +546,7 @@ class Rewriter:
         expression in ``node``'s subtree has ``_UNSUPPORTED_PATTERN`` (its parent's bits
         said so: they cover the subtree, not the plans of subqueries)."""
         b = self.bridge
+        b.prefetch(node)  # the whole tree in one round trip, the first time
         op = b.node_name(node)
         if self.checked is None:
             self.checked = set()

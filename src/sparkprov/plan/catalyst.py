@@ -23,7 +23,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from py4j.java_gateway import JavaClass, JavaPackage, JVMView
+from py4j.java_gateway import JavaClass, JavaObject, JavaPackage, JVMView
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.types import StructType
 
@@ -104,6 +104,56 @@ public class SparkprovLeaves {
 """
 
 
+# Java, compiled by Janino once per JVM: a plan's whole tree in one round trip, where
+# Py4J takes one per node and question. Preorder; per node its id in the gateway's
+# bindings (empty for the root, whose proxy the caller holds), its number of children,
+# its name, its one-line description and whether it has each of three tree patterns.
+_TREE_CLASS = "SparkprovTree"
+_TREE_PATTERNS = ("PLAN_EXPRESSION", "GENERATOR", "SCALAR_SUBQUERY")  # asked of every node walked
+_TREE_SOURCE = """
+import org.apache.spark.sql.catalyst.trees.TreeNode;
+
+public class SparkprovTree {
+  private final py4j.Gateway gateway;
+
+  public SparkprovTree(py4j.Gateway gateway) { this.gateway = gateway; }
+
+  public String walk(TreeNode root, int maxFields, scala.Enumeration.Value p1, scala.Enumeration.Value p2,
+      scala.Enumeration.Value p3) {
+    scala.Enumeration.Value[] patterns = new scala.Enumeration.Value[] {p1, p2, p3};
+    // everything read first: nothing is put in the bindings unless the whole answer is given
+    java.util.ArrayList nodes = new java.util.ArrayList();
+    java.util.ArrayList parts = new java.util.ArrayList();
+    java.util.ArrayDeque stack = new java.util.ArrayDeque();
+    stack.push(root);
+    while (!stack.isEmpty()) {
+      TreeNode node = (TreeNode) stack.pop();
+      java.util.ArrayList kids = new java.util.ArrayList();
+      scala.collection.Iterator it = node.children().iterator();
+      while (it.hasNext()) kids.add(it.next());
+      for (int i = kids.size() - 1; i >= 0; i--) stack.push(kids.get(i));
+      StringBuilder part = new StringBuilder();
+      part.append((char) 1).append(kids.size()).append((char) 1).append(clean(node.nodeName()));
+      part.append((char) 1).append(clean(node.simpleString(maxFields))).append((char) 1);
+      for (int i = 0; i < patterns.length; i++) part.append(node.containsPattern(patterns[i]) ? '1' : '0');
+      nodes.add(node);
+      parts.add(part.toString());
+    }
+    StringBuilder out = new StringBuilder();
+    for (int k = 0; k < nodes.size(); k++) {
+      if (k > 0) out.append(gateway.putNewObject(nodes.get(k)));
+      out.append((String) parts.get(k)).append((char) 2);
+    }
+    return out.toString();
+  }
+
+  private static String clean(String text) {
+    return text.replace((char) 1, ' ').replace((char) 2, ' ');
+  }
+}
+"""
+
+
 def _hidden_index(column: str, leaf: Any) -> RuntimeError:
     return RuntimeError(f"sparkprov: a Parquet column named {column} hides the row index: {leaf.simpleString(8)}")
 
@@ -113,7 +163,7 @@ def _memo_entry(memo: dict, node: Any) -> list:
     # not reused), then one slot per thing asked (see Bridge._remembered)
     entry = memo.get(id(node))
     if entry is None:
-        entry = memo[id(node)] = [node, None, None, None, None, None, None, None, None, None]
+        entry = memo[id(node)] = [node, None, None, None, None, None, None, None, None, None, None]
     return entry
 
 
@@ -211,6 +261,7 @@ class Bridge:
         self._empty: Any = None  # an empty Scala Seq, once needed
         self._row_index: tuple[str, Any] | None = None  # see _row_index_constants
         self._leaves: Any = None  # the compiled _LEAVES_SOURCE (False: not compiled), once needed
+        self._tree: Any = None  # the compiled _TREE_SOURCE, likewise
         self._walk = threading.local()  # .memo while remembering(): see there
 
     @contextmanager
@@ -233,7 +284,7 @@ class Bridge:
         # slots: 1 name, 2 children, 3 output, 4 tree pattern bits asked ({pattern: bool}),
         # 5 file relation (a leaf's; _NOT_FILES for none), 6 file format, 7 root paths,
         # 8 files (5 to 8: several capture steps ask them of each leaf), 9 an
-        # attribute's expression id
+        # attribute's expression id, 10 a node's one-line description (``prefetch``)
         memo = getattr(self._walk, "memo", None)
         if memo is None:
             return None if slot == 4 else ask()
@@ -342,6 +393,46 @@ class Bridge:
         kids = lambda: self._inheriting(node, self._listed(node, "children", "nodeName", 1))  # noqa: E731
         return list(self._remembered(node, 2, kids))
 
+    def prefetch(self, root: JPlan) -> None:
+        """While remembering: the names, children, one-line descriptions and common tree
+        pattern bits of every node of ``root``'s tree, in one round trip (Py4J takes one
+        per node and question). Nothing when ``root``'s children are already known."""
+        memo = getattr(self._walk, "memo", None)
+        if memo is None or _memo_entry(memo, root)[2] is not None or not self._tree_walker():
+            return
+        answer = self._tree.walk(root, 8, *(self._pattern(p) for p in _TREE_PATTERNS))
+        client = self.spark.sparkContext._gateway._gateway_client
+        open_parents: list[list] = []  # [children list, how many are still to come]
+        for part in answer.split("\x02")[:-1]:
+            target, count, name, text, bits = part.split("\x01")
+            node = JavaObject(target, client) if target else root
+            if open_parents:  # preorder: a node follows its parent and older siblings' trees
+                open_parents[-1][0].append(node)
+                open_parents[-1][1] -= 1
+                while open_parents and open_parents[-1][1] == 0:
+                    open_parents.pop()
+            entry = _memo_entry(memo, node)
+            entry[1] = entry[1] or name
+            entry[10] = text
+            known = entry[4] if entry[4] is not None else {}
+            known.update((p, flag == "1") for p, flag in zip(_TREE_PATTERNS, bits))
+            entry[4] = known
+            kids: list = []
+            entry[2] = kids
+            if int(count):
+                open_parents.append([kids, int(count)])
+
+    def _tree_walker(self) -> Any:
+        if self._tree is None:
+            gateway = self.spark.sparkContext._gateway.java_gateway_server.getGateway()
+            self._tree = compiled(self.spark, _TREE_CLASS, _TREE_SOURCE, gateway) or False
+        return self._tree
+
+    def _pattern(self, pattern: str) -> Any:
+        if pattern not in self._patterns:
+            self._patterns[pattern] = getattr(getattr(self.jvm, f"{_CAT}.trees.TreePattern"), pattern)()
+        return self._patterns[pattern]
+
     def _inheriting(self, node: JPlan, kids: list[JPlan]) -> list[JPlan]:
         # A tree pattern a node's bits lack is in none of its children (the bits cover
         # the subtree): the children are not asked again.
@@ -380,11 +471,9 @@ class Bridge:
         One JVM call, against the bits Catalyst keeps on every node: the cheap way to
         skip walking parts of a plan that cannot contain what a walk looks for.
         """
-        if pattern not in self._patterns:
-            self._patterns[pattern] = getattr(getattr(self.jvm, f"{_CAT}.trees.TreePattern"), pattern)()
         bits = self._remembered(tree, 4, dict)
         if bits is None or pattern not in bits:
-            found = bool(tree.containsPattern(self._patterns[pattern]))
+            found = bool(tree.containsPattern(self._pattern(pattern)))
             if bits is None:
                 return found
             bits[pattern] = found
@@ -399,10 +488,11 @@ class Bridge:
     def tree_string(node: JPlan) -> str:
         return node.treeString()
 
-    @staticmethod
-    def simple_string(node: JPlan, max_chars: int = 120) -> str:
+    def simple_string(self, node: JPlan, max_chars: int = 120) -> str:
         """One line naming the operator and its main arguments."""
-        text = str(node.simpleString(8))
+        memo = getattr(self._walk, "memo", None)
+        entry = memo.get(id(node)) if memo else None
+        text = entry[10] if entry is not None and entry[10] is not None else str(node.simpleString(8))
         return text if len(text) <= max_chars else text[: max_chars - 3] + "..."
 
     @staticmethod
