@@ -131,3 +131,31 @@ def test_shared_sides_are_referenced_and_resolved_once(spark):
     assert g.built == {}
     shared = {tuple(r) for r in union_pairs(shared_pairs({0}, g.graph)).collect()}
     assert shared == {(0, 0, 7), (0, 0, 8)}
+
+
+def test_a_few_groups_are_read_by_their_key_values(spark, tmp_path, monkeypatch):
+    # An aggregate's side relation over a Parquet source: the output reached two of
+    # its groups, one with a NULL key. Their key values are pushed to the scan, and
+    # the pairs are those of the two groups, the NULL one included.
+    path = str(tmp_path / "groups")
+    rows = [(k % 4 if k % 4 else None, f"v{k % 2}", 100 + k) for k in range(40)]
+    spark.createDataFrame(rows, "k long, v string, s0 long").write.parquet(path)
+    side = SideRelation(0, "Aggregate", None, [Slot("s0", "source", 0)])
+
+    def relation(k):
+        return spark.read.parquet(path).selectExpr(f"named_struct('_0', k, '_1', v) AS {HANDLE}", "s0")
+
+    graph = SideGraph(sides=[side], relation=relation, source_of=lambda i: i)
+    outputs = spark.createDataFrame([(0, (1, "v1")), (1, (None, "v0"))], f"{OUT} long, g0 struct<_0: long, _1: string>")
+    slots = [Slot("g0", "group", 0)]
+    expected = {0: {(0, 100 + k) for k in range(40) if k % 4 == 1} | {(1, 100 + k) for k in range(0, 40, 4)}}
+    found = source_pairs(outputs, slots, graph)
+    assert _pairs(found) == expected
+    scan = found[0][0]._jdf.queryExecution().executedPlan().toString()
+    assert "In(k, [1])" in scan or "EqualTo(k,1)" in scan, scan
+    assert "IsNull(k)" in scan, scan
+
+    monkeypatch.setattr(lineage, "PREFILTER_MAX_HANDLES", 1)  # two groups reached: more than that
+    found = source_pairs(outputs, slots, graph)
+    assert _pairs(found) == expected
+    assert "IsNull(k)" not in found[0][0]._jdf.queryExecution().executedPlan().toString()
