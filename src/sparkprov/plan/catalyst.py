@@ -490,9 +490,7 @@ class Bridge:
 
     def simple_string(self, node: JPlan, max_chars: int = 120) -> str:
         """One line naming the operator and its main arguments."""
-        memo = getattr(self._walk, "memo", None)
-        entry = memo.get(id(node)) if memo else None
-        text = entry[10] if entry is not None and entry[10] is not None else str(node.simpleString(8))
+        text = self._remembered(node, 10, lambda: str(node.simpleString(8)))
         return text if len(text) <= max_chars else text[: max_chars - 3] + "..."
 
     @staticmethod
