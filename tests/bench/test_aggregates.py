@@ -29,6 +29,8 @@ def test_variants_keep_the_query_values_and_collect_what_they_say(spark, tpch_di
     rids = sorted(r[0] for r in kept.collect())
     array = aggregates.aggregate(rows, "q6", "rid_array").first()
     assert array[0] == plain[0] and sorted(array[1]) == rids
+    longs = aggregates.aggregate(rows, "q6", "rid_longs").first()
+    assert longs[0] == plain[0] and sorted(longs[1]) == rids
     assert aggregates.aggregate(rows, "q6", "no_rids").first()[1] == []
     ranged = aggregates.aggregate(rows, "q6", "rid_range").first()
     assert ranged[0] == plain[0] and tuple(ranged[1:]) == (rids[0], rids[-1], len(rids))

@@ -10,7 +10,9 @@ variant of the same aggregate over the same rows, interleaved round by round:
 - ``plain``: the query's aggregate functions alone;
 - ``no_rids``: plus ``collect_list`` of a rid that is never kept (a ``CASE`` no row
   meets): the object aggregate without anything collected;
-- ``rid_array``: plus ``collect_list(rid)``, what inject does;
+- ``rid_array``: plus ``collect_list(rid)``, what inject did until the fourteenth
+  increment;
+- ``rid_longs``: plus the rid collector (``plan/rid_collector.py``), what inject does;
 - ``rid_range``: plus ``min(rid)``, ``max(rid)`` and ``count(rid)``, fixed-width
   functions a hash aggregate with generated code keeps: a candidate representation,
   exact for a group when its rids are consecutive (``dense``, reported per workload).
@@ -22,7 +24,7 @@ groups at SF 1).
 >>> sorted(WORKLOADS)
 ['q1', 'q18', 'q6']
 >>> VARIANTS
-('plain', 'no_rids', 'rid_array', 'rid_range')
+('plain', 'no_rids', 'rid_array', 'rid_longs', 'rid_range')
 """
 
 from __future__ import annotations
@@ -40,7 +42,7 @@ if TYPE_CHECKING:
 
     from pyspark.sql import Column, DataFrame, SparkSession
 
-VARIANTS = ("plain", "no_rids", "rid_array", "rid_range")
+VARIANTS = ("plain", "no_rids", "rid_array", "rid_longs", "rid_range")
 _RID = "__rid"
 
 # (filter, grouping columns, aggregate functions): the queries' own, in Spark SQL
@@ -69,14 +71,18 @@ WORKLOADS: dict[str, tuple[str, list[str], list[str]]] = {
 }
 
 
-def _extra(variant: str) -> list[Column]:
+def _extra(rows: DataFrame, variant: str) -> list[Column]:
     from pyspark.sql import functions as F
+
+    from ..plan.rid_collector import rids_column
 
     rid = F.col(_RID)
     if variant == "no_rids":  # quantities are 1 to 50: nothing is collected
         return [F.collect_list(F.when(F.col("l_quantity") < 0, rid))]
     if variant == "rid_array":
         return [F.collect_list(rid)]
+    if variant == "rid_longs":
+        return [rids_column(rows, _RID)]
     if variant == "rid_range":
         return [F.min(rid).alias("__min"), F.max(rid).alias("__max"), F.count(rid).alias("__count")]
     return []
@@ -89,7 +95,7 @@ def aggregate(rows: DataFrame, workload: str, variant: str) -> DataFrame:
 
     where, keys, functions = WORKLOADS[workload]
     picked = rows.where(where)
-    aggs = [F.expr(f) for f in functions] + _extra(variant)
+    aggs = [F.expr(f) for f in functions] + _extra(picked, variant)
     return picked.groupBy(*keys).agg(*aggs) if keys else picked.agg(*aggs)
 
 

@@ -1209,7 +1209,7 @@ class Rewriter:
             return "a window's ranges are not collected"
         b = self.bridge
         if aggregate is not None and any(b.has_pattern(e, "PYTHON_UDF") for e in b.aggregate_expressions(aggregate)):
-            return "Spark evaluates a pandas aggregate UDF only beside other pandas UDFs, not beside collect_list"
+            return "Spark evaluates a pandas aggregate UDF only beside other pandas UDFs, not beside rid arrays"
         if self.strategy == "inject":
             return None
         # the rewritten input's leaves: Parquet files, in-memory sources as their copies

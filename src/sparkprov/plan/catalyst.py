@@ -1,7 +1,8 @@
 """The bridge to Catalyst through py4j.
 
 Everything that names a Spark JVM class or relies on a constructor signature lives
-here, so that a new Spark line needs changes in this module only. Plans and
+here (or in ``rid_collector``, the Java source of an aggregate function), so that a
+new Spark line needs changes in this package only. Plans and
 expressions cross the boundary as opaque py4j handles (``JPlan``/``JExpr``); the
 helpers below read and build them.
 
@@ -27,6 +28,7 @@ from py4j.java_gateway import JavaClass, JavaObject, JavaPackage, JVMView
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.types import StructType
 
+from . import rid_collector
 from .references import compiled, described, elements, release_in_batches
 
 JPlan = Any
@@ -908,9 +910,14 @@ class Bridge:
         return self._logical.Aggregate(agg.groupingExpressions(), self.seq(aggregate_exprs), child, agg.hint())
 
     def collect_rids(self, attr: JExpr, nested: bool, repeats: bool) -> JExpr:
-        """``collect_list(attr)`` as an aggregate expression, flattened when ``attr`` is
-        itself an array (rids collected by an inner aggregate), without repeated values
-        when the input may repeat a row (``repeats``). NULLs are skipped."""
+        """An aggregate expression collecting ``attr``'s values into one array per group,
+        flattened when ``attr`` is itself an array (rids collected by an inner
+        aggregate), without repeated values when the input may repeat a row
+        (``repeats``). NULLs are skipped. Rids (longs) are collected by
+        ``rid_collector``'s function, anything else by ``collect_list``."""
+        made = rid_collector.collect_rids(self.spark, attr, nested, repeats)
+        if made is not None:
+            return made
         e = self._expr
         agg = e.aggregate.CollectList(attr).toAggregateExpression()
         if nested:

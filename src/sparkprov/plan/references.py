@@ -220,6 +220,7 @@ def _lister(spark: SparkSession, client: Any) -> Any:
 
 
 _COMPILED: dict[tuple[Any, str], Any] = {}  # by gateway client and class name
+_COMPILERS: dict[tuple[Any, str], Any] = {}  # the Janino compiler of each class compiled
 
 
 def compiled(spark: SparkSession, name: str, source: str, *args: Any) -> Any:
@@ -240,8 +241,18 @@ def compiled(spark: SparkSession, name: str, source: str, *args: Any) -> Any:
             for i, arg in enumerate(args):
                 passed[i] = arg
             made = cls.getConstructors()[0].newInstance(passed)
+            _COMPILERS[key] = compiler
         except Exception:  # no Janino, or source this Spark cannot compile
             log.warning("sparkprov: could not compile the JVM helper %s", name, exc_info=True)
             made = None
         _COMPILED[key] = made
         return made
+
+
+def bytecode(spark: SparkSession, name: str) -> dict[str, bytes]:
+    """The class files ``compiled(spark, name, ...)`` made (nested classes included), by
+    binary class name: what executors need to load them from a jar."""
+    with _LOCK:
+        compiler = _COMPILERS[(spark.sparkContext._gateway._gateway_client, name)]
+    codes = compiler.getBytecodes()
+    return {str(k): bytes(codes.get(k)) for k in codes.keySet()}
