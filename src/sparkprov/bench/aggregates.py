@@ -1,7 +1,8 @@
 """What an aggregate pays to keep its groups' rids, part by part, on TPC-H lineitem.
 
-An injected aggregate adds ``collect_list(rid)`` to the query's own aggregate. That one
-function changes two things: the aggregate holds an array per group (collecting), and
+An injected aggregate adds a function collecting the rids (``collect_list(rid)`` until
+the fourteenth increment, the rid collector since) to the query's own aggregate. That
+one function changes two things: the aggregate holds an array per group (collecting), and
 Spark runs the whole aggregate, the query's own functions included, as an
 ``ObjectHashAggregate``, which whole-stage code generation does not cover and which
 turns sort-based past 128 groups per task. This benchmark times them apart, each
