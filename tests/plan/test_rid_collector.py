@@ -62,3 +62,13 @@ def test_without_the_collector_capture_keeps_collect_list(spark, monkeypatch):
     b = Bridge(spark)
     attr = b.analyzed(_rows(spark)).output().apply(1)
     assert "collect_list" in b.collect_rids(attr, nested=False, repeats=False).toString()
+
+
+def test_a_jar_that_cannot_be_added_leaves_collect_list_and_says_why(spark, monkeypatch, caplog):
+    def unreadable(*args):
+        raise OSError("no space left on device")
+
+    monkeypatch.setattr(rid_collector, "bytecode", unreadable)
+    with caplog.at_level("WARNING", logger="sparkprov"):
+        assert rid_collector._ship(spark) is False
+    assert "collected by collect_list" in caplog.text and "no space left" in caplog.text
