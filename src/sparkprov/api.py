@@ -21,6 +21,7 @@ import re
 import time
 import uuid
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from pyspark.sql import Column, DataFrame, SparkSession
@@ -36,7 +37,7 @@ from .capture.sources import RID, SourceInfo, read_source
 from .capture.workload import Workload, no_such_source, refuse_forward, restriction, warn_restricted
 from .local import region_hint
 from .plan.catalyst import Bridge
-from .query import engines, trace
+from .query import drill_down, engines, trace
 from .query.embedded import EmbeddedEngine, EmbeddedUnsupported
 from .query.navigation import LineageCursor, Point
 from .query.provenance import Polynomial, polynomials
@@ -220,6 +221,45 @@ class Capture:
                     raise ValueError(f"no source {source!r} end to end; sources: {', '.join(result)}")
                 return result[source]
         return result[source] if source is not None else result
+
+    def drill_down(self, rows: RowsArg, source: str) -> DataFrame:
+        """The aggregation the capture's workload declared for ``source`` (``group_by``)
+        over the source rows behind ``rows`` of the output: the same rows as
+        ``backward(rows, source).groupBy(*by).agg(*aggregates)``, one per group, with the
+        grouping columns and one column per aggregate, named as declared.
+
+        Capture stored that aggregation per output row, so the answer combines a few
+        stored partial rows instead of reading the lineage and the source rows (Smoke's
+        group-by push-down). Combining is exact when no source row is behind two output
+        rows (an aggregate's groups), or when ``rows`` is one rid; otherwise the answer
+        is computed from the lineage.
+
+        >>> spec = {"sources": ["lineitem"], "group_by": {"lineitem": ["l_shipmode"]}}
+        >>> cap = session.capture(q1, "q1", workload=spec)  # doctest: +SKIP
+        >>> cap.drill_down("l_returnflag = 'R'", "lineitem").show()  # doctest: +SKIP
+        """
+        self._check_source(source)
+        group_by = drill_down.spec(self._entry, source)
+        if group_by is None:
+            raise ValueError(
+                f"capture {self.name!r} has no drill-down for source {source!r}: capture with "
+                f"workload={{'sources': [..., {source!r}], 'group_by': {{{source!r}: [columns]}}}}"
+            )
+        warn_restricted(self._entry, [source])
+        out_rids = trace.rid_set(rows, self._output(), f"the output of capture {self.name!r}")
+        path = self._drill_table(source, group_by)
+        rows_of = self._source_rows(source)
+        return drill_down.answer(
+            path, rows_of, group_by, out_rids, lambda: trace.backward(self.pairs(source), out_rids, rows_of)
+        )
+
+    def _drill_table(self, source: str, group_by) -> Path:
+        """The drill-down table of ``source``, built now if it is not there yet (a lazy
+        capture's, with its lineage)."""
+        path = drill_down.table_path(self._entry, source)
+        if not path.is_dir():
+            drill_down.build(self.pairs(source), self._source_rows(source), group_by, path)
+        return path
 
     def _through_writers(self, traced: dict[str, DataFrame]) -> dict[str, DataFrame]:
         out = {}
@@ -516,7 +556,11 @@ class LineageSession:
         capture (Spark SQL over the source's columns): only its rows that satisfy it
         keep lineage, so less is collected and stored; backward answers to it hold
         those rows alone (with a ``RestrictedLineageWarning``) and a forward trace from
-        it raises ``LineageRestricted``.
+        it raises ``LineageRestricted``. ``"group_by": {source: [columns]}`` (or
+        ``{source: {"by": [...], "aggregates": ["sum(c)", ...]}}``; ``count(*)`` by
+        default; count, sum, min, max and avg) declares an aggregation the consuming
+        queries run over the backward lineage: capture computes it per output row, and
+        :meth:`Capture.drill_down` answers from that.
 
         >>> cap = session.capture(df.groupBy("k").count(), "counts", strategy="inject")  # doctest: +SKIP
         >>> cap = session.capture(joined, "j", workload={"sources": ["orders"]})  # doctest: +SKIP
@@ -548,9 +592,14 @@ class LineageSession:
                 "witnesses=True keeps how every row was derived; a workload where drops the lineage of "
                 "the rows it does not select: give one or the other"
             )
-        return Capture(
+        cap = Capture(
             self, self._capture(df, name, write=write, witnesses=witnesses, strategy=strategy, workload=chosen)
         )
+        if chosen is not None and strategy != "lazy":  # lazy builds them with its lineage, on first use
+            for source, group_by in chosen.group_by.items():
+                if source in cap._infos:
+                    cap._drill_table(source, group_by)
+        return cap
 
     def checkpoint(self, df: DataFrame, name: str) -> DataFrame:
         """``df`` computed once and stored, as ``df.checkpoint()`` does, but traceable.

@@ -151,13 +151,23 @@ def _capture_into(
         # output keeps its order for when it is read
         order_when_read=write is None,
     )
+    group_by = workload.group_by if workload else {}
+
+    def check_group_by() -> None:  # the sources' columns are known once the plan is read
+        for use in rewriter.sources:
+            if use.info.name in group_by and use.info.kind != PRUNED:
+                group_by[use.info.name].check(bridge.to_dataframe(use.leaf), use.info.name)
+
     try:
         if strategy == "lazy" and not witnesses:  # the query as it is; lineage when first needed
-            entry = _run_plain(bridge, name, capture_id, data, df, rewriter, write)
+            entry = _run_plain(bridge, name, capture_id, data, df, rewriter, write, check_group_by)
             later.remember(capture_id, later.Pending(bridge, df, rewriter))
         else:
             out = _rewrite(bridge, df, rewriter)
+            check_group_by()
             entry = _run_rewritten(bridge, name, capture_id, data, out, rewriter, write, witnesses)
+        if group_by:  # the tables are built once committed (query/drill_down.py)
+            entry["workload"]["group_by"] = {k: v.to_json() for k, v in group_by.items()}
         if leaves is not None:
             leaves.update({use.info.name: (use.key, use.leaf) for use in rewriter.sources})
         return entry
@@ -216,9 +226,11 @@ def _run_rewritten(
     return _entry(bridge, capture_id, rewriter, output_path, display, staged, lineage, written, timings, structure)
 
 
-def _run_plain(bridge, name, capture_id, data: Path, df: DataFrame, rewriter: Rewriter, write) -> dict:
+def _run_plain(
+    bridge, name, capture_id, data: Path, df: DataFrame, rewriter: Rewriter, write, check_more: Callable[[], None]
+) -> dict:
     """A lazy capture: the user's query run as it is, its output stored with rids, while
-    ``Rewriter.check_lazy`` checks it and registers its sources."""
+    ``Rewriter.check_lazy`` (then ``check_more``) checks it and registers its sources."""
     log.info("sparkprov: running %r (lazy capture: lineage on first use)", name)
     plan = bridge.inline_ctes(bridge.analyzed(df))
     started = time.perf_counter()
@@ -227,6 +239,7 @@ def _run_plain(bridge, name, capture_id, data: Path, df: DataFrame, rewriter: Re
         with bridge.remembering():
             rewriter.optimize_lazy(plan)
             rewriter.check_lazy()
+        check_more()
 
     if write is None:
         # the check is driver work (py4j round trips) the query's tasks need not wait for

@@ -12,6 +12,12 @@ A declared workload lets capture skip what no query will read:
   predicate) and says so; a forward trace from it is refused, since rows that fail the
   predicate have no lineage left to follow.
 
+- ``group_by``: per source, the grouping columns (and aggregates, ``count(*)`` by
+  default) of an aggregation the consuming queries run over its backward lineage
+  (Smoke's group-by push-down, for drill-down and cross-filtering). Capture stores,
+  per output row, that aggregation over the row's lineage (``query/drill_down.py``),
+  and ``Capture.drill_down`` answers from it.
+
 Both directions share one pair table (the forward index is built from it on the first
 forward trace), so there is no direction to prune at capture.
 
@@ -21,17 +27,112 @@ Workload(sources=('orders',), where={})
 {'lineitem': "l_shipmode = 'AIR'"}
 >>> Workload.of(None) is None
 True
+>>> Workload.of({"sources": ["lineitem"], "group_by": {"lineitem": ["l_shipmode"]}}).group_by
+{'lineitem': GroupBy(by=('l_shipmode',), aggregates=('count(*)',))}
 """
 
 from __future__ import annotations
 
+import re
 import warnings
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
+from pyspark.sql import DataFrame
+from pyspark.sql import functions as F
+from pyspark.sql.utils import AnalysisException
+
 from ..errors import LineageRestricted, RestrictedLineageWarning
 
-FIELDS = ("sources", "where")
+FIELDS = ("sources", "where", "group_by")
+# the aggregates whose value over a union of disjoint row sets is computed from their
+# values over each set (distributive, or algebraic as avg: a sum and a count)
+AGGREGATES = ("count", "sum", "min", "max", "avg")
+_AGGREGATE = re.compile(r"^\s*(\w+)\s*\(\s*(\*|`[^`]+`|[A-Za-z_][A-Za-z0-9_]*)\s*\)\s*$")
+
+
+@dataclass(frozen=True)
+class GroupBy:
+    """An aggregation consuming queries run over one source's backward lineage:
+    grouped by the source's columns ``by``, computing ``aggregates`` (Spark SQL,
+    ``count(*)``, ``count(c)``, ``sum(c)``, ``min(c)``, ``max(c)`` or ``avg(c)`` of a
+    column ``c``).
+
+    >>> GroupBy(["l_returnflag"], ["sum(l_quantity)", "count(*)"]).parsed()
+    [('sum', 'l_quantity'), ('count', '*')]
+    >>> GroupBy(["l_returnflag"], ["count(DISTINCT l_partkey)"])
+    Traceback (most recent call last):
+    ...
+    ValueError: workload group_by aggregate 'count(DISTINCT l_partkey)' is not one of count(*) or ...
+    """
+
+    by: Sequence[str]
+    aggregates: Sequence[str] = ("count(*)",)
+
+    def __post_init__(self) -> None:
+        by, aggregates = self.by, self.aggregates
+        if (
+            isinstance(by, str)
+            or not isinstance(by, Sequence)
+            or not by
+            or not all(isinstance(c, str) and c for c in by)
+        ):
+            raise ValueError(f"workload group_by columns must be a non-empty list of column names, not {by!r}")
+        if isinstance(aggregates, str) or not isinstance(aggregates, Sequence) or not aggregates:
+            raise ValueError(f"workload group_by aggregates must be a non-empty list, not {aggregates!r}")
+        object.__setattr__(self, "by", tuple(by))
+        object.__setattr__(self, "aggregates", tuple(aggregates))
+        self.parsed()
+
+    def parsed(self) -> list[tuple[str, str]]:
+        """``(function, column)`` per aggregate, the column unquoted (``*`` for a row count)."""
+        found = []
+        for text in self.aggregates:
+            match = _AGGREGATE.match(text) if isinstance(text, str) else None
+            function = match.group(1).lower() if match else None
+            if function not in AGGREGATES or (match.group(2) == "*" and function != "count"):
+                raise ValueError(
+                    f"workload group_by aggregate {text!r} is not one of count(*) or "
+                    f"{', '.join(AGGREGATES)} of one column"
+                )
+            found.append((function, match.group(2).strip("`")))
+        return found
+
+    @classmethod
+    def of(cls, value: GroupBy | Mapping | Sequence) -> GroupBy:
+        """A list of grouping columns, ``{"by": [...], "aggregates": [...]}``, or a GroupBy."""
+        if isinstance(value, GroupBy):
+            return value
+        if isinstance(value, Mapping):
+            unknown = set(value) - {"by", "aggregates"}
+            if unknown or "by" not in value:
+                raise ValueError(
+                    f"workload group_by takes a list of columns or {{'by': [...], 'aggregates': [...]}}, not {value!r}"
+                )
+            return cls(**value)
+        return cls(value)
+
+    def to_json(self) -> dict:
+        return {"by": list(self.by), "aggregates": list(self.aggregates)}
+
+    def aggregated(self, rows: DataFrame) -> DataFrame:
+        """The aggregation itself over ``rows``: what a drill-down answer equals."""
+        return rows.groupBy(*[F.col(quoted(c)) for c in self.by]).agg(*[F.expr(a).alias(a) for a in self.aggregates])
+
+    def check(self, rows: DataFrame, source: str) -> None:
+        """Raise a ValueError when the aggregation cannot be computed over ``rows`` (the
+        source's columns: an unknown column, a type without a sum); analysis only."""
+        try:
+            self.aggregated(rows).schema  # noqa: B018
+        except AnalysisException as exc:
+            raise ValueError(
+                f"workload group_by for source {source!r} cannot be computed over its rows: {exc}"
+            ) from None
+
+
+def quoted(name: str) -> str:
+    """``name`` as a Spark SQL identifier."""
+    return "`" + name.replace("`", "``") + "`"
 
 
 @dataclass(frozen=True)
@@ -51,6 +152,7 @@ class Workload:
 
     sources: Sequence[str]
     where: Mapping[str, str] = field(default_factory=dict)
+    group_by: Mapping[str, GroupBy] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         sources = self.sources
@@ -70,6 +172,13 @@ class Workload:
             if not isinstance(predicate, str) or not predicate.strip():
                 raise ValueError(f"workload where for source {name!r} must be a Spark SQL predicate, not {predicate!r}")
         object.__setattr__(self, "where", dict(where))
+        group_by = self.group_by
+        if not isinstance(group_by, Mapping):
+            raise ValueError(f"workload group_by must map source names to grouping columns, not {group_by!r}")
+        outside = sorted(k for k in group_by if k not in names)
+        if outside:
+            raise ValueError(f"workload group_by names source(s) {outside} not among its sources {list(names)}")
+        object.__setattr__(self, "group_by", {k: GroupBy.of(v) for k, v in group_by.items()})
 
     @classmethod
     def of(cls, value: Workload | Mapping | None) -> Workload | None:
@@ -81,7 +190,7 @@ class Workload:
             if unknown:
                 raise ValueError(
                     f"unknown workload field(s) {sorted(unknown)}; a workload declares 'sources' and may "
-                    "declare 'where'"
+                    "declare 'where' and 'group_by'"
                 )
             if "sources" not in value:
                 raise ValueError("a workload declares 'sources': the sources traces will reach")

@@ -1,0 +1,140 @@
+"""Drill-down tables: a workload's aggregation over each output row's backward lineage,
+computed at capture (Smoke's group-by push-down), and answers read from them.
+
+A capture whose workload declares ``group_by`` for a source (``capture/workload.py``)
+stores, per output row and group of the source rows behind it, the partial state of
+each aggregate (a count, a sum, a minimum, a maximum; a sum and a count for ``avg``).
+A consuming query that aggregates the backward lineage of some output rows (a
+cross-filter: the rows behind the selected bars, by ship mode) is then answered from
+those few partial rows, without reading the pairs or the source rows behind them.
+
+Combining partial states over several output rows is exact only when no source row
+is behind two of them (their lineages are disjoint: an aggregate's groups, unlike a
+join's fan-out): capture records whether that holds. When it does not and the rows
+asked for are not one output row, the answer is computed from the lineage itself.
+Either way the answer is ``backward(rows, source).groupBy(by).agg(aggregates)``.
+
+Layout: ``<capture data>/drill/<source number>/``, Parquet, with ``out_rid``, the
+grouping columns (``__sp_b<i>``) and the partial states (``__sp_a<j>``, and
+``__sp_a<j>_n`` for an average's count), and ``_sp_drill.json`` (``disjoint``).
+
+>>> partial_columns([("count", "*"), ("avg", "x")])
+[['__sp_a0'], ['__sp_a1', '__sp_a1_n']]
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import shutil
+import uuid
+from collections.abc import Callable
+from pathlib import Path
+
+from pyspark.sql import Column, DataFrame
+from pyspark.sql import functions as F
+from pyspark.sql.types import DecimalType
+
+from ..capture.lineage import IN, OUT
+from ..capture.sources import RID
+from ..capture.workload import GroupBy, quoted
+from ..store.catalog import publish_dir
+from .trace import RidSet
+
+log = logging.getLogger("sparkprov")
+
+_META = "_sp_drill.json"  # Spark and pyarrow skip files starting with "_"
+
+
+def table_path(entry: dict, source: str) -> Path:
+    """Where capture ``entry`` keeps ``source``'s drill-down table."""
+    return Path(entry["lineage"]["path"]).parent / "drill" / str(entry["lineage"]["sources"][source])
+
+
+def spec(entry: dict, source: str) -> GroupBy | None:
+    """The aggregation ``entry``'s workload declared for ``source``, or None."""
+    declared = entry.get("workload", {}).get("group_by", {}).get(source)
+    return GroupBy.of(declared) if declared is not None else None
+
+
+def partial_columns(parsed: list[tuple[str, str]]) -> list[list[str]]:
+    """The partial-state columns of each aggregate, in the table."""
+    return [[f"__sp_a{j}"] + ([f"__sp_a{j}_n"] if fn == "avg" else []) for j, (fn, _) in enumerate(parsed)]
+
+
+def build(pairs: DataFrame, rows: DataFrame, group_by: GroupBy, path: Path) -> None:
+    """Write the drill-down table of ``pairs`` (``out_rid``, ``in_rid``) over the source
+    ``rows`` (with ``_sp_rid``) at ``path``, unless it is there already."""
+    if path.is_dir():
+        return
+    parsed = group_by.parsed()
+    decimal = _decimal_inputs(rows, parsed)
+    values = [F.col(RID).alias(IN)] + [F.col(quoted(c)).alias(f"__sp_b{i}") for i, c in enumerate(group_by.by)]
+    values += [F.col(quoted(c)).alias(f"__sp_v{j}") for j, (_, c) in enumerate(parsed) if c != "*"]
+    joined = pairs.join(rows.select(*values), IN)
+    states: list[Column] = []
+    for j, ((fn, column), names) in enumerate(zip(parsed, partial_columns(parsed))):
+        v = F.col(f"__sp_v{j}")
+        if fn == "count":
+            states.append(F.count(F.lit(1) if column == "*" else v).alias(names[0]))
+        elif fn == "avg":  # as Spark's avg sums: decimals as decimals, the rest as doubles
+            summed = v if j in decimal else v.cast("double")
+            states += [F.sum(summed).alias(names[0]), F.count(v).alias(names[1])]
+        else:
+            states.append(getattr(F, fn)(v).alias(names[0]))
+    keys = [OUT] + [f"__sp_b{i}" for i in range(len(group_by.by))]
+    table = joined.groupBy(*keys).agg(*states)
+    counted = pairs.agg(F.count(F.lit(1)), F.countDistinct(IN)).first()
+    tmp = path.parent / f".{path.name}-{uuid.uuid4().hex}"
+    table.write.parquet(str(tmp))
+    (tmp / _META).write_text(json.dumps({"disjoint": counted[0] == counted[1], **group_by.to_json()}))
+    path.parent.mkdir(parents=True, exist_ok=True)
+    publish_dir(tmp, path)
+    shutil.rmtree(tmp, ignore_errors=True)  # a concurrent builder won: its table stands
+
+
+def answer(
+    path: Path, rows: DataFrame, group_by: GroupBy, out_rids: RidSet, traced: Callable[[], DataFrame]
+) -> DataFrame:
+    """``group_by``'s aggregation over the backward lineage of ``out_rids``: from the
+    table at ``path`` when its partial states combine exactly, else over ``traced()``
+    (the source rows behind them). ``rows``: the source's rows, for result types."""
+    one_row = isinstance(out_rids, list) and len(set(out_rids)) <= 1
+    if not (one_row or json.loads((path / _META).read_text())["disjoint"]):
+        log.info("sparkprov: source rows behind several output rows overlap: drill-down computed from the lineage")
+        return group_by.aggregated(traced())
+    parsed = group_by.parsed()
+    # the types the aggregation gives over the rows themselves; the combined states are
+    # cast to them (a sum of sums is wider than a sum)
+    direct = rows.groupBy().agg(*[F.expr(a) for a in group_by.aggregates]).schema
+    sums = rows.groupBy().agg(*[F.sum(F.col(quoted(c))) if fn == "avg" else F.lit(0) for fn, c in parsed]).schema
+    table = rows.sparkSession.read.parquet(str(path))
+    if isinstance(out_rids, list):
+        table = table.where(F.col(OUT).isin(out_rids))
+    else:
+        table = table.join(out_rids.select(F.col(RID).alias(OUT)).distinct(), OUT, "left_semi")
+    combined: list[Column] = []
+    for j, ((fn, _), names) in enumerate(zip(parsed, partial_columns(parsed))):
+        kind, text = direct.fields[j].dataType, group_by.aggregates[j]
+        state = F.col(names[0])
+        if fn == "count":
+            value = F.sum(state)
+        elif fn == "avg":
+            total, count = F.sum(state), F.sum(F.col(names[1]))
+            if isinstance(kind, DecimalType):  # Spark's avg: the sum at its width over the count as a decimal
+                total = total.cast(sums.fields[j].dataType)
+                count = count.cast(DecimalType(20, 0))
+            value = F.when(count != 0, total / count)
+        else:
+            value = getattr(F, fn)(state)
+        combined.append(value.cast(kind).alias(text))
+    grouped = table.groupBy(*[f"__sp_b{i}" for i in range(len(group_by.by))]).agg(*combined)
+    return grouped.select(
+        *[F.col(f"__sp_b{i}").alias(c) for i, c in enumerate(group_by.by)],
+        *[F.col(quoted(a)) for a in group_by.aggregates],
+    )
+
+
+def _decimal_inputs(rows: DataFrame, parsed: list[tuple[str, str]]) -> set[int]:
+    types = {f.name: f.dataType for f in rows.schema.fields}
+    return {j for j, (_, c) in enumerate(parsed) if isinstance(types.get(c), DecimalType)}

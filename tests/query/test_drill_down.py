@@ -1,0 +1,123 @@
+"""Drill-down: a workload's aggregation over the backward lineage, answered from the
+table capture stored, equals the aggregation over the traced rows."""
+
+from __future__ import annotations
+
+import math
+from decimal import Decimal
+
+import pytest
+from pyspark.sql import functions as F
+
+import sparkprov as sp
+from sparkprov.bench import tpch
+
+AGGREGATES = ["count(*)", "count(mode)", "sum(price)", "avg(price)", "avg(w)", "min(oid)", "max(mode)"]
+
+
+@pytest.fixture
+def orders(spark, session):
+    # a NULL grouping value every seventh row; decimals and doubles to sum and average
+    rows = [(i, i % 5, None if i % 7 == 0 else str(i % 3), Decimal(i) * Decimal("1.25"), i / 3) for i in range(60)]
+    schema = "oid long, cust long, mode string, price decimal(10, 2), w double"
+    return session.source(spark.createDataFrame(rows, schema), "orders")
+
+
+@pytest.fixture
+def customers(spark, session):
+    rows = [(i, str(i % 2)) for i in range(5)]
+    return session.source(spark.createDataFrame(rows, "cust long, region string"), "customers")
+
+
+def _rows(df) -> list[tuple]:
+    return sorted((tuple(r) for r in df.collect()), key=repr)
+
+
+def _same(got, want) -> bool:
+    # doubles summed in another order may differ in their last bits, as Spark's own do
+    if len(got) != len(want):
+        return False
+    for g, w in zip(got, want):
+        for a, b in zip(g, w):
+            if isinstance(a, float) and isinstance(b, float):
+                if not math.isclose(a, b, rel_tol=1e-12):
+                    return False
+            elif a != b:
+                return False
+    return True
+
+
+def _expected(cap, rows):
+    return cap.backward(rows, "orders").groupBy("mode").agg(*[F.expr(a).alias(a) for a in AGGREGATES])
+
+
+@pytest.mark.parametrize("strategy", ["auto", "logical", "lazy"])
+def test_a_drill_down_is_the_aggregation_of_the_traced_rows(session, orders, customers, strategy):
+    query = orders.join(customers, "cust").groupBy("region").agg(F.sum("price").alias("total"))
+    spec = {"sources": ["orders"], "group_by": {"orders": {"by": ["mode"], "aggregates": AGGREGATES}}}
+    cap = session.capture(query, f"by_region_{strategy}", strategy=strategy, workload=spec)
+    for rows in ([0], [0, 1], "region = '1'", "total < 0"):
+        got = cap.drill_down(rows, "orders")
+        assert [f.name for f in got.schema.fields] == ["mode", *AGGREGATES]
+        assert [f.dataType for f in got.schema.fields] == [f.dataType for f in _expected(cap, rows).schema.fields]
+        assert _same(_rows(got), _rows(_expected(cap, rows))), rows
+    # the NULL mode is a group of its own; the decimal average is Spark's, to the digit
+    everything = {r["mode"]: r for r in cap.drill_down("total > 0", "orders").collect()}
+    assert everything[None]["count(*)"] == 9 and everything[None]["count(mode)"] == 0
+    ones = [i for i in range(60) if i % 3 == 1 and i % 7]
+    assert everything["1"]["avg(price)"] == Decimal("37.205882") == round(Decimal("1.25") * sum(ones) / len(ones), 6)
+
+
+def test_an_aggregates_groups_are_answered_from_the_stored_table_alone(session, orders):
+    spec = {"sources": ["orders"], "group_by": {"orders": ["mode"]}}
+    cap = session.capture(orders.groupBy("cust").agg(F.count("*").alias("n")), "by_cust", workload=spec)
+    answer = cap.drill_down([0, 1, 2], "orders")
+    # one source row per output row at most: partial counts add up, nothing else is read
+    assert all("/drill/" in f for f in answer.inputFiles())
+    want = cap.backward([0, 1, 2], "orders").groupBy("mode").agg(F.count("*").alias("count(*)"))
+    assert _rows(answer) == _rows(want)
+    # and from another session, with the table kept in the store
+    again = sp.LineageSession(session.spark, store=session.store.root).load("by_cust")
+    assert _rows(again.drill_down([0, 1, 2], "orders")) == _rows(want)
+
+
+def test_rows_behind_several_outputs_are_counted_once(spark, session, orders):
+    # every order is behind two output rows (one per copy), so stored counts per
+    # output row cannot be added up: the answer reads the lineage
+    copies = session.source(spark.createDataFrame([(0,), (1,)], "copy int"), "copies")
+    spec = {"sources": ["orders"], "group_by": {"orders": ["mode"]}}
+    cap = session.capture(orders.crossJoin(copies), "fan_out", workload=spec)
+    for rows in ([0], [0, 1, 2, 3], "oid < 30"):
+        want = cap.backward(rows, "orders").groupBy("mode").agg(F.count("*").alias("count(*)"))
+        assert _rows(cap.drill_down(rows, "orders")) == _rows(want)
+
+
+def test_a_drill_down_that_cannot_be_computed_is_refused_before_the_query_runs(session, orders):
+    query = orders.groupBy("cust").count()
+    for group_by, message in [
+        (["nope"], "workload group_by for source 'orders' cannot be computed over its rows"),
+        ({"by": ["mode"], "aggregates": ["sum(mode_x)"]}, "cannot be computed over its rows"),
+        ({"by": ["mode"], "aggregates": ["count(DISTINCT oid)"]}, "is not one of count"),
+        ({"by": ["mode"], "aggregates": ["sum(*)"]}, "is not one of count"),
+        ({"by": []}, "non-empty list of column names"),
+        ({"columns": ["mode"]}, "takes a list of columns"),
+    ]:
+        with pytest.raises(ValueError, match=message):
+            session.capture(query, "bad", workload={"sources": ["orders"], "group_by": {"orders": group_by}})
+    assert session.captures() == []
+    with pytest.raises(ValueError, match=r"group_by names source\(s\) \['customers'\] not among its sources"):
+        sp.Workload(sources=["orders"], group_by={"customers": ["region"]})
+    cap = session.capture(query, "plain_counts")
+    with pytest.raises(ValueError, match="has no drill-down for source 'orders'"):
+        cap.drill_down([0], "orders")
+
+
+def test_tpch_q1_drills_down_by_ship_mode(spark, tpch_dir, tmp_path):
+    tpch.register(spark, tpch_dir)
+    session = sp.LineageSession(spark, store=tmp_path / "store")
+    aggregates = ["count(*)", "sum(l_quantity)", "avg(l_discount)"]
+    spec = {"sources": ["lineitem"], "group_by": {"lineitem": {"by": ["l_shipmode"], "aggregates": aggregates}}}
+    cap = session.capture(spark.sql(tpch.query(1)), "q1", workload=spec)
+    for rows in ("l_returnflag = 'R'", [0, 1, 2, 3]):
+        want = cap.backward(rows, "lineitem").groupBy("l_shipmode").agg(*[F.expr(a).alias(a) for a in aggregates])
+        assert _rows(cap.drill_down(rows, "lineitem")) == _rows(want)
