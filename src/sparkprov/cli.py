@@ -124,6 +124,14 @@ def build_parser() -> argparse.ArgumentParser:
     agg.add_argument("--repeat", type=int, default=5, help="interleaved rounds (default 5)")
     agg.add_argument("--data", default="data/tpch", help="where TPC-H data is generated (default data/tpch)")
     agg.add_argument("--json", dest="json_out", help="write the results as JSON to this file")
+    drill = bench_sub.add_parser(
+        "drilldown", help="a workload's group_by: its cost at capture, and drill-down answers against traces"
+    )
+    drill.add_argument("--sf", type=float, default=1.0, help="TPC-H scale factor (default 1)")
+    drill.add_argument("--workloads", default="", help="comma-separated: q1, q5 (default: all)")
+    drill.add_argument("--repeat", type=int, default=3, help="interleaved rounds (default 3)")
+    drill.add_argument("--data", default="data/tpch", help="where TPC-H data is generated (default data/tpch)")
+    drill.add_argument("--json", dest="json_out", help="write the results as JSON to this file")
     cov = bench_sub.add_parser("coverage", help="capture a query suite and check every answer (scoreboard)")
     cov.add_argument("--suite", choices=["tpch", "tpcds"], default="tpch")
     cov.add_argument("--sf", type=float, default=0.1, help="scale factor (default 0.1)")
@@ -207,6 +215,10 @@ def main(argv: list[str] | None = None) -> int:
             from .bench.aggregates import main as aggregates_main
 
             return aggregates_main(args)
+        if args.command == "bench" and args.bench_command == "drilldown":
+            from .bench.drill_down import main as drill_down_main
+
+            return drill_down_main(args)
         if args.command == "bench" and args.bench_command == "coverage":
             from .bench.coverage import main as coverage_main
 

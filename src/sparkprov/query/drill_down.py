@@ -31,8 +31,10 @@ import uuid
 from collections.abc import Callable
 from pathlib import Path
 
+import pyarrow.parquet as pq
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
+from pyspark.sql import types as T
 from pyspark.sql.types import DecimalType
 
 from ..capture.lineage import IN, OUT
@@ -98,41 +100,89 @@ def answer(
 ) -> DataFrame:
     """``group_by``'s aggregation over the backward lineage of ``out_rids``: from the
     table at ``path`` when its partial states combine exactly, else over ``traced()``
-    (the source rows behind them). ``rows``: the source's rows, for result types."""
+    (the source rows behind them). ``rows``: the source's rows, for result types.
+
+    Rids given as a list are answered in this process: the table's rows for them are
+    read with pyarrow (its row groups located by ``out_rid``) and merged here, and
+    Spark only casts the merged states (a local relation, no job until read)."""
     one_row = isinstance(out_rids, list) and len(set(out_rids)) <= 1
     if not (one_row or json.loads((path / _META).read_text())["disjoint"]):
         log.info("sparkprov: source rows behind several output rows overlap: drill-down computed from the lineage")
         return group_by.aggregated(traced())
     parsed = group_by.parsed()
-    # the types the aggregation gives over the rows themselves; the combined states are
-    # cast to them (a sum of sums is wider than a sum)
+    keys = [f"__sp_b{i}" for i in range(len(group_by.by))]
+    if isinstance(out_rids, list):
+        merged = _merged_here(path, rows, group_by, out_rids)
+    else:
+        table = rows.sparkSession.read.parquet(str(path))
+        table = table.join(out_rids.select(F.col(RID).alias(OUT)).distinct(), OUT, "left_semi")
+        states = [
+            (F.sum if fn in ("count", "sum", "avg") else getattr(F, fn))(F.col(name)).alias(name)
+            for (fn, _), names in zip(parsed, partial_columns(parsed))
+            for name in names
+        ]
+        merged = table.groupBy(*keys).agg(*states)
+    return _finished(merged, rows, group_by)
+
+
+def _finished(merged: DataFrame, rows: DataFrame, group_by: GroupBy) -> DataFrame:
+    # merged states cast to the types the aggregation gives over the rows themselves (a
+    # sum of sums is wider than a sum); an average divided as Spark's avg divides
+    parsed = group_by.parsed()
     direct = rows.groupBy().agg(*[F.expr(a) for a in group_by.aggregates]).schema
     sums = rows.groupBy().agg(*[F.sum(F.col(quoted(c))) if fn == "avg" else F.lit(0) for fn, c in parsed]).schema
-    table = rows.sparkSession.read.parquet(str(path))
-    if isinstance(out_rids, list):
-        table = table.where(F.col(OUT).isin(out_rids))
-    else:
-        table = table.join(out_rids.select(F.col(RID).alias(OUT)).distinct(), OUT, "left_semi")
-    combined: list[Column] = []
+    values: list[Column] = []
     for j, ((fn, _), names) in enumerate(zip(parsed, partial_columns(parsed))):
-        kind, text = direct.fields[j].dataType, group_by.aggregates[j]
-        state = F.col(names[0])
-        if fn == "count":
-            value = F.sum(state)
-        elif fn == "avg":
-            total, count = F.sum(state), F.sum(F.col(names[1]))
+        kind = direct.fields[j].dataType
+        value = F.col(names[0])
+        if fn == "avg":
+            total, count = value, F.col(names[1])
             if isinstance(kind, DecimalType):  # Spark's avg: the sum at its width over the count as a decimal
-                total = total.cast(sums.fields[j].dataType)
-                count = count.cast(DecimalType(20, 0))
+                total, count = total.cast(sums.fields[j].dataType), count.cast(DecimalType(20, 0))
             value = F.when(count != 0, total / count)
-        else:
-            value = getattr(F, fn)(state)
-        combined.append(value.cast(kind).alias(text))
-    grouped = table.groupBy(*[f"__sp_b{i}" for i in range(len(group_by.by))]).agg(*combined)
-    return grouped.select(
-        *[F.col(f"__sp_b{i}").alias(c) for i, c in enumerate(group_by.by)],
-        *[F.col(quoted(a)) for a in group_by.aggregates],
-    )
+        values.append(value.cast(kind).alias(group_by.aggregates[j]))
+    by = [F.col(f"__sp_b{i}").alias(c) for i, c in enumerate(group_by.by)]
+    return merged.select(*by, *values)
+
+
+def _merged_here(path: Path, rows: DataFrame, group_by: GroupBy, out_rids: list[int]) -> DataFrame:
+    """The partial states of ``out_rids`` merged per group in this process, as a
+    DataFrame of local rows with the table's columns."""
+    parsed = group_by.parsed()
+    columns = partial_columns(parsed)
+    read = pq.read_table(path, filters=[(OUT, "in", sorted(set(out_rids)))]) if out_rids else None
+    merged: dict[tuple, list] = {}
+    for row in read.to_pylist() if read is not None else []:
+        key = tuple(row[f"__sp_b{i}"] for i in range(len(group_by.by)))
+        states = merged.setdefault(key, [None] * sum(len(c) for c in columns))
+        k = 0
+        for (fn, _), names in zip(parsed, columns):
+            for name in names:
+                states[k] = _merge(fn if name == names[0] else "count", states[k], row[name])
+                k += 1
+    types = {f.name: f.dataType for f in rows.schema.fields}
+    fields = [T.StructField(f"__sp_b{i}", types[c]) for i, c in enumerate(group_by.by)]
+    for (fn, column), names in zip(parsed, columns):
+        kind = T.LongType() if fn == "count" else types[column]
+        if fn in ("sum", "avg") and isinstance(kind, DecimalType):  # wide enough for a sum of sums
+            kind = T.DecimalType(38, kind.scale)
+        elif fn == "sum":  # as Spark's sum: whole numbers as longs, the rest as doubles
+            kind = T.LongType() if isinstance(kind, T.IntegralType) else T.DoubleType()
+        elif fn == "avg":  # as build sums them
+            kind = T.DoubleType()
+        fields.append(T.StructField(names[0], kind))
+        fields += [T.StructField(name, T.LongType()) for name in names[1:]]
+    return rows.sparkSession.createDataFrame([k + tuple(v) for k, v in merged.items()], T.StructType(fields))
+
+
+def _merge(fn: str, state, value):
+    if value is None:
+        return state
+    if state is None:
+        return value
+    if fn in ("count", "sum", "avg"):
+        return state + value
+    return min(state, value) if fn == "min" else max(state, value)
 
 
 def _decimal_inputs(rows: DataFrame, parsed: list[tuple[str, str]]) -> set[int]:

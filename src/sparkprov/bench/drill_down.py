@@ -1,0 +1,132 @@
+"""``sparkprov bench drilldown``: what a workload's ``group_by`` costs at capture and
+saves at query time (Smoke's group-by push-down, section 6.4), on TPC-H.
+
+Per workload (a TPC-H query, and an aggregation over its lineitem lineage), in one
+Spark session:
+
+- capture: the query plain, captured with ``workload={"sources": ["lineitem"]}``, and
+  captured with the same workload plus ``group_by``, interleaved (the order rotated
+  between rounds, after a warm-up round); each capture's time over the plain run's;
+- consuming query: for every output row, the aggregation over its lineitem lineage,
+  answered by ``drill_down`` (from the stored table) and by
+  ``backward(...).groupBy(...).agg(...)`` (from the lineage), each collected, the two
+  alternated; the median time per answer of each, and whether they agree.
+
+>>> sorted(WORKLOADS)
+['q1', 'q5']
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import statistics
+import tempfile
+import time
+from pathlib import Path
+
+from . import tpch
+
+# query number, and the aggregation over lineitem the consuming queries run
+WORKLOADS: dict[str, tuple[int, dict]] = {
+    "q1": (1, {"by": ["l_shipmode", "l_shipinstruct"], "aggregates": ["count(*)", "sum(l_quantity)", "avg(l_tax)"]}),
+    "q5": (5, {"by": ["l_shipmode"], "aggregates": ["count(*)", "sum(l_extendedprice)", "max(l_discount)"]}),
+}
+
+
+def run(spark, sf: float, repeat: int, data_dir: str, names: list[str] | None = None) -> dict:
+    """Time capture with and without ``group_by``, and drill-down answers both ways;
+    returns the report."""
+    from pyspark.sql import functions as F
+
+    import sparkprov as sp
+
+    unknown = sorted(set(names or ()) - set(WORKLOADS))
+    if unknown:
+        raise ValueError(f"unknown drill-down workloads {unknown}; choose from {', '.join(WORKLOADS)}")
+    tpch.register(spark, tpch.generate(sf, data_dir))
+    work = Path(tempfile.mkdtemp(prefix="sparkprov-bench-"))
+    results = []
+    try:
+        session = sp.LineageSession(spark, store=work / "store")
+        for name in [w for w in WORKLOADS if not names or w in names]:
+            number, group_by = WORKLOADS[name]
+            text = tpch.query(number)
+            specs = {
+                "capture": {"sources": ["lineitem"]},
+                "group_by": {"sources": ["lineitem"], "group_by": {"lineitem": group_by}},
+            }
+            kinds = {
+                "plain": lambda i, t=text, n=name: spark.sql(t).write.parquet(str(work / f"plain-{n}-{i}")),
+                "capture": lambda i, t=text, n=name, w=specs["capture"]: session.capture(
+                    spark.sql(t), f"{n}-c", workload=w
+                ),
+                "group_by": lambda i, t=text, n=name, w=specs["group_by"]: session.capture(
+                    spark.sql(t), f"{n}-g", workload=w
+                ),
+            }
+            times: dict[str, list[float]] = {k: [] for k in kinds}
+            order = list(kinds)
+            for i in range(repeat + 1):
+                for kind in order[i % 3 :] + order[: i % 3]:
+                    started = time.perf_counter()
+                    kinds[kind](i)
+                    if i:  # round 0 warms every kind up
+                        times[kind].append(time.perf_counter() - started)
+                if i:
+                    print(f"{name} round {i}/{repeat}: " + ", ".join(f"{k} {times[k][-1]:.2f}s" for k in kinds))
+            cap = session.load(f"{name}-g")
+            aggregates = [F.expr(a).alias(a) for a in group_by["aggregates"]]
+            stored, traced, agree = [], [], True
+            rids = [r[0] for r in cap.output.select("_sp_rid").collect()]
+            for _ in range(repeat):
+                for rid in rids:
+                    started = time.perf_counter()
+                    fast = cap.drill_down([rid], "lineitem").collect()
+                    stored.append(time.perf_counter() - started)
+                    started = time.perf_counter()
+                    slow = cap.backward([rid], "lineitem").groupBy(*group_by["by"]).agg(*aggregates).collect()
+                    traced.append(time.perf_counter() - started)
+                    agree = agree and sorted(map(tuple, fast), key=repr) == sorted(map(tuple, slow), key=repr)
+            plain = statistics.median(times["plain"])
+            results.append(
+                {
+                    "workload": name,
+                    "query": number,
+                    "group_by": group_by,
+                    "output_rows": len(rids),
+                    "seconds": {k: [round(t, 3) for t in ts] for k, ts in times.items()},
+                    "capture_ratio": round(statistics.median(times["capture"]) / plain, 3),
+                    "group_by_ratio": round(statistics.median(times["group_by"]) / plain, 3),
+                    "drill_down_ms": round(1000 * statistics.median(stored), 1),
+                    "backward_group_by_ms": round(1000 * statistics.median(traced), 1),
+                    "answers_agree": agree,
+                }
+            )
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    return {"suite": "drilldown", "sf": sf, "repeat": repeat, "workloads": results}
+
+
+def main(args: argparse.Namespace) -> int:
+    if args.repeat < 1:
+        raise ValueError("--repeat must be at least 1")
+    from ..local import local_session
+
+    spark = local_session("sparkprov-bench-drilldown", shuffle_partitions=8, driver_memory="6g")
+    try:
+        names = [w.strip() for w in args.workloads.split(",") if w.strip()] if args.workloads else None
+        report = run(spark, args.sf, args.repeat, args.data, names)
+    finally:
+        spark.stop()
+    print(f"\nTPC-H SF {args.sf}, {args.repeat} rounds; capture time / plain, and one output row's drill-down")
+    for r in report["workloads"]:
+        print(
+            f"  {r['workload']:<4} capture {r['capture_ratio']:.2f}, with group_by {r['group_by_ratio']:.2f}   "
+            f"drill_down {r['drill_down_ms']:.0f} ms, backward + group by {r['backward_group_by_ms']:.0f} ms   "
+            f"({r['output_rows']} rows; answers agree: {r['answers_agree']})"
+        )
+    if args.json_out:
+        Path(args.json_out).write_text(json.dumps(report, indent=1))
+    return 0
