@@ -246,12 +246,13 @@ class Capture:
                 f"workload={{'sources': [..., {source!r}], 'group_by': {{{source!r}: [columns]}}}}"
             )
         warn_restricted(self._entry, [source])
-        out_rids = trace.rid_set(rows, self._output(), f"the output of capture {self.name!r}")
+        if isinstance(rows, (str, DataFrame)):
+            out_rids = trace.rid_set(rows, self._output(), f"the output of capture {self.name!r}")
+        else:  # rids: merged in this process, whatever their number, without reading the output
+            out_rids = trace.rid_list(rows)
         path = self._drill_table(source, group_by)
-        rows_of = self._source_rows(source)
-        return drill_down.answer(
-            path, rows_of, group_by, out_rids, lambda: trace.backward(self.pairs(source), out_rids, rows_of)
-        )
+        traced = lambda: trace.backward(self.pairs(source), out_rids, self._source_rows(source))  # noqa: E731
+        return drill_down.answer(self._session.spark, path, group_by, out_rids, traced)
 
     def _drill_table(self, source: str, group_by) -> Path:
         """The drill-down table of ``source``, built now if it is not there yet (a lazy

@@ -87,52 +87,57 @@ def build(pairs: DataFrame, rows: DataFrame, group_by: GroupBy, path: Path) -> N
     keys = [OUT] + [f"__sp_b{i}" for i in range(len(group_by.by))]
     table = joined.groupBy(*keys).agg(*states)
     counted = pairs.agg(F.count(F.lit(1)), F.countDistinct(IN)).first()
+    # the result types, so that answers need not read the source to know them: those
+    # the aggregation gives over the rows, the sums an average divides, the columns'
+    needed = dict.fromkeys([*group_by.by, *(c for _, c in parsed if c != "*")])
+    types = {
+        "direct": rows.groupBy().agg(*[F.expr(a) for a in group_by.aggregates]).schema.json(),
+        "sums": rows.groupBy()
+        .agg(*[F.sum(F.col(quoted(c))) if f == "avg" else F.lit(0) for f, c in parsed])
+        .schema.json(),
+        "columns": T.StructType([rows.schema[c] for c in needed]).json(),
+    }
     tmp = path.parent / f".{path.name}-{uuid.uuid4().hex}"
     table.write.parquet(str(tmp))
-    (tmp / _META).write_text(json.dumps({"disjoint": counted[0] == counted[1], **group_by.to_json()}))
+    (tmp / _META).write_text(json.dumps({"disjoint": counted[0] == counted[1], **group_by.to_json(), **types}))
     path.parent.mkdir(parents=True, exist_ok=True)
     publish_dir(tmp, path)
     shutil.rmtree(tmp, ignore_errors=True)  # a concurrent builder won: its table stands
 
 
-def answer(
-    path: Path, rows: DataFrame, group_by: GroupBy, out_rids: RidSet, traced: Callable[[], DataFrame]
-) -> DataFrame:
+def answer(spark, path: Path, group_by: GroupBy, out_rids: RidSet, traced: Callable[[], DataFrame]) -> DataFrame:
     """``group_by``'s aggregation over the backward lineage of ``out_rids``: from the
     table at ``path`` when its partial states combine exactly, else over ``traced()``
-    (the source rows behind them). ``rows``: the source's rows, for result types.
+    (the source rows behind them).
 
     Rids given as a list are answered in this process: the table's rows for them are
     read with pyarrow (its row groups located by ``out_rid``) and merged here, and
     Spark only casts the merged states (a local relation, no job until read)."""
-    one_row = isinstance(out_rids, list) and len(set(out_rids)) <= 1
-    if not (one_row or json.loads((path / _META).read_text())["disjoint"]):
+    meta = json.loads((path / _META).read_text())
+    if not (meta["disjoint"] or (isinstance(out_rids, list) and len(set(out_rids)) <= 1)):
         log.info("sparkprov: source rows behind several output rows overlap: drill-down computed from the lineage")
         return group_by.aggregated(traced())
     parsed = group_by.parsed()
-    keys = [f"__sp_b{i}" for i in range(len(group_by.by))]
     if isinstance(out_rids, list):
-        merged = _merged_here(path, rows, group_by, out_rids)
+        merged = _merged_here(spark, path, group_by, out_rids, meta)
     else:
-        table = rows.sparkSession.read.parquet(str(path))
+        table = spark.read.parquet(str(path))
         table = table.join(out_rids.select(F.col(RID).alias(OUT)).distinct(), OUT, "left_semi")
         states = [
             (F.sum if fn in ("count", "sum", "avg") else getattr(F, fn))(F.col(name)).alias(name)
             for (fn, _), names in zip(parsed, partial_columns(parsed))
             for name in names
         ]
-        merged = table.groupBy(*keys).agg(*states)
-    return _finished(merged, rows, group_by)
+        merged = table.groupBy(*[f"__sp_b{i}" for i in range(len(group_by.by))]).agg(*states)
+    return _finished(merged, group_by, meta)
 
 
-def _finished(merged: DataFrame, rows: DataFrame, group_by: GroupBy) -> DataFrame:
+def _finished(merged: DataFrame, group_by: GroupBy, meta: dict) -> DataFrame:
     # merged states cast to the types the aggregation gives over the rows themselves (a
     # sum of sums is wider than a sum); an average divided as Spark's avg divides
-    parsed = group_by.parsed()
-    direct = rows.groupBy().agg(*[F.expr(a) for a in group_by.aggregates]).schema
-    sums = rows.groupBy().agg(*[F.sum(F.col(quoted(c))) if fn == "avg" else F.lit(0) for fn, c in parsed]).schema
+    direct, sums = T.StructType.fromJson(json.loads(meta["direct"])), T.StructType.fromJson(json.loads(meta["sums"]))
     values: list[Column] = []
-    for j, ((fn, _), names) in enumerate(zip(parsed, partial_columns(parsed))):
+    for j, ((fn, _), names) in enumerate(zip(group_by.parsed(), partial_columns(group_by.parsed()))):
         kind = direct.fields[j].dataType
         value = F.col(names[0])
         if fn == "avg":
@@ -145,7 +150,7 @@ def _finished(merged: DataFrame, rows: DataFrame, group_by: GroupBy) -> DataFram
     return merged.select(*by, *values)
 
 
-def _merged_here(path: Path, rows: DataFrame, group_by: GroupBy, out_rids: list[int]) -> DataFrame:
+def _merged_here(spark, path: Path, group_by: GroupBy, out_rids: list[int], meta: dict) -> DataFrame:
     """The partial states of ``out_rids`` merged per group in this process, as a
     DataFrame of local rows with the table's columns."""
     parsed = group_by.parsed()
@@ -160,7 +165,7 @@ def _merged_here(path: Path, rows: DataFrame, group_by: GroupBy, out_rids: list[
             for name in names:
                 states[k] = _merge(fn if name == names[0] else "count", states[k], row[name])
                 k += 1
-    types = {f.name: f.dataType for f in rows.schema.fields}
+    types = {f.name: f.dataType for f in T.StructType.fromJson(json.loads(meta["columns"])).fields}
     fields = [T.StructField(f"__sp_b{i}", types[c]) for i, c in enumerate(group_by.by)]
     for (fn, column), names in zip(parsed, columns):
         kind = T.LongType() if fn == "count" else types[column]
@@ -172,7 +177,7 @@ def _merged_here(path: Path, rows: DataFrame, group_by: GroupBy, out_rids: list[
             kind = T.DoubleType()
         fields.append(T.StructField(names[0], kind))
         fields += [T.StructField(name, T.LongType()) for name in names[1:]]
-    return rows.sparkSession.createDataFrame([k + tuple(v) for k, v in merged.items()], T.StructType(fields))
+    return spark.createDataFrame([k + tuple(v) for k, v in merged.items()], T.StructType(fields))
 
 
 def _merge(fn: str, state, value):
