@@ -80,7 +80,8 @@ def test_a_drill_down_is_the_aggregation_of_the_traced_rows(session, orders, cus
 
 
 def test_an_aggregates_groups_are_answered_from_the_stored_table_alone(session, orders, monkeypatch):
-    spec = {"sources": ["orders"], "group_by": {"orders": ["mode"]}}
+    # a column named in another case, as Spark resolves it
+    spec = {"sources": ["orders"], "group_by": {"orders": ["MODE"]}}
     cap = session.capture(orders.groupBy("cust").agg(F.count("*").alias("n")), "by_cust", workload=spec)
     want = {
         rows: _rows(cap.backward(rows, "orders").groupBy("mode").agg(F.count("*").alias("count(*)")))
@@ -96,6 +97,7 @@ def test_an_aggregates_groups_are_answered_from_the_stored_table_alone(session, 
     monkeypatch.setattr(trace, "backward", not_read)
     here = cap.drill_down([0, 1, 2], "orders")  # rids: merged in this process
     assert here.inputFiles() == [] and _rows(here) == want[(0, 1, 2)]
+    assert here.columns == ["MODE", "count(*)"]
     on_spark = cap.drill_down("n > 0", "orders")  # a predicate: merged by Spark
     assert any("/drill/" in f for f in on_spark.inputFiles()) and _rows(on_spark) == want["n > 0"]
     # and from another session, with the table kept in the store

@@ -117,7 +117,8 @@ class GroupBy:
 
     def aggregated(self, rows: DataFrame) -> DataFrame:
         """The aggregation itself over ``rows``: what a drill-down answer equals."""
-        return rows.groupBy(*[F.col(quoted(c)) for c in self.by]).agg(*[F.expr(a).alias(a) for a in self.aggregates])
+        by = [F.col(quoted(c)).alias(c) for c in self.by]  # named as declared
+        return rows.groupBy(*by).agg(*[F.expr(a).alias(a) for a in self.aggregates])
 
     def check(self, rows: DataFrame, source: str) -> None:
         """Raise a ValueError when the aggregation cannot be computed over ``rows`` (the

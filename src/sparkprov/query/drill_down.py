@@ -95,10 +95,11 @@ def build(pairs: DataFrame, rows: DataFrame, group_by: GroupBy, path: Path) -> N
         "sums": rows.groupBy()
         .agg(*[F.sum(F.col(quoted(c))) if f == "avg" else F.lit(0) for f, c in parsed])
         .schema.json(),
-        "columns": T.StructType([rows.schema[c] for c in needed]).json(),
+        "columns": T.StructType([T.StructField(c, _field(rows.schema, c).dataType) for c in needed]).json(),
     }
     tmp = path.parent / f".{path.name}-{uuid.uuid4().hex}"
-    table.write.parquet(str(tmp))
+    # sorted by output row within each file: an answer's reader skips row groups by it
+    table.sortWithinPartitions(OUT).write.parquet(str(tmp))
     (tmp / _META).write_text(json.dumps({"disjoint": counted[0] == counted[1], **group_by.to_json(), **types}))
     path.parent.mkdir(parents=True, exist_ok=True)
     publish_dir(tmp, path)
@@ -191,5 +192,12 @@ def _merge(fn: str, state, value):
 
 
 def _decimal_inputs(rows: DataFrame, parsed: list[tuple[str, str]]) -> set[int]:
-    types = {f.name: f.dataType for f in rows.schema.fields}
-    return {j for j, (_, c) in enumerate(parsed) if isinstance(types.get(c), DecimalType)}
+    return {
+        j for j, (_, c) in enumerate(parsed) if c != "*" and isinstance(_field(rows.schema, c).dataType, DecimalType)
+    }
+
+
+def _field(schema: T.StructType, name: str) -> T.StructField:
+    # Spark resolves column names without regard to case, as the workload was checked
+    exact = [f for f in schema.fields if f.name == name]
+    return (exact or [f for f in schema.fields if f.name.lower() == name.lower()])[0]
