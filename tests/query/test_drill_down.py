@@ -122,6 +122,10 @@ def test_a_drill_down_that_cannot_be_computed_is_refused_before_the_query_runs(s
         (["nope"], "workload group_by for source 'orders' cannot be computed over its rows"),
         ({"by": ["mode"], "aggregates": ["sum(mode_x)"]}, "cannot be computed over its rows"),
         ({"by": ["mode"], "aggregates": ["count(DISTINCT oid)"]}, "is not one of count"),
+        (
+            {"by": ["cust"], "aggregates": ["avg(mode)"]},
+            r"avg of column mode \(string\); sum and avg are kept for numeric",
+        ),
         ({"by": ["mode"], "aggregates": ["sum(*)"]}, "is not one of count"),
         ({"by": []}, "non-empty list of column names"),
         ({"columns": ["mode"]}, "takes a list of columns"),

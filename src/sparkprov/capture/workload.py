@@ -40,6 +40,7 @@ from dataclasses import dataclass, field
 
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
+from pyspark.sql.types import NumericType
 from pyspark.sql.utils import AnalysisException
 
 from ..errors import LineageRestricted, RestrictedLineageWarning
@@ -125,10 +126,21 @@ class GroupBy:
         source's columns: an unknown column, a type without a sum); analysis only."""
         try:
             self.aggregated(rows).schema  # noqa: B018
+            summed = [
+                (fn, c, rows.select(F.col(quoted(c))).schema[0].dataType)
+                for fn, c in self.parsed()
+                if fn in ("sum", "avg")
+            ]
         except AnalysisException as exc:
             raise ValueError(
                 f"workload group_by for source {source!r} cannot be computed over its rows: {exc}"
             ) from None
+        for fn, column, kind in summed:  # their partial sums are kept as numbers
+            if not isinstance(kind, NumericType):
+                raise ValueError(
+                    f"workload group_by for source {source!r}: {fn} of column {column} ({kind.simpleString()}); "
+                    "sum and avg are kept for numeric columns"
+                )
 
 
 def quoted(name: str) -> str:
