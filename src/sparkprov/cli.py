@@ -116,22 +116,21 @@ def build_parser() -> argparse.ArgumentParser:
     tr.add_argument("--store", default=None, help="keep the captures here and reuse them (default: a temporary store)")
     tr.add_argument("--witnesses", action="store_true", help="capture with witnesses=True and time why/how too")
     tr.add_argument("--json", dest="json_out", help="write the results as JSON to this file")
-    agg = bench_sub.add_parser(
-        "aggregates", help="what keeping rids costs an aggregate: object aggregate, rid arrays, rid ranges"
-    )
-    agg.add_argument("--sf", type=float, default=1.0, help="TPC-H scale factor (default 1)")
-    agg.add_argument("--workloads", default="", help="comma-separated: q1, q6, q18 (default: all)")
-    agg.add_argument("--repeat", type=int, default=5, help="interleaved rounds (default 5)")
-    agg.add_argument("--data", default="data/tpch", help="where TPC-H data is generated (default data/tpch)")
-    agg.add_argument("--json", dest="json_out", help="write the results as JSON to this file")
-    drill = bench_sub.add_parser(
-        "drilldown", help="a workload's group_by: its cost at capture, and drill-down answers against traces"
-    )
-    drill.add_argument("--sf", type=float, default=1.0, help="TPC-H scale factor (default 1)")
-    drill.add_argument("--workloads", default="", help="comma-separated: q1, q5 (default: all)")
-    drill.add_argument("--repeat", type=int, default=3, help="interleaved rounds (default 3)")
-    drill.add_argument("--data", default="data/tpch", help="where TPC-H data is generated (default data/tpch)")
-    drill.add_argument("--json", dest="json_out", help="write the results as JSON to this file")
+    for name, text, workloads, repeat in (
+        (
+            "aggregates",
+            "what keeping rids costs an aggregate: object aggregate, rid arrays, rid ranges",
+            "q1, q6, q18",
+            5,
+        ),
+        ("drilldown", "a workload's group_by: its cost at capture, and drill-down answers against traces", "q1, q5", 3),
+    ):
+        named = bench_sub.add_parser(name, help=text)
+        named.add_argument("--sf", type=float, default=1.0, help="TPC-H scale factor (default 1)")
+        named.add_argument("--workloads", default="", help=f"comma-separated: {workloads} (default: all)")
+        named.add_argument("--repeat", type=int, default=repeat, help=f"interleaved rounds (default {repeat})")
+        named.add_argument("--data", default="data/tpch", help="where TPC-H data is generated (default data/tpch)")
+        named.add_argument("--json", dest="json_out", help="write the results as JSON to this file")
     cov = bench_sub.add_parser("coverage", help="capture a query suite and check every answer (scoreboard)")
     cov.add_argument("--suite", choices=["tpch", "tpcds"], default="tpch")
     cov.add_argument("--sf", type=float, default=0.1, help="scale factor (default 0.1)")

@@ -37,6 +37,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from . import datagen, tpch
+from .session import run_workloads
 
 if TYPE_CHECKING:
     import argparse
@@ -153,16 +154,7 @@ def run(spark: SparkSession, sf: float, repeat: int, data_dir: str, names: list[
 
 
 def main(args: argparse.Namespace) -> int:
-    if args.repeat < 1:
-        raise ValueError("--repeat must be at least 1")
-    from ..local import local_session
-
-    spark = local_session("sparkprov-bench-aggregates", shuffle_partitions=8, driver_memory="6g")
-    try:
-        names = [w.strip() for w in args.workloads.split(",") if w.strip()] if args.workloads else None
-        report = run(spark, args.sf, args.repeat, args.data, names)
-    finally:
-        spark.stop()
+    report = run_workloads(args, "sparkprov-bench-aggregates", run)
     print(f"\nTPC-H SF {args.sf} lineitem, {args.repeat} interleaved rounds; median time / plain")
     for r in report["workloads"]:
         ratios = "   ".join(f"{v} {r['ratio'][v]:.2f}" for v in VARIANTS[1:])

@@ -27,6 +27,7 @@ import time
 from pathlib import Path
 
 from . import tpch
+from .session import run_workloads
 
 # query number, and the aggregation over lineitem the consuming queries run
 WORKLOADS: dict[str, tuple[int, dict]] = {
@@ -110,16 +111,7 @@ def run(spark, sf: float, repeat: int, data_dir: str, names: list[str] | None = 
 
 
 def main(args: argparse.Namespace) -> int:
-    if args.repeat < 1:
-        raise ValueError("--repeat must be at least 1")
-    from ..local import local_session
-
-    spark = local_session("sparkprov-bench-drilldown", shuffle_partitions=8, driver_memory="6g")
-    try:
-        names = [w.strip() for w in args.workloads.split(",") if w.strip()] if args.workloads else None
-        report = run(spark, args.sf, args.repeat, args.data, names)
-    finally:
-        spark.stop()
+    report = run_workloads(args, "sparkprov-bench-drilldown", run)
     print(f"\nTPC-H SF {args.sf}, {args.repeat} rounds; capture time / plain, and one output row's drill-down")
     for r in report["workloads"]:
         print(

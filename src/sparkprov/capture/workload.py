@@ -175,22 +175,12 @@ class Workload:
         if not names or not all(isinstance(n, str) and n for n in names):
             raise ValueError(f"workload sources must be a non-empty list of source names, not {list(sources)!r}")
         object.__setattr__(self, "sources", names)
-        where = self.where
-        if not isinstance(where, Mapping):
-            raise ValueError(f"workload where must map source names to predicates, not {where!r}")
-        outside = sorted(k for k in where if k not in names)
-        if outside:
-            raise ValueError(f"workload where names source(s) {outside} not among its sources {list(names)}")
+        where = _per_source(self.where, names, "where", "predicates")
         for name, predicate in where.items():
             if not isinstance(predicate, str) or not predicate.strip():
                 raise ValueError(f"workload where for source {name!r} must be a Spark SQL predicate, not {predicate!r}")
         object.__setattr__(self, "where", dict(where))
-        group_by = self.group_by
-        if not isinstance(group_by, Mapping):
-            raise ValueError(f"workload group_by must map source names to grouping columns, not {group_by!r}")
-        outside = sorted(k for k in group_by if k not in names)
-        if outside:
-            raise ValueError(f"workload group_by names source(s) {outside} not among its sources {list(names)}")
+        group_by = _per_source(self.group_by, names, "group_by", "grouping columns")
         object.__setattr__(self, "group_by", {k: GroupBy.of(v) for k, v in group_by.items()})
 
     @classmethod
@@ -209,6 +199,16 @@ class Workload:
                 raise ValueError("a workload declares 'sources': the sources traces will reach")
             return cls(**value)
         raise ValueError(f"workload must be a Workload or a dict, not {type(value).__name__}")
+
+
+def _per_source(value: object, names: tuple[str, ...], field: str, what: str) -> Mapping:
+    """``value``, a workload field mapping some of ``names`` to ``what``, checked."""
+    if not isinstance(value, Mapping):
+        raise ValueError(f"workload {field} must map source names to {what}, not {value!r}")
+    outside = sorted(k for k in value if k not in names)
+    if outside:
+        raise ValueError(f"workload {field} names source(s) {outside} not among its sources {list(names)}")
+    return value
 
 
 def no_such_source(entry: dict, source: object) -> ValueError:
