@@ -27,6 +27,7 @@ from typing import Any
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.types import StructType
+from pyspark.sql.utils import AnalysisException
 
 from .capture import later, row_lineage
 from .capture.lineage import IN, OUT, PAIRS_SCHEMA, SHARED_SCHEMA, SRC, expand_shared
@@ -37,7 +38,7 @@ from .capture.sources import RID, SourceInfo, read_source
 from .capture.workload import Workload, no_such_source, refuse_forward, restriction, warn_restricted
 from .local import region_hint
 from .plan.catalyst import Bridge
-from .query import drill_down, engines, trace
+from .query import drill_down, engines, partitioned, trace
 from .query.embedded import EmbeddedEngine, EmbeddedUnsupported
 from .query.navigation import LineageCursor, Point
 from .query.provenance import Polynomial, polynomials
@@ -188,7 +189,12 @@ class Capture:
         return time.perf_counter() - started
 
     def backward(
-        self, rows: RowsArg, source: str | None = None, end_to_end: bool = False, engine: str = "auto"
+        self,
+        rows: RowsArg,
+        source: str | None = None,
+        end_to_end: bool = False,
+        engine: str = "auto",
+        where: str | None = None,
     ) -> dict[str, DataFrame] | DataFrame:
         """Input rows behind ``rows`` of the output.
 
@@ -201,8 +207,17 @@ class Capture:
         ``engine``: ``"auto"`` answers a trace of rids or a predicate in this process
         (the embedded engine) when the answer is small, and with Spark otherwise;
         ``"spark"`` or ``"embedded"`` force one. Both give the same rows.
+
+        ``where`` (with ``source``): only the source rows that satisfy this predicate
+        (Spark SQL over the source's columns). When the capture's workload partitioned
+        the source's lineage by a column (``partition_by``) and the predicate reads that
+        column alone, only the partitions it keeps are read; the answer is on Spark.
+
+        >>> cap.backward("region = 'EU'", "orders", where="status = 'returned'")  # doctest: +SKIP
         """
         engines.check_engine(engine)
+        if where is not None:
+            return self._backward_where(rows, source, end_to_end, where)
         if source is not None and not end_to_end:
             self._check_source(source)
         warn_restricted(self._entry, [source] if source is not None else list(self._infos))
@@ -221,6 +236,37 @@ class Capture:
                     raise ValueError(f"no source {source!r} end to end; sources: {', '.join(result)}")
                 return result[source]
         return result[source] if source is not None else result
+
+    def _backward_where(self, rows: RowsArg, source: str | None, end_to_end: bool, where: str) -> DataFrame:
+        if source is None or end_to_end:
+            raise ValueError("where filters one source's rows: give source, without end_to_end")
+        if not isinstance(where, str) or not where.strip():
+            raise ValueError(f"where must be a Spark SQL predicate over the source's columns, not {where!r}")
+        self._check_source(source)
+        warn_restricted(self._entry, [source])
+        source_rows = self._source_rows(source)
+        try:
+            kept = source_rows.where(where)
+            kept.schema  # noqa: B018 - resolves the predicate now, to fail early
+        except AnalysisException as exc:
+            raise ValueError(f"cannot evaluate predicate {where!r} on source {source!r}: {exc}") from None
+        out_rids = trace.rid_set(rows, self._output(), f"the output of capture {self.name!r}")
+        pairs = None
+        if partitioned.column(self._entry, source) is not None:
+            pairs = partitioned.pairs_where(self._session.spark, self._partitioned(source), where)
+        if pairs is None:  # not partitioned, or by another column: every pair is read
+            pairs = self.pairs(source)
+        return trace.backward(pairs, out_rids, kept)
+
+    def _partitioned(self, source: str) -> Path:
+        """The partitioned pairs of ``source``, built now if they are not there yet (a
+        lazy capture's, with its lineage)."""
+        path = partitioned.table_path(self._entry, source)
+        if not path.is_dir():
+            partitioned.build(
+                self.pairs(source), self._source_rows(source), partitioned.column(self._entry, source), path
+            )
+        return path
 
     def drill_down(self, rows: RowsArg, source: str) -> DataFrame:
         """The aggregation the capture's workload declared for ``source`` (``group_by``)
@@ -557,7 +603,10 @@ class LineageSession:
         capture (Spark SQL over the source's columns): only its rows that satisfy it
         keep lineage, so less is collected and stored; backward answers to it hold
         those rows alone (with a ``RestrictedLineageWarning``) and a forward trace from
-        it raises ``LineageRestricted``. ``"group_by": {source: [columns]}`` (or
+        it raises ``LineageRestricted``. ``"partition_by": {source: column}`` keeps
+        that source's lineage partitioned by the column's value, so a backward trace
+        with a ``where`` on that column (a value picked at query time) reads only its
+        partitions. ``"group_by": {source: [columns]}`` (or
         ``{source: {"by": [...], "aggregates": ["sum(c)", ...]}}``; ``count(*)`` by
         default; count, sum, min, max and avg) declares an aggregation the consuming
         queries run over the backward lineage: capture computes it per output row, and
@@ -598,8 +647,9 @@ class LineageSession:
         )
         if chosen is not None and strategy != "lazy":  # lazy builds them with its lineage, on first use
             for source, group_by in chosen.group_by.items():
-                if source in cap._infos:
-                    cap._drill_table(source, group_by)
+                cap._drill_table(source, group_by)
+            for source in chosen.partition_by:
+                cap._partitioned(source)
         return cap
 
     def checkpoint(self, df: DataFrame, name: str) -> DataFrame:

@@ -43,7 +43,7 @@ from .lineage import (
 )
 from .rewrite import PRUNED, Rewriter, Slot
 from .sources import RID, ROW_BITS
-from .workload import Workload
+from .workload import Workload, check_partition_column
 
 log = logging.getLogger("sparkprov")
 
@@ -152,22 +152,31 @@ def _capture_into(
         order_when_read=write is None,
     )
     group_by = workload.group_by if workload else {}
+    partition_by = workload.partition_by if workload else {}
 
-    def check_group_by() -> None:  # the sources' columns are known once the plan is read
+    def check_columns() -> None:  # the sources' columns are known once the plan is read
         for use in rewriter.sources:
-            if use.info.name in group_by and use.info.kind != PRUNED:
-                group_by[use.info.name].check(bridge.to_dataframe(use.leaf), use.info.name)
+            name = use.info.name
+            if use.info.kind != PRUNED and (name in group_by or name in partition_by):
+                rows = bridge.to_dataframe(use.leaf)
+                if name in group_by:
+                    group_by[name].check(rows, name)
+                if name in partition_by:
+                    check_partition_column(rows, name, partition_by[name])
 
     try:
         if strategy == "lazy" and not witnesses:  # the query as it is; lineage when first needed
-            entry = _run_plain(bridge, name, capture_id, data, df, rewriter, write, check_group_by)
+            entry = _run_plain(bridge, name, capture_id, data, df, rewriter, write, check_columns)
             later.remember(capture_id, later.Pending(bridge, df, rewriter))
         else:
             out = _rewrite(bridge, df, rewriter)
-            check_group_by()
+            check_columns()
             entry = _run_rewritten(bridge, name, capture_id, data, out, rewriter, write, witnesses)
-        if group_by:  # the tables are built once committed (query/drill_down.py)
+        # the tables are built once committed (query/drill_down.py, query/partitioned.py)
+        if group_by:
             entry["workload"]["group_by"] = {k: v.to_json() for k, v in group_by.items()}
+        if partition_by:
+            entry["workload"]["partition_by"] = dict(partition_by)
         if leaves is not None:
             leaves.update({use.info.name: (use.key, use.leaf) for use in rewriter.sources})
         return entry

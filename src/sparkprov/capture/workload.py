@@ -12,6 +12,11 @@ A declared workload lets capture skip what no query will read:
   predicate) and says so; a forward trace from it is refused, since rows that fail the
   predicate have no lineage left to follow.
 
+- ``partition_by``: per source, the column the consuming queries' parameterized
+  predicates test (Smoke's data skipping: a slider, a facet). Capture keeps that
+  source's backward lineage partitioned by the column's value
+  (``query/partitioned.py``), so ``Capture.backward(rows, source, where=...)`` with a
+  predicate on that column reads only the partitions it selects.
 - ``group_by``: per source, the grouping columns (and aggregates, ``count(*)`` by
   default) of an aggregation the consuming queries run over its backward lineage
   (Smoke's group-by push-down, for drill-down and cross-filtering). Capture stores,
@@ -40,12 +45,24 @@ from dataclasses import dataclass, field
 
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
-from pyspark.sql.types import NumericType
+from pyspark.sql.types import (
+    BooleanType,
+    ByteType,
+    DateType,
+    IntegerType,
+    LongType,
+    NumericType,
+    ShortType,
+    StringType,
+)
 from pyspark.sql.utils import AnalysisException
 
 from ..errors import LineageRestricted, RestrictedLineageWarning
 
-FIELDS = ("sources", "where", "group_by")
+FIELDS = ("sources", "where", "group_by", "partition_by")
+# column types whose values name a partition exactly (a directory name read back as the
+# same value): categorical columns, and numbers or dates a user has discretized
+PARTITION_TYPES = (StringType, ByteType, ShortType, IntegerType, LongType, DateType, BooleanType)
 # the aggregates whose value over a union of disjoint row sets is computed from their
 # values over each set (distributive, or algebraic as avg: a sum and a count)
 AGGREGATES = ("count", "sum", "min", "max", "avg")
@@ -166,6 +183,7 @@ class Workload:
     sources: Sequence[str]
     where: Mapping[str, str] = field(default_factory=dict)
     group_by: Mapping[str, GroupBy] = field(default_factory=dict)
+    partition_by: Mapping[str, str] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         sources = self.sources
@@ -182,6 +200,11 @@ class Workload:
         object.__setattr__(self, "where", dict(where))
         group_by = _per_source(self.group_by, names, "group_by", "grouping columns")
         object.__setattr__(self, "group_by", {k: GroupBy.of(v) for k, v in group_by.items()})
+        partition_by = _per_source(self.partition_by, names, "partition_by", "a column")
+        for name, column in partition_by.items():
+            if not isinstance(column, str) or not column:
+                raise ValueError(f"workload partition_by for source {name!r} must be one column name, not {column!r}")
+        object.__setattr__(self, "partition_by", dict(partition_by))
 
     @classmethod
     def of(cls, value: Workload | Mapping | None) -> Workload | None:
@@ -199,6 +222,20 @@ class Workload:
                 raise ValueError("a workload declares 'sources': the sources traces will reach")
             return cls(**value)
         raise ValueError(f"workload must be a Workload or a dict, not {type(value).__name__}")
+
+
+def check_partition_column(rows: DataFrame, source: str, column: str) -> None:
+    """Raise a ValueError unless ``column`` is one of ``rows``' columns with values that
+    name a partition exactly (``PARTITION_TYPES``); analysis only."""
+    try:
+        kind = rows.select(F.col(quoted(column))).schema[0].dataType
+    except AnalysisException as exc:
+        raise ValueError(f"workload partition_by for source {source!r}: {exc}") from None
+    if not isinstance(kind, PARTITION_TYPES):
+        raise ValueError(
+            f"workload partition_by for source {source!r}: column {column} is {kind.simpleString()}; "
+            "partition by a string, whole-number, date or boolean column (discretize others first)"
+        )
 
 
 def _per_source(value: object, names: tuple[str, ...], field: str, what: str) -> Mapping:
