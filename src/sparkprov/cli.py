@@ -123,7 +123,7 @@ def build_parser() -> argparse.ArgumentParser:
             "q1, q6, q18",
             5,
         ),
-        ("drilldown", "a workload's group_by: its cost at capture, and drill-down answers against traces", "q1, q5", 3),
+        ("drilldown", "a workload's group_by and partition_by: capture cost, answers against traces", "q1, q5", 3),
     ):
         named = bench_sub.add_parser(name, help=text)
         named.add_argument("--sf", type=float, default=1.0, help="TPC-H scale factor (default 1)")
