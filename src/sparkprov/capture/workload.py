@@ -171,6 +171,9 @@ class Workload:
     reach (backward to them, or forward from them); the others keep no lineage.
     ``where`` maps some of those sources to the predicate their traced rows will be
     filtered by: only rows that satisfy it keep lineage (backward traces only).
+    ``group_by`` maps some of them to an aggregation drill-downs run over their traced
+    rows (``GroupBy``, or its columns), ``partition_by`` to the column predicates
+    picked at query time will test.
 
     >>> Workload(sources=["lineitem"]).sources
     ('lineitem',)
@@ -216,7 +219,7 @@ class Workload:
             if unknown:
                 raise ValueError(
                     f"unknown workload field(s) {sorted(unknown)}; a workload declares 'sources' and may "
-                    "declare 'where' and 'group_by'"
+                    "declare 'where', 'group_by' and 'partition_by'"
                 )
             if "sources" not in value:
                 raise ValueError("a workload declares 'sources': the sources traces will reach")
