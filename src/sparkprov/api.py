@@ -34,7 +34,7 @@ from .capture.lineage import IN, OUT, PAIRS_SCHEMA, SHARED_SCHEMA, SRC, expand_s
 from .capture.marks import capture_marks
 from .capture.rewrite import STRATEGIES
 from .capture.run import Write, run_capture
-from .capture.sources import RID, SourceInfo, read_source
+from .capture.sources import RID, SourceInfo, check_unchanged, read_source
 from .capture.workload import Workload, no_such_source, refuse_forward, restriction, warn_restricted
 from .local import region_hint
 from .plan.catalyst import Bridge
@@ -292,6 +292,8 @@ class Capture:
                 f"workload={{'sources': [..., {source!r}], 'group_by': {{{source!r}: [columns]}}}}"
             )
         warn_restricted(self._entry, [source])
+        # the stored aggregates hold the rows as captured: a changed source is said, as a trace says it
+        check_unchanged(self._session._bridge, self._infos[source])
         if isinstance(rows, (str, DataFrame)):
             out_rids = trace.rid_set(rows, self._output(), f"the output of capture {self.name!r}")
         else:  # rids: merged in this process, whatever their number, without reading the output

@@ -149,3 +149,15 @@ def test_tpch_q1_drills_down_by_ship_mode(spark, tpch_dir, tmp_path):
     for rows in ("l_returnflag = 'R'", [0, 1, 2, 3]):
         want = cap.backward(rows, "lineitem").groupBy("l_shipmode").agg(*[F.expr(a).alias(a) for a in aggregates])
         assert _rows(cap.drill_down(rows, "lineitem")) == _rows(want)
+
+
+def test_a_source_changed_after_capture_is_said(spark, session, tmp_path):
+    path = str(tmp_path / "orders.parquet")
+    spark.createDataFrame([(i, str(i % 2)) for i in range(10)], "oid long, mode string").write.parquet(path)
+    orders = session.source(spark.read.parquet(path), "orders")
+    spec = {"sources": ["orders"], "group_by": {"orders": ["mode"]}}
+    cap = session.capture(orders.groupBy("mode").count(), "counts", workload=spec)
+    assert _rows(cap.drill_down([0, 1], "orders")) == [("0", 5), ("1", 5)]
+    spark.createDataFrame([(99, "1")], "oid long, mode string").write.mode("append").parquet(path)
+    with pytest.raises(sp.SourceChanged, match="source 'orders' changed after capture"):
+        cap.drill_down([0, 1], "orders")
