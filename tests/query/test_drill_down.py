@@ -161,3 +161,12 @@ def test_a_source_changed_after_capture_is_said(spark, session, tmp_path):
     spark.createDataFrame([(99, "1")], "oid long, mode string").write.mode("append").parquet(path)
     with pytest.raises(sp.SourceChanged, match="source 'orders' changed after capture"):
         cap.drill_down([0, 1], "orders")
+
+
+def test_nan_is_the_highest_double_as_in_spark(spark, session):
+    rows = [(0, "a", 1.0), (1, "a", float("nan")), (2, "b", 2.0), (3, "b", 3.0)]
+    orders = session.source(spark.createDataFrame(rows, "oid long, mode string, w double"), "orders")
+    spec = {"sources": ["orders"], "group_by": {"orders": {"by": ["mode"], "aggregates": ["min(w)", "max(w)"]}}}
+    cap = session.capture(orders.groupBy("oid").count(), "by_oid", workload=spec)
+    got = {r["mode"]: (r["min(w)"], r["max(w)"]) for r in cap.drill_down([0, 1, 2, 3], "orders").collect()}
+    assert got["a"][0] == 1.0 and math.isnan(got["a"][1]) and got["b"] == (2.0, 3.0)

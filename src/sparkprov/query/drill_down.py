@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import json
 import logging
+import math
 import shutil
 import uuid
 from collections.abc import Callable
@@ -188,6 +189,11 @@ def _merge(fn: str, state, value):
         return value
     if fn in ("count", "sum", "avg"):
         return state + value
+    if isinstance(state, float) and (math.isnan(state) or math.isnan(value)):  # Spark orders NaN above every number
+        if math.isnan(state) and math.isnan(value):
+            return state
+        high, low = (state, value) if math.isnan(state) else (value, state)
+        return low if fn == "min" else high
     return min(state, value) if fn == "min" else max(state, value)
 
 

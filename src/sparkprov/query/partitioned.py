@@ -6,7 +6,7 @@ as Parquet partitioned by the value (one directory per value, each file sorted b
 output row). A backward trace with a predicate on that column alone
 (``Capture.backward(rows, source, where="l_shipmode = 'AIR'")``, a parameterized
 predicate whose value the user picks) reads only the directories the predicate keeps:
-Spark prunes the others from the listing before reading anything. Its answer is the
+Spark prunes the others before opening any of their files. Its answer is the
 same rows as ``backward(rows, source)`` filtered by the predicate.
 
 Layout: ``<capture data>/partitioned/<source number>/__sp_p=<value>/``, Parquet with
