@@ -27,7 +27,7 @@ Both directions share one pair table (the forward index is built from it on the 
 forward trace), so there is no direction to prune at capture.
 
 >>> Workload.of({"sources": ["orders"]})
-Workload(sources=('orders',), where={}, group_by={})
+Workload(sources=('orders',), where={}, group_by={}, partition_by={})
 >>> Workload.of({"sources": ["lineitem"], "where": {"lineitem": "l_shipmode = 'AIR'"}}).where
 {'lineitem': "l_shipmode = 'AIR'"}
 >>> Workload.of(None) is None
