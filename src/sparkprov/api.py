@@ -20,6 +20,7 @@ import os
 import re
 import time
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -259,14 +260,9 @@ class Capture:
         return trace.backward(pairs, out_rids, kept)
 
     def _partitioned(self, source: str) -> Path:
-        """The partitioned pairs of ``source``, built now if they are not there yet (a
-        lazy capture's, with its lineage)."""
-        path = partitioned.table_path(self._entry, source)
-        if not path.is_dir():
-            partitioned.build(
-                self.pairs(source), self._source_rows(source), partitioned.column(self._entry, source), path
-            )
-        return path
+        """The partitioned pairs of ``source`` (built now if they are not there yet)."""
+        column = partitioned.column(self._entry, source)
+        return self._kept(source, partitioned.table_path(self._entry, source), partitioned.build, column)
 
     def drill_down(self, rows: RowsArg, source: str) -> DataFrame:
         """The aggregation the capture's workload declared for ``source`` (``group_by``)
@@ -303,11 +299,15 @@ class Capture:
         return drill_down.answer(self._session.spark, path, group_by, out_rids, traced)
 
     def _drill_table(self, source: str, group_by) -> Path:
-        """The drill-down table of ``source``, built now if it is not there yet (a lazy
-        capture's, with its lineage)."""
-        path = drill_down.table_path(self._entry, source)
+        """The drill-down table of ``source`` (built now if it is not there yet)."""
+        return self._kept(source, drill_down.table_path(self._entry, source), drill_down.build, group_by)
+
+    def _kept(self, source: str, path: Path, build: Callable[..., None], spec: Any) -> Path:
+        """``path``, a table a workload keeps beside ``source``'s lineage, made by
+        ``build(pairs, source rows, spec, path)`` if it is not there yet: at capture, or
+        for a lazy capture with its lineage on first use."""
         if not path.is_dir():
-            drill_down.build(self.pairs(source), self._source_rows(source), group_by, path)
+            build(self.pairs(source), self._source_rows(source), spec, path)
         return path
 
     def _through_writers(self, traced: dict[str, DataFrame]) -> dict[str, DataFrame]:

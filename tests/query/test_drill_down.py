@@ -26,21 +26,7 @@ AGGREGATES = [
 ]
 
 
-@pytest.fixture
-def orders(spark, session):
-    # a NULL grouping value every seventh row; decimals and doubles to sum and average
-    rows = [(i, i % 5, None if i % 7 == 0 else str(i % 3), Decimal(i) * Decimal("1.25"), i / 3) for i in range(60)]
-    schema = "oid long, cust long, mode string, price decimal(10, 2), w double"
-    return session.source(spark.createDataFrame(rows, schema), "orders")
-
-
-@pytest.fixture
-def customers(spark, session):
-    rows = [(i, str(i % 2)) for i in range(5)]
-    return session.source(spark.createDataFrame(rows, "cust long, region string"), "customers")
-
-
-def _rows(df) -> list[tuple]:
+def sorted_rows(df) -> list[tuple]:
     return sorted((tuple(r) for r in df.collect()), key=repr)
 
 
@@ -63,7 +49,7 @@ def _expected(cap, rows):
 
 
 @pytest.mark.parametrize("strategy", ["auto", "logical", "lazy"])
-def test_a_drill_down_is_the_aggregation_of_the_traced_rows(session, orders, customers, strategy):
+def test_a_drill_down_is_the_aggregation_of_the_tracedsorted_rows(session, orders, customers, strategy):
     query = orders.join(customers, "cust").groupBy("region").agg(F.sum("price").alias("total"))
     spec = {"sources": ["orders"], "group_by": {"orders": {"by": ["mode"], "aggregates": AGGREGATES}}}
     cap = session.capture(query, f"by_region_{strategy}", strategy=strategy, workload=spec)
@@ -71,7 +57,7 @@ def test_a_drill_down_is_the_aggregation_of_the_traced_rows(session, orders, cus
         got = cap.drill_down(rows, "orders")
         assert [f.name for f in got.schema.fields] == ["mode", *AGGREGATES]
         assert [f.dataType for f in got.schema.fields] == [f.dataType for f in _expected(cap, rows).schema.fields]
-        assert _same(_rows(got), _rows(_expected(cap, rows))), rows
+        assert _same(sorted_rows(got), sorted_rows(_expected(cap, rows))), rows
     # the NULL mode is a group of its own; the decimal average is Spark's, to the digit
     everything = {r["mode"]: r for r in cap.drill_down("total > 0", "orders").collect()}
     assert everything[None]["count(*)"] == 9 and everything[None]["count(mode)"] == 0
@@ -84,7 +70,7 @@ def test_an_aggregates_groups_are_answered_from_the_stored_table_alone(session, 
     spec = {"sources": ["orders"], "group_by": {"orders": ["MODE"]}}
     cap = session.capture(orders.groupBy("cust").agg(F.count("*").alias("n")), "by_cust", workload=spec)
     want = {
-        rows: _rows(cap.backward(rows, "orders").groupBy("mode").agg(F.count("*").alias("count(*)")))
+        rows: sorted_rows(cap.backward(rows, "orders").groupBy("mode").agg(F.count("*").alias("count(*)")))
         for rows in ((0, 1, 2), "n > 0")
     }
 
@@ -96,13 +82,13 @@ def test_an_aggregates_groups_are_answered_from_the_stored_table_alone(session, 
     monkeypatch.setattr(sp.Capture, "pairs", not_read)
     monkeypatch.setattr(trace, "backward", not_read)
     here = cap.drill_down([0, 1, 2], "orders")  # rids: merged in this process
-    assert here.inputFiles() == [] and _rows(here) == want[(0, 1, 2)]
+    assert here.inputFiles() == [] and sorted_rows(here) == want[(0, 1, 2)]
     assert here.columns == ["MODE", "count(*)"]
     on_spark = cap.drill_down("n > 0", "orders")  # a predicate: merged by Spark
-    assert any("/drill/" in f for f in on_spark.inputFiles()) and _rows(on_spark) == want["n > 0"]
+    assert any("/drill/" in f for f in on_spark.inputFiles()) and sorted_rows(on_spark) == want["n > 0"]
     # and from another session, with the table kept in the store
     again = sp.LineageSession(session.spark, store=session.store.root).load("by_cust")
-    assert _rows(again.drill_down([0, 1, 2], "orders")) == want[(0, 1, 2)]
+    assert sorted_rows(again.drill_down([0, 1, 2], "orders")) == want[(0, 1, 2)]
 
 
 def test_rows_behind_several_outputs_are_counted_once(spark, session, orders):
@@ -113,7 +99,7 @@ def test_rows_behind_several_outputs_are_counted_once(spark, session, orders):
     cap = session.capture(orders.crossJoin(copies), "fan_out", workload=spec)
     for rows in ([0], [0, 1, 2, 3], "oid < 30"):
         want = cap.backward(rows, "orders").groupBy("mode").agg(F.count("*").alias("count(*)"))
-        assert _rows(cap.drill_down(rows, "orders")) == _rows(want)
+        assert sorted_rows(cap.drill_down(rows, "orders")) == sorted_rows(want)
 
 
 def test_a_drill_down_that_cannot_be_computed_is_refused_before_the_query_runs(session, orders):
@@ -148,7 +134,7 @@ def test_tpch_q1_drills_down_by_ship_mode(spark, tpch_dir, tmp_path):
     cap = session.capture(spark.sql(tpch.query(1)), "q1", workload=spec)
     for rows in ("l_returnflag = 'R'", [0, 1, 2, 3]):
         want = cap.backward(rows, "lineitem").groupBy("l_shipmode").agg(*[F.expr(a).alias(a) for a in aggregates])
-        assert _rows(cap.drill_down(rows, "lineitem")) == _rows(want)
+        assert sorted_rows(cap.drill_down(rows, "lineitem")) == sorted_rows(want)
 
 
 def test_a_source_changed_after_capture_is_said(spark, session, tmp_path):
@@ -157,7 +143,7 @@ def test_a_source_changed_after_capture_is_said(spark, session, tmp_path):
     orders = session.source(spark.read.parquet(path), "orders")
     spec = {"sources": ["orders"], "group_by": {"orders": ["mode"]}}
     cap = session.capture(orders.groupBy("mode").count(), "counts", workload=spec)
-    assert _rows(cap.drill_down([0, 1], "orders")) == [("0", 5), ("1", 5)]
+    assert sorted_rows(cap.drill_down([0, 1], "orders")) == [("0", 5), ("1", 5)]
     spark.createDataFrame([(99, "1")], "oid long, mode string").write.mode("append").parquet(path)
     with pytest.raises(sp.SourceChanged, match="source 'orders' changed after capture"):
         cap.drill_down([0, 1], "orders")

@@ -3,31 +3,13 @@ only the partitions the predicate keeps, and gives the rows a filtered trace giv
 
 from __future__ import annotations
 
-from decimal import Decimal
-
 import pytest
 from pyspark.sql import functions as F
 
 import sparkprov as sp
 from sparkprov.query import partitioned
 
-
-@pytest.fixture
-def orders(spark, session):
-    # a NULL mode every seventh row
-    rows = [(i, i % 5, None if i % 7 == 0 else str(i % 3), Decimal(i) * Decimal("1.25"), i / 3) for i in range(60)]
-    schema = "oid long, cust long, mode string, price decimal(10, 2), w double"
-    return session.source(spark.createDataFrame(rows, schema), "orders")
-
-
-@pytest.fixture
-def customers(spark, session):
-    rows = [(i, str(i % 2)) for i in range(5)]
-    return session.source(spark.createDataFrame(rows, "cust long, region string"), "customers")
-
-
-def _rows(df) -> list[tuple]:
-    return sorted((tuple(r) for r in df.collect()), key=repr)
+from .test_drill_down import sorted_rows
 
 
 @pytest.mark.parametrize("strategy", ["auto", "lazy"])
@@ -42,13 +24,13 @@ def test_a_trace_with_a_predicate_on_the_column_reads_its_partitions_alone(sessi
     ]
     for rows, where in cases:
         got = cap.backward(rows, "orders", where=where)
-        assert _rows(got) == _rows(cap.backward(rows, "orders").where(where)), (rows, where)
+        assert sorted_rows(got) == sorted_rows(cap.backward(rows, "orders").where(where)), (rows, where)
     # a source without partitions
     got = cap.backward([1], "customers", where="region = '1'")
-    assert _rows(got) == _rows(cap.backward([1], "customers").where("region = '1'"))
+    assert sorted_rows(got) == sorted_rows(cap.backward([1], "customers").where("region = '1'"))
     # the partitions a predicate does not keep are never opened: made unreadable, the
     # answer is the same
-    want = {rows: _rows(cap.backward(rows, "orders").where("mode = '1'")) for rows in ((0,), "total > 0")}
+    want = {rows: sorted_rows(cap.backward(rows, "orders").where("mode = '1'")) for rows in ((0,), "total > 0")}
     index = partitioned.table_path(cap._entry, "orders")
     others = [d for d in index.iterdir() if d.is_dir() and d.name != "__sp_p=1"]
     assert len(others) == 3  # 0, 2 and NULL
@@ -56,7 +38,7 @@ def test_a_trace_with_a_predicate_on_the_column_reads_its_partitions_alone(sessi
         for f in part.glob("*.parquet"):
             f.write_bytes(b"not parquet")
     for rows, rows_want in want.items():
-        assert _rows(cap.backward(rows, "orders", where="mode = '1'")) == rows_want
+        assert sorted_rows(cap.backward(rows, "orders", where="mode = '1'")) == rows_want
     with pytest.raises(Exception, match="not a Parquet file|Could not read footer|CANNOT_READ"):
         cap.backward([0], "orders", where="mode = '2'").collect()
 

@@ -15,8 +15,6 @@ and ``unique``: whether no pair can repeat (else the table is made distinct).
 
 from __future__ import annotations
 
-import shutil
-import uuid
 from collections import defaultdict
 from collections.abc import Callable
 from pathlib import Path
@@ -24,7 +22,7 @@ from pathlib import Path
 from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
-from ..store.catalog import publish_dir
+from ..store.catalog import publish_written
 from .lineage import IN, OUT, SHARED_REF, SRC, SideGraph, slots_from_json, source_pairs
 from .rewrite import Slot
 from .sources import RID
@@ -86,9 +84,9 @@ def build_locally(entry: dict, within_limit: Callable[[int], None]) -> None:
             if slot.kind == SHARED_REF:  # a reference: (out_rid, 0) under the side's number
                 ins = pa.array(np.zeros(len(outs), dtype=np.int64))
         by_source[slot.ref].append(pa.table({OUT: outs.cast(pa.int64()), IN: ins.cast(pa.int64())}))
-    tmp = path.with_name(f".{path.name}-{uuid.uuid4().hex}")
-    tmp.mkdir(parents=True)
-    try:
+
+    def write(tmp: Path) -> None:
+        tmp.mkdir(parents=True)
         for src, found in by_source.items():
             pairs = pa.concat_tables(found)
             if not kept["unique"]:
@@ -103,6 +101,5 @@ def build_locally(entry: dict, within_limit: Callable[[int], None]) -> None:
                 use_dictionary=False,
                 column_encoding={OUT: "DELTA_BINARY_PACKED", IN: "DELTA_BINARY_PACKED"},
             )
-        publish_dir(tmp, path)
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
+
+    publish_written(path, write)

@@ -23,7 +23,7 @@ from pyspark.sql import functions as F
 from pyspark.sql.types import CharType, LongType, StringType, StructField, StructType, VarcharType
 
 from ..plan.catalyst import Bridge, JPlan
-from ..store.catalog import Store, publish_dir
+from ..store.catalog import Store, publish_written
 from . import later
 from .lineage import (
     IN,
@@ -465,12 +465,7 @@ def store_lineage(spark, pairs: dict, graph: SideGraph, lineage: Path, shared: P
     its presence says both are complete. Returns the shared lineage's path, if any."""
     referenced = {-src - 1 for src in pairs if src < 0}
     if referenced:
-        tmp = shared.with_name(f".{shared.name}-{uuid.uuid4().hex}")
-        try:
-            write_shared(spark, graph, referenced, str(tmp))
-            publish_dir(tmp, shared)
-        finally:
-            shutil.rmtree(tmp, ignore_errors=True)
+        publish_written(shared, lambda tmp: write_shared(spark, graph, referenced, str(tmp)))
     publish_pairs(spark, pairs, lineage, distinct)
     return str(shared) if referenced else None
 
@@ -517,12 +512,7 @@ def publish_pairs(spark, pairs: dict[int, list[DataFrame]], path: Path, distinct
     """``write_pairs`` into a private directory beside ``path``, then renamed to it: a
     pair table built after the capture (on first use) appears whole or not at all, and
     two processes building it at once both end with one complete table."""
-    tmp = path.with_name(f".{path.name}-{uuid.uuid4().hex}")
-    try:
-        write_pairs(spark, pairs, str(tmp), distinct)
-        publish_dir(tmp, path)
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
+    publish_written(path, lambda tmp: write_pairs(spark, pairs, str(tmp), distinct))
 
 
 def _write_sides(graph: SideGraph, slots, root: Path) -> dict:

@@ -27,8 +27,6 @@ from __future__ import annotations
 import json
 import logging
 import math
-import shutil
-import uuid
 from collections.abc import Callable
 from pathlib import Path
 
@@ -41,7 +39,7 @@ from pyspark.sql.types import DecimalType
 from ..capture.lineage import IN, OUT
 from ..capture.sources import RID
 from ..capture.workload import GroupBy, quoted
-from ..store.catalog import publish_dir
+from ..store.catalog import publish_written
 from .trace import RidSet
 
 log = logging.getLogger("sparkprov")
@@ -67,9 +65,7 @@ def partial_columns(parsed: list[tuple[str, str]]) -> list[list[str]]:
 
 def build(pairs: DataFrame, rows: DataFrame, group_by: GroupBy, path: Path) -> None:
     """Write the drill-down table of ``pairs`` (``out_rid``, ``in_rid``) over the source
-    ``rows`` (with ``_sp_rid``) at ``path``, unless it is there already."""
-    if path.is_dir():
-        return
+    ``rows`` (with ``_sp_rid``) at ``path``."""
     parsed = group_by.parsed()
     decimal = _decimal_inputs(rows, parsed)
     values = [F.col(RID).alias(IN)] + [F.col(quoted(c)).alias(f"__sp_b{i}") for i, c in enumerate(group_by.by)]
@@ -98,13 +94,14 @@ def build(pairs: DataFrame, rows: DataFrame, group_by: GroupBy, path: Path) -> N
         .schema.json(),
         "columns": T.StructType([T.StructField(c, _field(rows.schema, c).dataType) for c in needed]).json(),
     }
-    tmp = path.parent / f".{path.name}-{uuid.uuid4().hex}"
-    # sorted by output row within each file: an answer's reader skips row groups by it
-    table.sortWithinPartitions(OUT).write.parquet(str(tmp))
-    (tmp / _META).write_text(json.dumps({"disjoint": counted[0] == counted[1], **group_by.to_json(), **types}))
-    path.parent.mkdir(parents=True, exist_ok=True)
-    publish_dir(tmp, path)
-    shutil.rmtree(tmp, ignore_errors=True)  # a concurrent builder won: its table stands
+    meta = {"disjoint": counted[0] == counted[1], **group_by.to_json(), **types}
+
+    def write(tmp: Path) -> None:
+        # sorted by output row within each file: an answer's reader skips row groups by it
+        table.sortWithinPartitions(OUT).write.parquet(str(tmp))
+        (tmp / _META).write_text(json.dumps(meta))
+
+    publish_written(path, write)  # a concurrent builder may win: its table stands
 
 
 def answer(spark, path: Path, group_by: GroupBy, out_rids: RidSet, traced: Callable[[], DataFrame]) -> DataFrame:
@@ -139,7 +136,8 @@ def _finished(merged: DataFrame, group_by: GroupBy, meta: dict) -> DataFrame:
     # sum of sums is wider than a sum); an average divided as Spark's avg divides
     direct, sums = T.StructType.fromJson(json.loads(meta["direct"])), T.StructType.fromJson(json.loads(meta["sums"]))
     values: list[Column] = []
-    for j, ((fn, _), names) in enumerate(zip(group_by.parsed(), partial_columns(group_by.parsed()))):
+    parsed = group_by.parsed()
+    for j, ((fn, _), names) in enumerate(zip(parsed, partial_columns(parsed))):
         kind = direct.fields[j].dataType
         value = F.col(names[0])
         if fn == "avg":

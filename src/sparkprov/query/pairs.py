@@ -16,8 +16,6 @@ pairs the first time a forward trace asks for it, and kept beside them.
 from __future__ import annotations
 
 import os
-import shutil
-import uuid
 from pathlib import Path
 
 import numpy as np
@@ -26,7 +24,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from ..capture.lineage import IN, OUT
-from ..store.catalog import publish_dir
+from ..store.catalog import publish_written
 
 FORWARD_ROW_GROUP = 128 * 1024  # rows per row group of a forward index
 
@@ -133,9 +131,9 @@ def build_forward_index(pairs: PairTable, directory: Path) -> list[str]:
     and renames it into place; the loser's rename fails and its copy is dropped.
     """
     table = pairs.read_all().sort_by([(IN, "ascending"), (OUT, "ascending")])
-    tmp = directory.with_name(f".{directory.name}.{uuid.uuid4().hex}")
-    tmp.mkdir(parents=True)
-    try:
+
+    def write(tmp: Path) -> None:
+        tmp.mkdir(parents=True)
         # sorted in_rids are mostly +1 steps: delta encoding stores them in a few bits each
         # (20 times smaller than plain values for TPC-H Q1, and faster to write)
         pq.write_table(
@@ -145,7 +143,6 @@ def build_forward_index(pairs: PairTable, directory: Path) -> list[str]:
             use_dictionary=[OUT],
             column_encoding={IN: "DELTA_BINARY_PACKED"},
         )
-        publish_dir(tmp, directory)
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
+
+    publish_written(directory, write)
     return parquet_files(directory)

@@ -20,8 +20,6 @@ back as the partition's type).
 from __future__ import annotations
 
 import json
-import shutil
-import uuid
 from pathlib import Path
 
 from pyspark.sql import DataFrame
@@ -32,7 +30,7 @@ from pyspark.sql.utils import AnalysisException
 from ..capture.lineage import IN, OUT
 from ..capture.sources import RID
 from ..capture.workload import quoted
-from ..store.catalog import publish_dir
+from ..store.catalog import publish_written
 
 PART = "__sp_p"
 _META = "_sp_partitioned.json"  # Spark skips files starting with "_"
@@ -50,20 +48,17 @@ def column(entry: dict, source: str) -> str | None:
 
 def build(pairs: DataFrame, rows: DataFrame, name: str, path: Path) -> None:
     """Write ``pairs`` (``out_rid``, ``in_rid``) partitioned by the value of column
-    ``name`` of their source row (``rows``, with ``_sp_rid``) at ``path``, unless it is
-    there already."""
-    if path.is_dir():
-        return
+    ``name`` of their source row (``rows``, with ``_sp_rid``) at ``path``."""
     values = rows.select(F.col(RID).alias(IN), F.col(quoted(name)).alias(PART))
     kind = values.schema[PART].dataType
     joined = pairs.join(values, IN).repartition(PART).sortWithinPartitions(PART, OUT)
-    tmp = path.parent / f".{path.name}-{uuid.uuid4().hex}"
-    joined.write.partitionBy(PART).parquet(str(tmp))
     typed = T.StructType([T.StructField(PART, kind)]).json()
-    (tmp / _META).write_text(json.dumps({"column": name, "type": typed}))
-    path.parent.mkdir(parents=True, exist_ok=True)
-    publish_dir(tmp, path)
-    shutil.rmtree(tmp, ignore_errors=True)  # a concurrent builder won: its table stands
+
+    def write(tmp: Path) -> None:
+        joined.write.partitionBy(PART).parquet(str(tmp))
+        (tmp / _META).write_text(json.dumps({"column": name, "type": typed}))
+
+    publish_written(path, write)  # a concurrent builder may win: its table stands
 
 
 def pairs_where(spark, path: Path, predicate: str) -> DataFrame | None:

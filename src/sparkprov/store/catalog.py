@@ -27,8 +27,10 @@ from __future__ import annotations
 import json
 import os
 import re
+import shutil
 import time
 import uuid
+from collections.abc import Callable
 from pathlib import Path
 
 from ..errors import CaptureFailed, CaptureNotFound, StoreCorrupt, StoreNotFound
@@ -47,6 +49,19 @@ def publish_dir(tmp: Path, path: Path) -> None:
     except OSError:
         if not path.is_dir():
             raise
+
+
+def publish_written(path: Path, write: Callable[[Path], None]) -> None:
+    """``write(tmp)`` fills ``tmp``, a private directory beside ``path`` (absent when
+    called: a Spark writer makes it; a pyarrow writer makes it first), which is then
+    renamed to ``path`` (``publish_dir``): ``path`` appears whole or not at all. ``tmp``
+    is removed afterwards whatever happened, so a failed or losing write leaves nothing."""
+    tmp = path.with_name(f".{path.name}-{uuid.uuid4().hex}")
+    try:
+        write(tmp)
+        publish_dir(tmp, path)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
 
 
 def check_name(name: str) -> str:
