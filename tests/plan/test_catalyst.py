@@ -2,8 +2,13 @@
 
 from __future__ import annotations
 
+import logging
+import threading
+
 import pyarrow.parquet as pq
 import pytest
+from pyspark.errors import AnalysisException
+from pyspark.logger import PySparkLogger
 from pyspark.sql import functions as F
 
 from sparkprov.capture.sources import ROW_BITS, rid_column
@@ -185,3 +190,30 @@ def test_without_the_compiled_walker_trees_are_read_node_by_node(spark, monkeypa
         bridge.prefetch(plan)
         assert _walk(bridge, plan, []) == expected
     assert "could not compile the JVM helper SparkprovTree" in caplog.text
+
+
+def test_analysis_errors_are_not_logged_from_a_quiet_block_but_still_raised(spark):
+    logged: list[logging.LogRecord] = []
+    collect = logging.Handler()
+    collect.emit = logged.append
+    logger = PySparkLogger.getLogger("DataFrameQueryContextLogger")
+    logger.addHandler(collect)
+
+    def fail() -> None:
+        with pytest.raises(AnalysisException, match="nope"):
+            spark.range(1).select(F.col("nope")).schema  # noqa: B018
+
+    try:
+        fail()
+        assert len(logged) == 1  # PySpark logs it as it raises
+        with catalyst.quiet_analysis():
+            fail()
+            # only this thread's: another thread's errors are still logged
+            other = threading.Thread(target=fail)
+            other.start()
+            other.join()
+        assert len(logged) == 2 and logged[1].thread == other.ident
+        fail()
+        assert len(logged) == 3  # the filter is gone after the block
+    finally:
+        logger.removeHandler(collect)

@@ -34,7 +34,7 @@ from pyspark.sql.types import IntegerType, StringType, StructField, StructType
 from pyspark.util import PythonEvalType
 
 from ..errors import UnsupportedOperation
-from ..plan.catalyst import Bridge, JExpr, JPlan
+from ..plan.catalyst import Bridge, JExpr, JPlan, quiet_analysis
 from . import python_functions as P
 from . import sources as S
 
@@ -709,7 +709,8 @@ class Rewriter:
         *columns, rid = df.columns
         try:
             # the leaf's columns keep their attribute ids: only the rid is replaced
-            selected = b.analyzed(df.withColumn(rid, F.when(F.expr(predicate), F.col(rid))))
+            with quiet_analysis():
+                selected = b.analyzed(df.withColumn(rid, F.when(F.expr(predicate), F.col(rid))))
         except PySparkException as exc:
             first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
             raise ValueError(

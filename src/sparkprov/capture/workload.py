@@ -58,6 +58,7 @@ from pyspark.sql.types import (
 from pyspark.sql.utils import AnalysisException
 
 from ..errors import LineageRestricted, RestrictedLineageWarning
+from ..plan.catalyst import quiet_analysis
 
 FIELDS = ("sources", "where", "group_by", "partition_by")
 # column types whose values name a partition exactly (a directory name read back as the
@@ -142,12 +143,13 @@ class GroupBy:
         """Raise a ValueError when the aggregation cannot be computed over ``rows`` (the
         source's columns: an unknown column, a type without a sum); analysis only."""
         try:
-            self.aggregated(rows).schema  # noqa: B018
-            summed = [
-                (fn, c, rows.select(F.col(quoted(c))).schema[0].dataType)
-                for fn, c in self.parsed()
-                if fn in ("sum", "avg")
-            ]
+            with quiet_analysis():
+                self.aggregated(rows).schema  # noqa: B018
+                summed = [
+                    (fn, c, rows.select(F.col(quoted(c))).schema[0].dataType)
+                    for fn, c in self.parsed()
+                    if fn in ("sum", "avg")
+                ]
         except AnalysisException as exc:
             raise ValueError(
                 f"workload group_by for source {source!r} cannot be computed over its rows: {exc}"
@@ -231,7 +233,8 @@ def check_partition_column(rows: DataFrame, source: str, column: str) -> None:
     """Raise a ValueError unless ``column`` is one of ``rows``' columns with values that
     name a partition exactly (``PARTITION_TYPES``); analysis only."""
     try:
-        kind = rows.select(F.col(quoted(column))).schema[0].dataType
+        with quiet_analysis():
+            kind = rows.select(F.col(quoted(column))).schema[0].dataType
     except AnalysisException as exc:
         raise ValueError(f"workload partition_by for source {source!r}: {exc}") from None
     if not isinstance(kind, PARTITION_TYPES):

@@ -18,6 +18,7 @@ Supported: PySpark 4.3 in classic mode (not Spark Connect).
 from __future__ import annotations
 
 import json
+import logging
 import re
 import threading
 from collections.abc import Callable, Iterator
@@ -25,6 +26,7 @@ from contextlib import contextmanager
 from typing import Any
 
 from py4j.java_gateway import JavaClass, JavaObject, JavaPackage, JVMView
+from pyspark.logger import PySparkLogger
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.types import StructType
 
@@ -193,6 +195,41 @@ class _Looked:
 
     def __call__(self, *args: Any) -> Any:  # a class's constructor
         return self._target(*args)
+
+
+# PySpark 4 logs an ERROR, with its stack, for every analysis error raised with a query
+# context (``PySparkException._log_exception``), before the caller can handle it
+_QUERY_CONTEXT_LOGGERS = ("DataFrameQueryContextLogger", "SQLQueryContextLogger")
+
+
+class _OtherThreads(logging.Filter):
+    def __init__(self) -> None:
+        super().__init__()
+        self.thread = threading.get_ident()
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return record.thread != self.thread
+
+
+@contextmanager
+def quiet_analysis() -> Iterator[None]:
+    """A block in which the analysis errors PySpark logs as it raises them are not
+    logged from this thread: for probes (a user's predicate, a workload's column) whose
+    failure sparkprov reports itself, as one error naming what was wrong.
+
+    >>> with quiet_analysis():
+    ...     pass
+    """
+    quiet = _OtherThreads()
+    # made as PySpark makes them: a plain logger of that name would not take its arguments
+    loggers = [PySparkLogger.getLogger(name) for name in _QUERY_CONTEXT_LOGGERS]
+    for logger in loggers:
+        logger.addFilter(quiet)
+    try:
+        yield
+    finally:
+        for logger in loggers:
+            logger.removeFilter(quiet)
 
 
 def spark_version(spark: SparkSession) -> tuple[int, int]:

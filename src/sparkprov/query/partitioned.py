@@ -30,6 +30,7 @@ from pyspark.sql.utils import AnalysisException
 from ..capture.lineage import IN, OUT
 from ..capture.sources import RID
 from ..capture.workload import quoted
+from ..plan.catalyst import quiet_analysis
 from ..store.catalog import publish_written
 
 PART = "__sp_p"
@@ -71,7 +72,8 @@ def pairs_where(spark, path: Path, predicate: str) -> DataFrame | None:
     # the partition type comes from the schema given, not from the directory names
     index = spark.read.schema(schema).parquet(str(path)).withColumnRenamed(PART, meta["column"])
     try:  # resolved against the partition column alone: it must read no other column
-        index.select(quoted(meta["column"])).where(predicate).schema  # noqa: B018
+        with quiet_analysis():
+            index.select(quoted(meta["column"])).where(predicate).schema  # noqa: B018
     except AnalysisException:
         return None
     return index.where(predicate).select(OUT, IN)

@@ -20,6 +20,7 @@ from pyspark.sql.utils import AnalysisException
 
 from ..capture.lineage import IN, OUT
 from ..capture.sources import RID
+from ..plan.catalyst import quiet_analysis
 
 RowsArg = DataFrame | str | Iterable[int] | Iterable[Row]
 RidSet = DataFrame | list[int]
@@ -43,8 +44,9 @@ def rid_set(rows: RowsArg, relation: DataFrame, what: str) -> RidSet:
         if not rows.strip():
             raise ValueError("empty predicate")
         try:
-            picked = relation.where(rows).select(RID)
-            picked.schema  # noqa: B018 - resolves the predicate now, to fail early
+            with quiet_analysis():
+                picked = relation.where(rows).select(RID)
+                picked.schema  # noqa: B018 - resolves the predicate now, to fail early
         except AnalysisException as exc:  # includes parse errors
             raise ValueError(f"cannot evaluate predicate {rows!r} on {what}: {exc}") from None
         return picked
