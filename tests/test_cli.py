@@ -74,6 +74,51 @@ def test_trace_says_when_a_workload_restricted_the_lineage(session, spark):
     assert fwd.returncode == 1 and "kept lineage of source 'numbers' only for rows where v > 1" in fwd.stderr
 
 
+def test_source_predicates_and_drill_downs_from_the_command_line(session, spark):
+    rows = [(i, "ab"[i % 2], ["air", "rail", "ship"][i % 3], i * 10) for i in range(12)]
+    orders = session.source(spark.createDataFrame(rows, "oid int, k string, mode string, price int"), "orders")
+    workload = {
+        "sources": ["orders"],
+        "group_by": {"orders": {"by": ["mode"], "aggregates": ["count(*)", "sum(price)"]}},
+        "partition_by": {"orders": "mode"},
+    }
+    session.capture(orders.groupBy("k").count(), name="by_k", workload=workload)
+    store = str(session.store.root)
+    # k = 'a' is oids 0, 2, ..., 10: modes air (0, 6), ship (2, 8), rail (4, 10)
+    for engine in ("embedded", "spark"):
+        back = sparkprov_cli(
+            "trace", "backward", "by_k", "--where", "k = 'a'", "--source", "orders", "--source-where",
+            "mode IN ('air', 'rail')", "--engine", engine, "--store", store, "--json",
+        )  # fmt: skip
+        assert back.returncode == 0, back.stderr
+        answer = json.loads(back.stdout)
+        assert answer["engine"] == engine and answer["matched"] == 1
+        assert [r["oid"] for r in answer["relations"]["orders"]["rows"]] == [0, 4, 6, 10]
+    drill = sparkprov_cli("trace", "drill-down", "by_k", "--where", "k = 'a'", "--source", "orders", "--store", store)
+    assert drill.returncode == 0, drill.stderr
+    assert "1 output rows matched; orders: 3 groups" in drill.stdout
+    as_json = sparkprov_cli(
+        "trace", "drill-down", "by_k", "--where", "k IS NOT NULL", "--source", "orders", "--store", store, "--json"
+    )
+    assert as_json.returncode == 0, as_json.stderr
+    groups = json.loads(as_json.stdout)
+    assert groups["matched"] == 2 and groups["source"] == "orders"
+    assert groups["groups"] == [
+        {"mode": "air", "count(*)": 4, "sum(price)": 0 + 30 + 60 + 90},
+        {"mode": "rail", "count(*)": 4, "sum(price)": 10 + 40 + 70 + 100},
+        {"mode": "ship", "count(*)": 4, "sum(price)": 20 + 50 + 80 + 110},
+    ]
+    for args, message in [
+        (["backward", "by_k", "--where", "k = 'a'", "--source-where", "mode = 'air'"], "give the source"),
+        (["drill-down", "by_k", "--where", "k = 'a'", "--source", "nope"], "has no source 'nope'"),
+    ]:
+        bad = sparkprov_cli("trace", *args, "--store", store)
+        assert bad.returncode == 1 and message in bad.stderr, (args, bad.stderr)
+    session.capture(orders.groupBy("k").count(), name="plain")
+    bad = sparkprov_cli("trace", "drill-down", "plain", "--where", "k = 'a'", "--source", "orders", "--store", store)
+    assert bad.returncode == 1 and "capture 'plain' has no drill-down for source 'orders'" in bad.stderr
+
+
 def test_trace_end_to_end_through_a_pipeline(session, spark, tmp_path):
     df = spark.createDataFrame([("a", 1), ("a", 2), ("b", 5)], "k string, v int")
     session.source(df, "numbers")

@@ -38,7 +38,7 @@ from .capture.run import Write, run_capture
 from .capture.sources import RID, SourceInfo, check_unchanged, read_source
 from .capture.workload import Workload, no_such_source, refuse_forward, restriction, warn_restricted
 from .local import region_hint
-from .plan.catalyst import Bridge
+from .plan.catalyst import Bridge, quiet_analysis
 from .query import drill_down, engines, partitioned, trace
 from .query.embedded import EmbeddedEngine, EmbeddedUnsupported
 from .query.navigation import LineageCursor, Point
@@ -210,15 +210,16 @@ class Capture:
         ``"spark"`` or ``"embedded"`` force one. Both give the same rows.
 
         ``where`` (with ``source``): only the source rows that satisfy this predicate
-        (Spark SQL over the source's columns). When the capture's workload partitioned
-        the source's lineage by a column (``partition_by``) and the predicate reads that
-        column alone, only the partitions it keeps are read; the answer is on Spark.
+        (Spark SQL over the source's columns), answered by either engine. On Spark, when
+        the capture's workload partitioned the source's lineage by a column
+        (``partition_by``) and the predicate reads that column alone, only the
+        partitions it keeps are read.
 
         >>> cap.backward("region = 'EU'", "orders", where="status = 'returned'")  # doctest: +SKIP
         """
         engines.check_engine(engine)
         if where is not None:
-            return self._backward_where(rows, source, end_to_end, where)
+            return self._backward_where(rows, source, end_to_end, where, engine)
         if source is not None and not end_to_end:
             self._check_source(source)
         warn_restricted(self._entry, [source] if source is not None else list(self._infos))
@@ -238,17 +239,23 @@ class Capture:
                 return result[source]
         return result[source] if source is not None else result
 
-    def _backward_where(self, rows: RowsArg, source: str | None, end_to_end: bool, where: str) -> DataFrame:
+    def _backward_where(
+        self, rows: RowsArg, source: str | None, end_to_end: bool, where: str, engine: str
+    ) -> DataFrame:
         if source is None or end_to_end:
             raise ValueError("where filters one source's rows: give source, without end_to_end")
         if not isinstance(where, str) or not where.strip():
             raise ValueError(f"where must be a Spark SQL predicate over the source's columns, not {where!r}")
         self._check_source(source)
         warn_restricted(self._entry, [source])
+        local = engines.embedded_or_none(engine, lambda: self._embedded_backward(rows, [source], where)[source])
+        if local is not None:
+            return local
         source_rows = self._source_rows(source)
         try:
-            kept = source_rows.where(where)
-            kept.schema  # noqa: B018 - resolves the predicate now, to fail early
+            with quiet_analysis():
+                kept = source_rows.where(where)
+                kept.schema  # noqa: B018 - resolves the predicate now, to fail early
         except AnalysisException as exc:
             raise ValueError(f"cannot evaluate predicate {where!r} on source {source!r}: {exc}") from None
         out_rids = trace.rid_set(rows, self._output(), f"the output of capture {self.name!r}")
@@ -290,13 +297,24 @@ class Capture:
         warn_restricted(self._entry, [source])
         # the stored aggregates hold the rows as captured: a changed source is said, as a trace says it
         check_unchanged(self._session._bridge, self._infos[source])
-        if isinstance(rows, (str, DataFrame)):
-            out_rids = trace.rid_set(rows, self._output(), f"the output of capture {self.name!r}")
-        else:  # rids: merged in this process, whatever their number, without reading the output
-            out_rids = trace.rid_list(rows)
+        out_rids = self._drill_rids(rows)
         path = self._drill_table(source, group_by)
         traced = lambda: trace.backward(self.pairs(source), out_rids, self._source_rows(source))  # noqa: E731
         return drill_down.answer(self._session.spark, path, group_by, out_rids, traced)
+
+    def _drill_rids(self, rows: RowsArg) -> trace.RidSet:
+        # rids as a list are merged in this process (query/drill_down.py): given ones,
+        # whatever their number, and a predicate's when DuckDB finds few; the rest on Spark
+        if isinstance(rows, str):
+            try:
+                found = self._embedded().output_rids(rows)
+            except EmbeddedUnsupported:
+                found = None
+            if found is not None and len(found) <= drill_down.MERGED_HERE_MAX:
+                return found.tolist()
+        if isinstance(rows, (str, DataFrame)):
+            return trace.rid_set(rows, self._output(), f"the output of capture {self.name!r}")
+        return trace.rid_list(rows)
 
     def _drill_table(self, source: str, group_by) -> Path:
         """The drill-down table of ``source`` (built now if it is not there yet)."""
@@ -353,10 +371,10 @@ class Capture:
             self._engine = EmbeddedEngine(self._entry)
         return self._engine
 
-    def _embedded_backward(self, rows: RowsArg, names: list[str]) -> dict[str, DataFrame]:
+    def _embedded_backward(self, rows: RowsArg, names: list[str], where: str | None = None) -> dict[str, DataFrame]:
         engine = self._embedded()
         outs = engines.rids_of(engine, rows, engine.output_rids)
-        found = {n: engine.backward_ids(outs, n) for n in names}
+        found = {n: engine.backward_ids(outs, n, where) for n in names}
         spark = self._session.spark
         return {
             n: engines.local_dataframe(spark, engine.source_rows(n, ids), engines.source_schema(self._infos[n].schema))

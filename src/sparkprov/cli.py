@@ -47,6 +47,12 @@ def build_parser() -> argparse.ArgumentParser:
             required=direction == "forward",
             help="the source to trace " + ("from" if direction == "forward" else "to (default: every source)"),
         )
+        if direction == "backward":
+            t.add_argument(
+                "--source-where",
+                help="with --source: only the source rows satisfying this Spark SQL predicate "
+                "(reads only the partitions it keeps when the capture's workload partitioned the source by its column)",
+            )
         t.add_argument("--limit", type=int, default=20, help="rows shown per relation (default 20; counts are exact)")
         t.add_argument("--version", type=int, default=None, help="capture version (default: the newest)")
         t.add_argument("--engine", choices=["auto", "embedded", "spark"], default="auto", help="default: auto")
@@ -57,6 +63,18 @@ def build_parser() -> argparse.ArgumentParser:
         )
         t.add_argument("--store", default=None, help="store directory (default $SPARKPROV_STORE or ./.sparkprov)")
         t.add_argument("--json", action="store_true", help="print JSON")
+
+    drill = trace_sub.add_parser(
+        "drill-down",
+        help="the aggregation the capture's workload declared (group_by) of --source's rows behind the output rows "
+        "matching --where, from the table stored at capture",
+    )
+    drill.add_argument("name", help="capture name (see `sparkprov captures`)")
+    drill.add_argument("--where", required=True, help="Spark SQL predicate picking output rows")
+    drill.add_argument("--source", required=True, help="the source the workload's group_by names")
+    drill.add_argument("--version", type=int, default=None, help="capture version (default: the newest)")
+    drill.add_argument("--store", default=None, help="store directory (default $SPARKPROV_STORE or ./.sparkprov)")
+    drill.add_argument("--json", action="store_true", help="print JSON")
 
     for kind, text in (
         ("why", "the witnesses of the output rows matching --where (sets of source rows that derive each)"),
@@ -147,13 +165,17 @@ def _store(args: argparse.Namespace):
 
 
 def _trace(args: argparse.Namespace) -> int:
-    from .query.answers import derivations, dumps, trace
+    from .query.answers import derivations, drill_down, dumps, trace
 
     store = _store(args)
     entry = store.load(args.name, args.version)
     if args.direction in ("why", "how"):
         found = derivations(entry, args.direction, args.where, args.limit)
         print(dumps(found) if args.json else found.to_text())
+        return 0
+    if args.direction == "drill-down":
+        groups = drill_down(str(store.root), entry, args.where, args.source)
+        print(dumps(groups) if args.json else groups.to_text())
         return 0
     answer = trace(
         str(store.root),
@@ -164,6 +186,7 @@ def _trace(args: argparse.Namespace) -> int:
         args.limit,
         args.engine,
         end_to_end=args.end_to_end,
+        source_where=getattr(args, "source_where", None),
     )
     print(dumps(answer) if args.json else answer.to_text())
     return 0

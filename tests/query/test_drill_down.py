@@ -7,11 +7,12 @@ import math
 from decimal import Decimal
 
 import pytest
+from pyspark.logger import PySparkLogger
 from pyspark.sql import functions as F
 
 import sparkprov as sp
 from sparkprov.bench import tpch
-from sparkprov.query import trace
+from sparkprov.query import drill_down, trace
 
 AGGREGATES = [
     "count(*)",
@@ -53,7 +54,8 @@ def test_a_drill_down_is_the_aggregation_of_the_tracedsorted_rows(session, order
     query = orders.join(customers, "cust").groupBy("region").agg(F.sum("price").alias("total"))
     spec = {"sources": ["orders"], "group_by": {"orders": {"by": ["mode"], "aggregates": AGGREGATES}}}
     cap = session.capture(query, f"by_region_{strategy}", strategy=strategy, workload=spec)
-    for rows in ([0], [0, 1], "region = '1'", "total < 0"):
+    # rids and a predicate's few rids are merged in this process, output rows by Spark
+    for rows in ([0], [0, 1], "region = '1'", "total < 0", cap.output.where("region = '1'")):
         got = cap.drill_down(rows, "orders")
         assert [f.name for f in got.schema.fields] == ["mode", *AGGREGATES]
         assert [f.dataType for f in got.schema.fields] == [f.dataType for f in _expected(cap, rows).schema.fields]
@@ -84,7 +86,10 @@ def test_an_aggregates_groups_are_answered_from_the_stored_table_alone(session, 
     here = cap.drill_down([0, 1, 2], "orders")  # rids: merged in this process
     assert here.inputFiles() == [] and sorted_rows(here) == want[(0, 1, 2)]
     assert here.columns == ["MODE", "count(*)"]
-    on_spark = cap.drill_down("n > 0", "orders")  # a predicate: merged by Spark
+    few = cap.drill_down("n > 0", "orders")  # a predicate matching few rows: their rids merged here
+    assert few.inputFiles() == [] and sorted_rows(few) == want["n > 0"]
+    monkeypatch.setattr(drill_down, "MERGED_HERE_MAX", 2)  # more than that: merged by Spark
+    on_spark = cap.drill_down("n > 0", "orders")
     assert any("/drill/" in f for f in on_spark.inputFiles()) and sorted_rows(on_spark) == want["n > 0"]
     # and from another session, with the table kept in the store
     again = sp.LineageSession(session.spark, store=session.store.root).load("by_cust")
@@ -102,8 +107,10 @@ def test_rows_behind_several_outputs_are_counted_once(spark, session, orders):
         assert sorted_rows(cap.drill_down(rows, "orders")) == sorted_rows(want)
 
 
-def test_a_drill_down_that_cannot_be_computed_is_refused_before_the_query_runs(session, orders):
+def test_a_drill_down_that_cannot_be_computed_is_refused_before_the_query_runs(session, orders, monkeypatch):
     query = orders.groupBy("cust").count()
+    logged = []  # one error, sparkprov's: not PySpark's log of the analysis error too
+    monkeypatch.setattr(PySparkLogger.getLogger("DataFrameQueryContextLogger"), "callHandlers", logged.append)
     for group_by, message in [
         (["nope"], "workload group_by for source 'orders' cannot be computed over its rows"),
         ({"by": ["mode"], "aggregates": ["sum(mode_x)"]}, "cannot be computed over its rows"),
@@ -118,7 +125,7 @@ def test_a_drill_down_that_cannot_be_computed_is_refused_before_the_query_runs(s
     ]:
         with pytest.raises(ValueError, match=message):
             session.capture(query, "bad", workload={"sources": ["orders"], "group_by": {"orders": group_by}})
-    assert session.captures() == []
+    assert session.captures() == [] and logged == []
     with pytest.raises(ValueError, match=r"group_by names source\(s\) \['customers'\] not among its sources"):
         sp.Workload(sources=["orders"], group_by={"customers": ["region"]})
     cap = session.capture(query, "plain_counts")

@@ -13,10 +13,11 @@ on a lineitem column), in one Spark session:
   answered by ``drill_down`` (from the stored table) and by
   ``backward(...).groupBy(...).agg(...)`` (from the lineage), each collected, the two
   alternated; the median time per answer of each, and whether they agree;
-- filter: for every output row, ``backward(..., where=predicate)`` counted, on the
-  partitioned capture (its partitions alone read) and on the plain one (every pair
-  read, the traced rows filtered), alternated; the median of each, and whether the
-  counts agree.
+- filter: for every output row, ``backward(..., where=predicate)`` counted, on Spark
+  with the partitioned capture (its partitions alone read) and with the plain one
+  (every pair read, the traced rows filtered), and with the engine ``auto`` picks (the
+  embedded one, unless the answer is too large for it), alternated; the median of
+  each, and whether the counts agree.
 
 >>> sorted(WORKLOADS)
 ['q1', 'q5']
@@ -108,17 +109,20 @@ def run(spark, sf: float, repeat: int, data_dir: str, names: list[str] | None = 
                     slow = cap.backward([rid], "lineitem").groupBy(*group_by["by"]).agg(*aggregates).collect()
                     traced.append(time.perf_counter() - started)
                     agree = agree and sorted(map(tuple, fast), key=repr) == sorted(map(tuple, slow), key=repr)
-            skipping, filtering, counts_agree = [], [], True
+            skipping, filtering, picked, counts_agree = [], [], [], True
             parted, whole = session.load(f"{name}-partition_by"), session.load(f"{name}-capture")
             for _ in range(repeat):
                 for rid in rids:
                     started = time.perf_counter()
-                    kept = parted.backward([rid], "lineitem", where=predicate).count()
+                    kept = parted.backward([rid], "lineitem", where=predicate, engine="spark").count()
                     skipping.append(time.perf_counter() - started)
                     started = time.perf_counter()
-                    every = whole.backward([rid], "lineitem", where=predicate).count()
+                    every = whole.backward([rid], "lineitem", where=predicate, engine="spark").count()
                     filtering.append(time.perf_counter() - started)
-                    counts_agree = counts_agree and kept == every
+                    started = time.perf_counter()
+                    auto = whole.backward([rid], "lineitem", where=predicate).count()
+                    picked.append(time.perf_counter() - started)
+                    counts_agree = counts_agree and kept == every == auto
             plain = statistics.median(times["plain"])
             results.append(
                 {
@@ -137,6 +141,7 @@ def run(spark, sf: float, repeat: int, data_dir: str, names: list[str] | None = 
                     "answers_agree": agree,
                     "where_partitioned_ms": round(1000 * statistics.median(skipping), 1),
                     "where_filtered_ms": round(1000 * statistics.median(filtering), 1),
+                    "where_auto_ms": round(1000 * statistics.median(picked), 1),
                     "counts_agree": counts_agree,
                 }
             )
@@ -153,7 +158,8 @@ def main(args: argparse.Namespace) -> int:
             f"  {r['workload']:<4} capture {r['capture_ratio']:.2f}, with group_by {r['group_by_ratio']:.2f}, "
             f"with partition_by {r['partition_by_ratio']:.2f}   drill_down {r['drill_down_ms']:.0f} ms, "
             f"backward + group by {r['backward_group_by_ms']:.0f} ms (agree: {r['answers_agree']})   "
-            f"where on partitions {r['where_partitioned_ms']:.0f} ms, on every pair {r['where_filtered_ms']:.0f} ms "
+            f"where on partitions {r['where_partitioned_ms']:.0f} ms, on every pair {r['where_filtered_ms']:.0f} ms, "
+            f"engine auto {r['where_auto_ms']:.0f} ms "
             f"(agree: {r['counts_agree']}; {r['output_rows']} rows)"
         )
     if args.json_out:

@@ -81,6 +81,7 @@ def trace(
     engine: str = "auto",
     embedded_limit: int = EMBEDDED_LIMIT,
     end_to_end: bool = False,
+    source_where: str | None = None,
 ) -> Answer:
     """Trace the rows matching ``where`` (Spark SQL): output rows ``backward`` to the
     sources (all, or ``source``), or rows of ``source`` ``forward`` to the output.
@@ -88,7 +89,9 @@ def trace(
     ``auto`` uses the embedded engine unless the answer would read more than
     ``embedded_limit`` pairs (or the capture has something it does not read).
     ``end_to_end`` traces on through the captures that wrote this one's sources
-    (backward) or read its output (forward), with Spark.
+    (backward) or read its output (forward), with Spark. ``source_where`` (backward,
+    with ``source``) keeps only the source rows satisfying it, as
+    ``Capture.backward(..., where=...)`` does.
     """
     if direction not in DIRECTIONS:
         raise ValueError(f"direction must be one of {', '.join(DIRECTIONS)}, not {direction!r}")
@@ -97,21 +100,25 @@ def trace(
         raise ValueError("a forward trace starts from one source: give its name")
     if limit < 0:
         raise ValueError("limit must be at least 0")
+    if source_where is not None and (direction != "backward" or source is None or end_to_end):
+        raise ValueError("a source predicate filters one source's rows of a backward trace: give the source")
     if end_to_end:
         if engine == "embedded":
             raise ValueError("end-to-end traces run on Spark: leave the engine at auto or spark")
         return _spark(store_root, entry, direction, where, source, limit, end_to_end=True)
     if engine != "spark":
         try:
-            return _embedded(EmbeddedEngine(entry, embedded_limit), direction, where, source, limit)
+            return _embedded(EmbeddedEngine(entry, embedded_limit), direction, where, source, limit, source_where)
         except (LineageTooLarge, EmbeddedUnsupported) as exc:
             if engine == "embedded":
                 raise
             print(f"sparkprov: {exc}; answering with Spark", file=sys.stderr)
-    return _spark(store_root, entry, direction, where, source, limit)
+    return _spark(store_root, entry, direction, where, source, limit, source_where=source_where)
 
 
-def _embedded(engine: EmbeddedEngine, direction: str, where: str, source: str | None, limit: int) -> Answer:
+def _embedded(
+    engine: EmbeddedEngine, direction: str, where: str, source: str | None, limit: int, source_where: str | None
+) -> Answer:
     entry = engine.entry
     if source is not None:
         engine.check_source(source)
@@ -119,7 +126,7 @@ def _embedded(engine: EmbeddedEngine, direction: str, where: str, source: str | 
     if direction == "backward":
         outs = engine.output_rids(where)
         for name in [source] if source is not None else engine.sources:
-            ids = engine.backward_ids(outs, name)
+            ids = engine.backward_ids(outs, name, source_where)
             relations[name] = (len(ids), engine.source_rows(name, ids[:limit]))
         matched = len(outs)
         notes = _notes(entry, relations)
@@ -133,16 +140,18 @@ def _embedded(engine: EmbeddedEngine, direction: str, where: str, source: str | 
 
 
 def _spark(
-    store_root: str, entry: dict, direction: str, where: str, source: str | None, limit: int, end_to_end: bool = False
+    store_root: str,
+    entry: dict,
+    direction: str,
+    where: str,
+    source: str | None,
+    limit: int,
+    end_to_end: bool = False,
+    source_where: str | None = None,
 ) -> Answer:
-    import sparkprov as sp
-
-    from ..local import local_session
-
-    spark = local_session("sparkprov-trace", **{"spark.ui.showConsoleProgress": "false"})
-    cap = sp.LineageSession(spark, store=store_root).load(entry["name"], entry["version"])
+    cap = _loaded(store_root, entry)
     if direction == "backward":
-        traced = cap.backward(where, source=source, end_to_end=end_to_end)
+        traced = cap.backward(where, source=source, end_to_end=end_to_end, engine="spark", where=source_where)
         traced = {source: traced} if source is not None else traced
         matched = cap.output.where(where).count()
         notes = _notes(entry, traced)
@@ -153,6 +162,57 @@ def _spark(
         notes = []
     relations = {name: (df.count(), df.orderBy(RID).limit(limit).toArrow()) for name, df in traced.items()}
     return Answer(entry["name"], entry["version"], direction, "spark", matched, relations, notes)
+
+
+def _loaded(store_root: str, entry: dict):
+    """Capture ``entry``, loaded in a local Spark session started for the command line."""
+    import sparkprov as sp
+
+    from ..local import local_session
+
+    spark = local_session("sparkprov-trace", **{"spark.ui.showConsoleProgress": "false"})
+    return sp.LineageSession(spark, store=store_root).load(entry["name"], entry["version"])
+
+
+@dataclass
+class DrillDown:
+    """A drill-down as the command line shows it: the workload's aggregation of
+    ``source`` over the lineage of the output rows a predicate matched, one row per group."""
+
+    capture: str
+    version: int
+    source: str
+    matched: int
+    groups: pa.Table
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "capture": self.capture,
+            "version": self.version,
+            "source": self.source,
+            "matched": self.matched,
+            "groups": self.groups.to_pylist(),
+        }
+
+    def to_text(self) -> str:
+        n = self.groups.num_rows
+        lines = [
+            f"capture {self.capture!r} v{self.version}: {self.matched} output rows matched; "
+            f"{self.source}: {n} group{'s' if n != 1 else ''}"
+        ]
+        if n:
+            lines.append(self.groups.to_pandas().to_string(index=False, max_colwidth=40))
+        return "\n".join(lines)
+
+
+def drill_down(store_root: str, entry: dict, where: str, source: str) -> DrillDown:
+    """``Capture.drill_down`` of the output rows matching ``where`` (Spark SQL), with
+    Spark: the aggregation the capture's workload declared for ``source``, by group."""
+    cap = _loaded(store_root, entry)
+    groups = cap.drill_down(where, source).toArrow()
+    matched = cap.output.where(where).count()
+    order = [(name, "ascending") for name in groups.column_names]
+    return DrillDown(entry["name"], entry["version"], source, matched, groups.sort_by(order))
 
 
 def _notes(entry: dict, reached) -> list[str]:
@@ -215,7 +275,7 @@ def derivations(entry: dict, kind: str, where: str, limit: int = 20) -> Derivati
     return Derivations(entry["name"], entry["version"], kind, len(outs), rows)
 
 
-def dumps(answer: Answer | Derivations) -> str:
+def dumps(answer: Answer | Derivations | DrillDown) -> str:
     """JSON text of an answer (dates, decimals and other values as strings)."""
     return json.dumps(answer.to_json(), indent=1, default=_plain)
 

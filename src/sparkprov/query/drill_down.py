@@ -45,6 +45,9 @@ from .trace import RidSet
 log = logging.getLogger("sparkprov")
 
 _META = "_sp_drill.json"  # Spark and pyarrow skip files starting with "_"
+# output rids a predicate matched that are merged in this process (a Python loop over
+# their stored rows); more are merged by Spark
+MERGED_HERE_MAX = 10_000
 
 
 def table_path(entry: dict, source: str) -> Path:

@@ -169,8 +169,12 @@ class EmbeddedEngine:
 
     # traces ------------------------------------------------------------------------
 
-    def backward_ids(self, out_rids, source: str) -> np.ndarray:
-        """Rids of ``source``'s rows behind the output rows ``out_rids`` (sorted, distinct)."""
+    def backward_ids(self, out_rids, source: str, where: str | None = None) -> np.ndarray:
+        """Rids of ``source``'s rows behind the output rows ``out_rids`` (sorted,
+        distinct); with ``where`` (Spark SQL over the source), only rows satisfying it."""
+        if where is not None:
+            behind = self.backward_ids(out_rids, source)
+            return np.intersect1d(behind, self.source_rids(source, where), assume_unique=True)
         self.check_source(source)
         self._check_unchanged(self._infos[source])  # rids of a changed source name other rows
         outs = rid_array(out_rids)
