@@ -14,6 +14,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import logging
 import os
@@ -32,7 +33,7 @@ from pyspark.sql.utils import AnalysisException
 
 from .capture import later, row_lineage
 from .capture.lineage import IN, OUT, PAIRS_SCHEMA, SHARED_SCHEMA, SRC, expand_shared
-from .capture.marks import capture_marks
+from .capture.marks import capture_marks, mark_names
 from .capture.rewrite import STRATEGIES
 from .capture.run import Write, run_capture
 from .capture.sources import RID, SourceInfo, check_unchanged, read_source
@@ -662,15 +663,9 @@ class LineageSession:
                 "witnesses=True keeps how every row was derived; a workload where drops the lineage of "
                 "the rows it does not select: give one or the other"
             )
-        cap = Capture(
+        return Capture(
             self, self._capture(df, name, write=write, witnesses=witnesses, strategy=strategy, workload=chosen)
         )
-        if chosen is not None and strategy != "lazy":  # lazy builds them with its lineage, on first use
-            for source, group_by in chosen.group_by.items():
-                cap._drill_table(source, group_by)
-            for source in chosen.partition_by:
-                cap._partitioned(source)
-        return cap
 
     def checkpoint(self, df: DataFrame, name: str) -> DataFrame:
         """``df`` computed once and stored, as ``df.checkpoint()`` does, but traceable.
@@ -700,9 +695,16 @@ class LineageSession:
         workload: Workload | None = None,
     ) -> dict:
         leaves: dict = {}  # every source's leaf, marked parts' too: replay runs the whole query
+        # With marks, each part gets the workload, and keeps the lineage of the marks
+        # too (the steps to the sources it names); its tables are built by the part
+        # that reads their source, and the outer part checks that every name is read.
+        marks = mark_names(self._bridge, df) if workload is not None else []
+        if marks:
+            workload = dataclasses.replace(workload, sources=[*workload.sources, *marks])
+        read_below = set(marks)
 
         def capture_mark(sub: DataFrame, mark_name: str, named: list, path: str) -> dict:
-            return run_capture(
+            entry = run_capture(
                 self._bridge,
                 self.store,
                 sub,
@@ -712,15 +714,44 @@ class LineageSession:
                 leaves=leaves,
                 witnesses=witnesses,
                 strategy=strategy,
+                workload=workload,
+                read_elsewhere=None,
             )
+            read_below.update(entry["sources"])
+            self._build_workload_tables(entry, strategy)
+            return entry
 
         query = df
         df, named = capture_marks(self._bridge, df, name, self._named, self.store.root, capture_mark)
         entry = run_capture(
-            self._bridge, self.store, df, name, named, by_occurrence, write, leaves, witnesses, strategy, workload
+            self._bridge,
+            self.store,
+            df,
+            name,
+            named,
+            by_occurrence,
+            write,
+            leaves,
+            witnesses,
+            strategy,
+            workload,
+            read_elsewhere=frozenset(read_below),
         )
         self._queries[(entry["name"], entry["version"])] = (query, leaves)
+        self._build_workload_tables(entry, strategy)
         return entry
+
+    def _build_workload_tables(self, entry: dict, strategy: str) -> None:
+        """The drill-down and partitioned tables of the sources ``entry`` reads that its
+        workload names; a lazy capture builds them with its lineage, on first use."""
+        if strategy == "lazy":
+            return
+        workload = entry.get("workload", {})
+        cap = Capture(self, entry)
+        for source in workload.get("group_by", {}):
+            cap._drill_table(source, drill_down.spec(entry, source))
+        for source in workload.get("partition_by", {}):
+            cap._partitioned(source)
 
     def _entries(self):
         for name in self.store.names():

@@ -116,3 +116,40 @@ def test_a_bad_where_is_refused(session, joined):
                 session.capture(joined, "bad", strategy=strategy, workload={"sources": ["l"], "where": where})
     with pytest.raises(ValueError, match="witnesses=True keeps how every row was derived"):
         session.capture(joined, "bad", witnesses=True, workload={"sources": ["l"], "where": {"l": "k > 0"}})
+
+
+@pytest.mark.parametrize("strategy", ["auto", "lazy"])
+def test_a_workload_reaches_the_parts_of_a_marked_capture(spark, session, strategy):
+    orders = session.source(
+        spark.createDataFrame([(i, i % 3, float(i)) for i in range(20)], "oid int, cust int, price double"), "orders"
+    )
+    customers = session.source(
+        spark.createDataFrame([(i, "ab"[i % 2]) for i in range(3)], "cust int, region string"), "customers"
+    )
+    cleaned = sp.mark(orders.where("price > 2"), "cleaned")
+    query = cleaned.join(customers, "cust").groupBy("region").agg(F.sum("price").alias("total"))
+    workload = {
+        "sources": ["orders"],
+        "where": {"orders": "oid > 5"},
+        "group_by": {"orders": ["cust"]},
+        "partition_by": {"orders": "cust"},
+    }
+    cap = session.capture(query, f"m_{strategy}", strategy=strategy, workload=workload)
+    inner = session.load(f"m_{strategy}.cleaned")
+    # the outer part keeps the lineage of the mark, not of customers; the mark's part
+    # keeps that of orders, for the rows the where selects
+    assert list(cap.sources) == ["cleaned"] and list(inner.sources) == ["orders"]
+    with pytest.warns(sp.RestrictedLineageWarning):
+        traced = cap.backward("region = 'a'", end_to_end=True)
+    want = {r.oid for r in orders.collect() if r.price > 2 and r.cust % 2 == 0 and r.oid > 5}
+    assert set(traced) == {f"m_{strategy}.cleaned/orders"}
+    assert {r.oid for r in traced[f"m_{strategy}.cleaned/orders"].collect()} == want
+    # the mark's part, which reads orders, has its drill-down and partitions
+    with pytest.warns(sp.RestrictedLineageWarning):
+        drilled = {r.cust: r["count(*)"] for r in inner.drill_down("oid >= 0", "orders").collect()}
+        where = {r.oid for r in inner.backward("oid >= 0", "orders", where="cust = 1", engine="spark").collect()}
+    kept = [r for r in orders.collect() if r.price > 2 and r.oid > 5]
+    assert drilled == {c: sum(1 for r in kept if r.cust == c) for c in (0, 1, 2)}
+    assert where == {r.oid for r in kept if r.cust == 1}
+    with pytest.raises(ValueError, match=r"names source\(s\) \['nope'\] the query does not read; it reads \['cleaned'"):
+        session.capture(query, f"bad_{strategy}", strategy=strategy, workload={"sources": ["nope"]})

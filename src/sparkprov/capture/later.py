@@ -148,7 +148,13 @@ def _build(entry: dict, pending: Pending) -> None:
     work = data / f".lazy-{uuid.uuid4().hex}"
     # the sources as registered at capture: their copies are read, not made again
     rewriter = Rewriter(
-        bridge, str(work / "snapshots"), named=seen.named, sources=list(seen.sources), keep=seen.keep, where=seen.where
+        bridge,
+        str(work / "snapshots"),
+        named=seen.named,
+        sources=list(seen.sources),
+        keep=seen.keep,
+        where=seen.where,
+        read_elsewhere=seen.read_elsewhere,
     )
     try:
         root = rewriter.rewrite_root(bridge.inline_ctes(bridge.analyzed(pending.df)))

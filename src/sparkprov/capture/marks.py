@@ -17,6 +17,7 @@ in two parts.
 
 from __future__ import annotations
 
+import re
 import uuid
 from collections.abc import Callable
 from pathlib import Path
@@ -44,6 +45,13 @@ def mark(df: DataFrame, name: str) -> DataFrame:
         raise ValueError(f"df must be a DataFrame, not {type(df).__name__}")
     check_name(name)
     return df.alias(_PREFIX + name)
+
+
+def mark_names(bridge: Bridge, df: DataFrame) -> list[str]:
+    """The names of the marks in ``df``'s plan (each once), from its tree string: a
+    capture's parts are known before any of them runs."""
+    text = bridge.tree_string(bridge.analyzed(df))
+    return list(dict.fromkeys(re.findall(re.escape(_PREFIX) + r"([A-Za-z0-9_.-]+)", text)))
 
 
 def capture_marks(

@@ -271,6 +271,9 @@ class Rewriter:
     keep: frozenset[str] | None = None
     # its predicates by source name: rows that fail one get a NULL rid (selection push-down)
     where: dict[str, str] = field(default_factory=dict)
+    # the sources other parts of the capture read (its marks, capture/marks.py), which
+    # the workload may name too; None for a mark's part: the outer part checks the names
+    read_elsewhere: frozenset[str] | None = frozenset()
     # a global sort at the top may be left out, its order kept for when the output is
     # read: (output position, ascending, nulls first) per key, in ``order``
     order_when_read: bool = False
@@ -359,7 +362,9 @@ class Rewriter:
                 self._selected(b.analyzed(probe), use.info.name)
 
     def _check_workload(self) -> None:
-        read = [u.info.name for u in self.sources]
+        if self.read_elsewhere is None:
+            return
+        read = sorted({u.info.name for u in self.sources} | self.read_elsewhere)
         unknown = sorted((self.keep or set()) - set(read))
         if unknown:
             raise ValueError(f"the workload names source(s) {unknown} the query does not read; it reads {read}")

@@ -77,6 +77,7 @@ def run_capture(
     witnesses: bool = False,
     strategy: str = "auto",
     workload: Workload | None = None,
+    read_elsewhere: frozenset[str] | None = frozenset(),
 ) -> dict:
     """Capture ``df`` into ``store`` under ``name``; returns the committed catalog entry.
 
@@ -91,13 +92,27 @@ def run_capture(
     provenance are read from (``query/provenance.py``). ``strategy`` is how grouping
     operators keep their groups (``rewrite.STRATEGIES``); witnesses need side
     relations, so they make every aggregate ``logical``. ``workload`` limits the
-    sources that keep lineage, and with ``where`` the rows of a source that do.
+    sources that keep lineage, and with ``where`` the rows of a source that do;
+    ``read_elsewhere`` names the sources other parts of the capture read (its marks),
+    which the workload may name too (None: the caller checks the names).
     """
     started = time.time()
     capture_id, data = store.new_data_dir()
     try:
         entry = _capture_into(
-            bridge, df, name, named, capture_id, data, by_occurrence, write, leaves, witnesses, strategy, workload
+            bridge,
+            df,
+            name,
+            named,
+            capture_id,
+            data,
+            by_occurrence,
+            write,
+            leaves,
+            witnesses,
+            strategy,
+            workload,
+            read_elsewhere,
         )
     except BaseException:
         shutil.rmtree(data, ignore_errors=True)
@@ -138,6 +153,7 @@ def _capture_into(
     witnesses: bool,
     strategy,
     workload,
+    read_elsewhere: frozenset[str] | None,
 ) -> dict:
     rewriter = Rewriter(
         bridge,
@@ -147,6 +163,7 @@ def _capture_into(
         strategy="logical" if witnesses else strategy,
         keep=frozenset(workload.sources) if workload else None,
         where=dict(workload.where) if workload else {},
+        read_elsewhere=read_elsewhere,
         # files written for the user are sorted as the query says; the store's own
         # output keeps its order for when it is read
         order_when_read=write is None,
@@ -172,11 +189,13 @@ def _capture_into(
             out = _rewrite(bridge, df, rewriter)
             check_columns()
             entry = _run_rewritten(bridge, name, capture_id, data, out, rewriter, write, witnesses)
-        # the tables are built once committed (query/drill_down.py, query/partitioned.py)
-        if group_by:
-            entry["workload"]["group_by"] = {k: v.to_json() for k, v in group_by.items()}
-        if partition_by:
-            entry["workload"]["partition_by"] = dict(partition_by)
+        # the tables are built once committed (query/drill_down.py, query/partitioned.py),
+        # by the part of a marked capture that reads the source
+        read = {use.info.name for use in rewriter.sources if use.info.kind != PRUNED}
+        if group_by.keys() & read:
+            entry["workload"]["group_by"] = {k: v.to_json() for k, v in group_by.items() if k in read}
+        if partition_by.keys() & read:
+            entry["workload"]["partition_by"] = {k: v for k, v in partition_by.items() if k in read}
         if leaves is not None:
             leaves.update({use.info.name: (use.key, use.leaf) for use in rewriter.sources})
         return entry
