@@ -744,9 +744,9 @@ class LineageSession:
     def _build_workload_tables(self, entry: dict, strategy: str) -> None:
         """The drill-down and partitioned tables of the sources ``entry`` reads that its
         workload names; a lazy capture builds them with its lineage, on first use."""
-        if strategy == "lazy":
-            return
         workload = entry.get("workload", {})
+        if strategy == "lazy" or not (workload.get("group_by") or workload.get("partition_by")):
+            return
         cap = Capture(self, entry)
         for source in workload.get("group_by", {}):
             cap._drill_table(source, drill_down.spec(entry, source))

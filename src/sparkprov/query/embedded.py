@@ -44,6 +44,9 @@ from .pairs import PairTable, build_forward_index, distinct_sorted, parquet_file
 from .sides import SideLineage
 
 EMBEDDED_LIMIT = 20_000_000  # pair rows one embedded answer may read
+# traced source rows a source predicate is evaluated on after reading them; more are
+# matched against the rows DuckDB finds satisfying it in the whole source
+FILTERED_HERE_MAX = 200_000
 _ROW_MASK = (1 << ROW_BITS) - 1
 
 
@@ -174,6 +177,11 @@ class EmbeddedEngine:
         distinct); with ``where`` (Spark SQL over the source), only rows satisfying it."""
         if where is not None:
             behind = self.backward_ids(out_rids, source)
+            # the traced rows read and filtered (none: the predicate is still checked)
+            if len(behind) <= FILTERED_HERE_MAX:
+                rows = self.source_rows(source, behind)
+                return _select_rids("traced", where, f"source {source!r}", {"traced": rows})
+            # many: the source's rows that satisfy it, found by DuckDB reading the source
             return np.intersect1d(behind, self.source_rids(source, where), assume_unique=True)
         self.check_source(source)
         self._check_unchanged(self._infos[source])  # rids of a changed source name other rows
@@ -367,7 +375,7 @@ def files_sql(paths: list[str]) -> str:
     return "[" + ", ".join(_literal(p) for p in paths) + "]"
 
 
-def _select_rids(relation: str, predicate: str, what: str) -> np.ndarray:
+def _select_rids(relation: str, predicate: str, what: str, tables: dict[str, pa.Table] | None = None) -> np.ndarray:
     import duckdb
     import sqlglot
 
@@ -380,6 +388,8 @@ def _select_rids(relation: str, predicate: str, what: str) -> np.ndarray:
         reason = errors[0]["description"] if errors else str(exc).splitlines()[0]
         raise ValueError(f"cannot parse predicate {predicate!r}: {reason}") from None
     with duckdb.connect() as con:
+        for name, table in (tables or {}).items():
+            con.register(name, table)
         try:
             found = con.execute(f"SELECT {RID} FROM {relation} WHERE {condition}").arrow()
         except duckdb.Error as exc:
