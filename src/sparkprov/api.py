@@ -211,10 +211,10 @@ class Capture:
         ``"spark"`` or ``"embedded"`` force one. Both give the same rows.
 
         ``where`` (with ``source``): only the source rows that satisfy this predicate
-        (Spark SQL over the source's columns), answered by either engine. On Spark, when
-        the capture's workload partitioned the source's lineage by a column
-        (``partition_by``) and the predicate reads that column alone, only the
-        partitions it keeps are read.
+        (Spark SQL over the source's columns). The answer is on Spark unless ``engine``
+        is ``"embedded"``: when the capture's workload partitioned the source's lineage
+        by a column (``partition_by``) and the predicate reads that column alone, only
+        the partitions it keeps are read.
 
         >>> cap.backward("region = 'EU'", "orders", where="status = 'returned'")  # doctest: +SKIP
         """
@@ -249,9 +249,8 @@ class Capture:
             raise ValueError(f"where must be a Spark SQL predicate over the source's columns, not {where!r}")
         self._check_source(source)
         warn_restricted(self._entry, [source])
-        local = engines.embedded_or_none(engine, lambda: self._embedded_backward(rows, [source], where)[source])
-        if local is not None:
-            return local
+        if engine == "embedded":  # "auto" takes Spark: it reads only the partitions and columns it needs
+            return self._embedded_backward(rows, [source], where)[source]
         source_rows = self._source_rows(source)
         try:
             with quiet_analysis():

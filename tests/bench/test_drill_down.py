@@ -14,7 +14,7 @@ def test_capture_and_answers_are_timed_and_the_answers_agree(spark, tpch_dir):
     assert all(len(ts) == 1 and ts[0] > 0 for ts in q5["seconds"].values())
     assert q5["capture_ratio"] > 0 and q5["group_by_ratio"] > 0 and q5["partition_by_ratio"] > 0
     assert q5["drill_down_ms"] > 0 and q5["backward_group_by_ms"] > 0
-    assert q5["where_partitioned_ms"] > 0 and q5["where_filtered_ms"] > 0 and q5["where_auto_ms"] > 0
+    assert q5["where_partitioned_ms"] > 0 and q5["where_filtered_ms"] > 0 and q5["where_embedded_ms"] > 0
     assert q5["answers_agree"] is True and q5["counts_agree"] is True
 
 

@@ -67,6 +67,6 @@ def test_bad_partitions_and_predicates_are_refused(session, orders):
     with pytest.raises(ValueError, match="where filters one source's rows: give source"):
         cap.backward([0], where="mode = '1'")
     for rows in ([0], "cust < 0"):  # rows with lineage, and none: the predicate is checked either way
-        for engine in ("auto", "spark"):
+        for engine in ("auto", "embedded", "spark"):
             with pytest.raises(ValueError, match="cannot evaluate predicate 'nope = 1' on source 'orders'"):
                 cap.backward(rows, "orders", where="nope = 1", engine=engine)

@@ -179,7 +179,7 @@ class EmbeddedEngine:
             behind = self.backward_ids(out_rids, source)
             # the traced rows read and filtered (none: the predicate is still checked)
             if len(behind) <= FILTERED_HERE_MAX:
-                rows = self.source_rows(source, behind)
+                rows = self.source_rows(source, behind, only=_columns_of(where))
                 return _select_rids("traced", where, f"source {source!r}", {"traced": rows})
             # many: the source's rows that satisfy it, found by DuckDB reading the source
             return np.intersect1d(behind, self.source_rids(source, where), assume_unique=True)
@@ -234,8 +234,9 @@ class EmbeddedEngine:
         table = table.rename_columns([*out["columns"], RID])
         return _plain_types(table.sort_by(RID))
 
-    def source_rows(self, source: str, rids) -> pa.Table:
-        """``source``'s rows with ``rids`` (all columns and ``_sp_rid``), in rid order.
+    def source_rows(self, source: str, rids, only: set[str] | None = None) -> pa.Table:
+        """``source``'s rows with ``rids`` (all columns, or those named in ``only``, in
+        lower case; and ``_sp_rid``), in rid order.
 
         Raises ``SourceChanged`` if the source's files differ from capture time.
         """
@@ -247,6 +248,9 @@ class EmbeddedEngine:
         rids = rid_array(rids)
         if info.kind == "text":
             return _text_rows(info, rids)
+        # a predicate of constants still needs a column to count the rows by
+        positions = [i for i, n in enumerate(names) if only is None or n.lower() in only] or [0]
+        names = [names[i] for i in positions]
         parts = []
         numbers = rids >> ROW_BITS
         for number in np.unique(numbers):
@@ -254,13 +258,15 @@ class EmbeddedEngine:
                 raise SourceChanged(f"source {source!r}: rid file number {number} is not a file of the capture")
             path = local_path(info.files[number][0])
             rows = rids[numbers == number] & _ROW_MASK
-            parts.append(self._read_rows(path, rows, info, names, int(number)))
+            parts.append(self._read_rows(path, rows, info, names, positions, int(number)))
         if not parts:
             return pa.table({**{n: pa.array([], pa.null()) for n in names}, RID: pa.array([], pa.int64())})
         # positional names until here: a source's names may repeat, which Arrow cannot concatenate
         return pa.concat_tables(parts, promote_options="permissive").rename_columns([*names, RID])
 
-    def _read_rows(self, path: str, rows: np.ndarray, info: SourceInfo, names: list[str], number: int) -> pa.Table:
+    def _read_rows(
+        self, path: str, rows: np.ndarray, info: SourceInfo, names: list[str], positions: list[int], number: int
+    ) -> pa.Table:
         pf = self._files.get(path)
         if pf is None:
             pf = self._files[path] = pq.ParquetFile(path)
@@ -269,7 +275,7 @@ class EmbeddedEngine:
         if len(rows) and rows[-1] >= starts[-1]:
             raise SourceChanged(f"source {info.name!r}: {path} has no row {int(rows[-1])}")
         if info.kind == "snapshot":  # stored with positional names
-            columns = [snapshot_column(i) for i in range(len(names))]
+            columns = [snapshot_column(i) for i in positions]
         else:
             missing = [n for n in names if n not in pf.schema_arrow.names]
             if missing:  # e.g. partition columns, which live in directory names
@@ -373,6 +379,19 @@ def _literal(text: str) -> str:
 def files_sql(paths: list[str]) -> str:
     """A DuckDB list literal of file paths, for ``read_parquet``."""
     return "[" + ", ".join(_literal(p) for p in paths) + "]"
+
+
+def _columns_of(predicate: str) -> set[str] | None:
+    """The names (lower case) a Spark SQL predicate refers to, columns and their
+    qualifiers; None when it does not parse (the error is for evaluating it to say)."""
+    import sqlglot
+    from sqlglot import exp
+
+    try:
+        tree = sqlglot.parse_one(predicate, read="spark")
+    except sqlglot.errors.SqlglotError:
+        return None
+    return {part.lower() for c in tree.find_all(exp.Column) for part in (c.name, c.table) if part}
 
 
 def _select_rids(relation: str, predicate: str, what: str, tables: dict[str, pa.Table] | None = None) -> np.ndarray:
