@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.types import StructType
@@ -306,10 +307,7 @@ class Capture:
         # rids as a list are merged in this process (query/drill_down.py): given ones,
         # whatever their number, and a predicate's when DuckDB finds few; the rest on Spark
         if isinstance(rows, str):
-            try:
-                found = self._embedded().output_rids(rows)
-            except EmbeddedUnsupported:
-                found = None
+            found = self._matched_here(rows)
             if found is not None and len(found) <= drill_down.MERGED_HERE_MAX:
                 return found.tolist()
         if isinstance(rows, (str, DataFrame)):
@@ -430,14 +428,22 @@ class Capture:
         :meth:`why` print, as objects (``str(p)``, ``p.witnesses()``, ``p.variables()``)."""
         return polynomials(self._entry, self._output_rids(rows))
 
+    def _matched_here(self, predicate: str) -> np.ndarray | None:
+        """Rids of the output rows matching ``predicate``, found by DuckDB in this
+        process; None when DuckDB cannot evaluate it (Spark then decides)."""
+        try:
+            return self._embedded().output_rids(predicate)
+        except EmbeddedUnsupported:
+            return None
+
     def _output_rids(self, rows: RowsArg) -> list[int]:
         # rids for answers built in this process: a predicate goes to DuckDB, or to
         # Spark when DuckDB cannot evaluate it; a DataFrame's rids are collected
         if isinstance(rows, str):
-            try:
-                return self._embedded().output_rids(rows).tolist()
-            except EmbeddedUnsupported:
-                rows = self._output().where(rows)
+            found = self._matched_here(rows)
+            if found is not None:
+                return found.tolist()
+            rows = self._output().where(rows)
         if isinstance(rows, DataFrame):
             if RID not in rows.columns:
                 raise ValueError(f"the DataFrame passed as rows has no {RID} column; pass rows of the output")

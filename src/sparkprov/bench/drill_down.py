@@ -109,7 +109,7 @@ def run(spark, sf: float, repeat: int, data_dir: str, names: list[str] | None = 
                     slow = cap.backward([rid], "lineitem").groupBy(*group_by["by"]).agg(*aggregates).collect()
                     traced.append(time.perf_counter() - started)
                     agree = agree and sorted(map(tuple, fast), key=repr) == sorted(map(tuple, slow), key=repr)
-            skipping, filtering, picked, counts_agree = [], [], [], True
+            skipping, filtering, in_process, counts_agree = [], [], [], True
             parted, whole = session.load(f"{name}-partition_by"), session.load(f"{name}-capture")
             for _ in range(repeat):
                 for rid in rids:
@@ -121,7 +121,7 @@ def run(spark, sf: float, repeat: int, data_dir: str, names: list[str] | None = 
                     filtering.append(time.perf_counter() - started)
                     started = time.perf_counter()
                     here = whole.backward([rid], "lineitem", where=predicate, engine="embedded").count()
-                    picked.append(time.perf_counter() - started)
+                    in_process.append(time.perf_counter() - started)
                     counts_agree = counts_agree and kept == every == here
             plain = statistics.median(times["plain"])
             results.append(
@@ -141,7 +141,7 @@ def run(spark, sf: float, repeat: int, data_dir: str, names: list[str] | None = 
                     "answers_agree": agree,
                     "where_partitioned_ms": round(1000 * statistics.median(skipping), 1),
                     "where_filtered_ms": round(1000 * statistics.median(filtering), 1),
-                    "where_embedded_ms": round(1000 * statistics.median(picked), 1),
+                    "where_embedded_ms": round(1000 * statistics.median(in_process), 1),
                     "counts_agree": counts_agree,
                 }
             )
