@@ -39,6 +39,7 @@ from .capture.rewrite import STRATEGIES
 from .capture.run import Write, run_capture
 from .capture.sources import RID, SourceInfo, check_unchanged, read_source
 from .capture.workload import Workload, no_such_source, refuse_forward, restriction, warn_restricted
+from .errors import one_line
 from .local import region_hint
 from .plan.catalyst import Bridge, quiet_analysis
 from .query import drill_down, engines, partitioned, trace
@@ -722,26 +723,35 @@ class LineageSession:
                 workload=workload,
                 read_elsewhere=None,
             )
+            parts.append(entry["name"])
             read_below.update(entry["sources"])
             self._build_workload_tables(entry, strategy)
             return entry
 
         query = df
-        df, named = capture_marks(self._bridge, df, name, self._named, self.store.root, capture_mark)
-        entry = run_capture(
-            self._bridge,
-            self.store,
-            df,
-            name,
-            named,
-            by_occurrence,
-            write,
-            leaves,
-            witnesses,
-            strategy,
-            workload,
-            read_elsewhere=frozenset(read_below),
-        )
+        parts: list[str] = []  # the marks' parts committed so far
+        try:
+            df, named = capture_marks(self._bridge, df, name, self._named, self.store.root, capture_mark)
+            entry = run_capture(
+                self._bridge,
+                self.store,
+                df,
+                name,
+                named,
+                by_occurrence,
+                write,
+                leaves,
+                witnesses,
+                strategy,
+                workload,
+                read_elsewhere=frozenset(read_below),
+            )
+        except BaseException as exc:
+            # the parts already committed belong to a capture that was not made: their
+            # newest version says so (load refuses it, naming the version before)
+            for part in parts:
+                self.store.commit_failed(part, f"part of capture {name!r}, which failed: {one_line(exc)}", part_of=name)
+            raise
         self._queries[(entry["name"], entry["version"])] = (query, leaves)
         self._build_workload_tables(entry, strategy)
         return entry

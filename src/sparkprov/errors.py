@@ -80,3 +80,13 @@ class LineageRestricted(SparkprovError, ValueError):
 class RestrictedLineageWarning(UserWarning):
     """A backward trace reached a source whose lineage the capture kept only for the
     rows a workload predicate selects: the answer holds those rows alone."""
+
+
+def one_line(exc: BaseException) -> str:
+    """``exc`` as the short reason a failed attempt records: its type and first line.
+
+    >>> one_line(ValueError("no column k\\nmore detail"))
+    'ValueError: no column k'
+    """
+    text = str(exc).strip().splitlines()
+    return f"{type(exc).__name__}: {text[0] if text else ''}".rstrip(": ")

@@ -38,6 +38,7 @@ import sparkprov
 
 from ..api import LineageSession
 from ..capture.sources import safe_id
+from ..errors import one_line
 from ..rdd.context import LineageContext
 from ..store.catalog import Store
 from .traced_rdd import TracedRDD
@@ -165,7 +166,7 @@ class Tracer:
                 except FileNotFoundError:
                     raise
                 except Exception as exc:  # noqa: BLE001
-                    reason = f"sc.{method} could not be traced: {_reason(exc)}"
+                    reason = f"sc.{method} could not be traced: {one_line(exc)}"
             return TracedRDD(tracer, None, original(sc, *args, **kwargs), reason)
 
         return source
@@ -222,7 +223,7 @@ class Tracer:
                     lineage = tracer._context(df.sparkSession.sparkContext, df.sparkSession).from_dataframe(df, name)
                 except Exception as exc:  # noqa: BLE001
                     tracer._failed(name, exc)
-                    reason = f"df.rdd at {name} could not be traced: {_reason(exc)}"
+                    reason = f"df.rdd at {name} could not be traced: {one_line(exc)}"
                 else:
                     tracer._made(name)
                     return TracedRDD(tracer, lineage)
@@ -295,15 +296,10 @@ class Tracer:
         self.attempts.append(Attempt(name, self.store.latest_version(name)))
 
     def _failed(self, name: str, exc: BaseException | str) -> None:
-        reason = exc if isinstance(exc, str) else _reason(exc)
+        reason = exc if isinstance(exc, str) else one_line(exc)
         entry = self.store.commit_failed(name, reason, script=self.script)
         self.attempts.append(Attempt(name, entry["version"], reason))
 
 
 def _written(writer: DataFrameWriter) -> DataFrame:
     return writer._df
-
-
-def _reason(exc: BaseException) -> str:
-    text = str(exc).strip().splitlines()
-    return f"{type(exc).__name__}: {text[0] if text else ''}".rstrip(": ")
