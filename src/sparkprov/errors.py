@@ -45,8 +45,9 @@ class CaptureNotFound(SparkprovError, KeyError):
 
 
 class CaptureFailed(SparkprovError):
-    """The capture was attempted but not made (``sparkprov run`` records why, and the
-    script went on without it)."""
+    """The capture was attempted but not made: ``sparkprov run`` records why (and the
+    script went on without it), and so does a capture that failed after storing the
+    part of one of its marks, for that part."""
 
 
 class StoreCorrupt(SparkprovError):
