@@ -22,6 +22,15 @@ def test_bench_reports_ratios_and_storage(spark, tpch_dir):
     # each kind ran once before the timed pairs, outside them
     assert q6["warm_up"]["plain_s"] > 0 and q6["warm_up"]["capture_s"] > 0
     assert report["task_median_ratio"] == q6["task_median_ratio"]
+    assert "check_s" not in q6 and "check_median_ratio" not in report  # lazy's alone
+
+
+def test_bench_reports_the_lazy_check_beside_the_query(spark, tpch_dir):
+    report = capture.run(spark, 0.01, [6], 2, str(tpch_dir.parent), strategy="lazy")
+    (q6,) = report["queries"]
+    # each pair's check (the plan optimized and walked, beside the query), within its capture
+    assert len(q6["check_s"]) == 2 and all(0 < c < t for c, t in zip(q6["check_s"], q6["capture_s"]))
+    assert q6["check_median_ratio"] > 0 and report["check_median_ratio"] == q6["check_median_ratio"]
 
 
 def test_bench_compares_witnesses_in_the_same_run(spark, tpch_dir):

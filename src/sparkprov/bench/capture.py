@@ -53,6 +53,7 @@ def summarize(results: list[dict]) -> dict:
         "median_ratio": round(statistics.median(ratios), 3),
         "max_ratio": round(max(ratios), 3),
         "output_median_ratio": round(statistics.median(r.get("output_median_ratio", 0) for r in results), 3),
+        **({"check_median_ratio": m} if (m := _median_of(results, "check_median_ratio")) is not None else {}),
         "task_median_ratio": _median_of(results, "task_median_ratio"),
         "cpu_median_ratio": _median_of(results, "cpu_median_ratio"),
         "storage_ratio": float(f"{lineage / inputs:.3g}") if inputs else None,
@@ -151,7 +152,7 @@ def compare(
     try:
         session = sp.LineageSession(spark, store=work / "store")
         for n, text in workloads:
-            plain_t, cap_t, default_t, output_t = [], [], [], []
+            plain_t, cap_t, default_t, output_t, check_t = [], [], [], [], []
             plain_tasks, cap_tasks = [], []
             cap = None
 
@@ -188,6 +189,7 @@ def compare(
                         t, until_output, cap = captured(i)
                         cap_t.append(t)
                         output_t.append(until_output)
+                        check_t.append(cap._entry["timings"].get("check_s"))
                         cap_tasks.append(task_seconds(spark, before)[1])
                     else:
                         default_t.append(captured(i, kept=False)[0])
@@ -197,6 +199,9 @@ def compare(
                     flush=True,
                 )
             results.append(_result(spark, n, cap, plain_t, cap_t, output_t, default_t, witnesses))
+            if None not in check_t:  # lazy: its check beside the query, against the plain run
+                results[-1]["check_s"] = check_t
+                results[-1]["check_median_ratio"] = round(statistics.median(c / p for c, p in zip(check_t, plain_t)), 3)
             results[-1].update(_task_ratios(plain_tasks, cap_tasks), warm_up=warm_up)
     finally:
         shutil.rmtree(work, ignore_errors=True)
@@ -305,6 +310,7 @@ def main(args: argparse.Namespace) -> int:
             f"plain median {statistics.median(r['plain_s']):.2f}s   task time {r['task_median_ratio']:.2f}, "
             f"CPU {r['cpu_median_ratio']:.2f}   lineage/input bytes {r['storage_ratio']}   "
             f"{r['output_rows']} rows, {r['pairs']} pairs + {r['shared_pairs']} shared"
+            + (f"   check {r['check_median_ratio']:.3f} of plain" if "check_median_ratio" in r else "")
             + (
                 f"   without witnesses {r['without_witnesses_median_ratio']:.2f}, "
                 f"witnesses / without {r['witness_cost_median_ratio']:.2f}"
@@ -316,6 +322,7 @@ def main(args: argparse.Namespace) -> int:
         f"  median {report['median_ratio']} ({report['output_median_ratio']}), max {report['max_ratio']}, "
         f"storage {report['storage_ratio']}; executors' task time {report['task_median_ratio']}, "
         f"CPU {report['cpu_median_ratio']}"
+        + (f"; lazy's check {report['check_median_ratio']} of plain" if "check_median_ratio" in report else "")
     )
     if args.json_out:
         Path(args.json_out).write_text(json.dumps(report, indent=1))
