@@ -135,14 +135,16 @@ def test_a_checked_dataframe_skips_resolution_but_not_the_checks(spark):
 
 
 def _walk(bridge, node, seen):
+    kids = bridge.children(node)
     seen.append(
         (
             bridge.node_name(node),
             bridge.simple_string(node),
             [bridge.has_pattern(node, p) for p in ("PLAN_EXPRESSION", "GENERATOR", "SCALAR_SUBQUERY")],
+            None if kids else bridge.output_ids(node),  # a leaf's key (its source's, for capture)
         )
     )
-    for kid in bridge.children(node):
+    for kid in kids:
         _walk(bridge, kid, seen)
     return seen
 
@@ -162,14 +164,15 @@ def test_a_plans_whole_tree_comes_in_one_round_trip(spark, monkeypatch):
     with bridge.remembering():
         bridge.prefetch(plan)  # compiled once per JVM, on first use
     expected = _walk(Bridge(spark), plan, [])  # Py4J's own answers, node by node
-    assert len(expected) > 8 and any(kinds[2] for _, _, kinds in expected)
-    assert any(kinds[1] for _, _, kinds in expected)  # the explode's generator
+    assert len(expected) > 8 and any(kinds[2] for _, _, kinds, _ in expected)
+    assert any(kinds[1] for _, _, kinds, _ in expected)  # the explode's generator
+    assert any(ids and "#" in ids for *_, ids in expected)  # name#id of the leaves' columns
 
     with bridge.remembering():
         sent = round_trips(monkeypatch)
         bridge.prefetch(plan)
         walked = _walk(bridge, plan, [])
-        assert len(sent) == 1  # names, children, descriptions and patterns of every node
+        assert len(sent) == 1  # names, children, descriptions and patterns of every node, leaves' outputs
         bridge.prefetch(bridge.children(plan)[0])  # already known: nothing asked
         assert len(sent) == 1
         monkeypatch.undo()

@@ -140,6 +140,17 @@ public class SparkprovTree {
       part.append((char) 1).append(kids.size()).append((char) 1).append(clean(node.nodeName()));
       part.append((char) 1).append(clean(node.simpleString(maxFields))).append((char) 1);
       for (int i = 0; i < patterns.length; i++) part.append(node.containsPattern(patterns[i]) ? '1' : '0');
+      part.append((char) 1);
+      // a leaf's output, as Bridge.output_ids spells it: the key its source is known by
+      if (kids.isEmpty() && node instanceof org.apache.spark.sql.catalyst.plans.QueryPlan) {
+        scala.collection.Iterator attrs = ((org.apache.spark.sql.catalyst.plans.QueryPlan) node).output().iterator();
+        StringBuilder ids = new StringBuilder();
+        while (attrs.hasNext()) {
+          if (ids.length() > 0) ids.append(',');
+          ids.append(attrs.next().toString());
+        }
+        part.append(clean(ids.toString()));
+      }
       nodes.add(node);
       parts.add(part.toString());
     }
@@ -167,7 +178,7 @@ def _memo_entry(memo: dict, node: Any) -> list:
     # not reused), then one slot per thing asked (see Bridge._remembered)
     entry = memo.get(id(node))
     if entry is None:
-        entry = memo[id(node)] = [node, None, None, None, None, None, None, None, None, None, None]
+        entry = memo[id(node)] = [node, None, None, None, None, None, None, None, None, None, None, None]
     return entry
 
 
@@ -323,7 +334,8 @@ class Bridge:
         # slots: 1 name, 2 children, 3 output, 4 tree pattern bits asked ({pattern: bool}),
         # 5 file relation (a leaf's; _NOT_FILES for none), 6 file format, 7 root paths,
         # 8 files (5 to 8: several capture steps ask them of each leaf), 9 an
-        # attribute's expression id, 10 a node's one-line description (``prefetch``)
+        # attribute's expression id, 10 a node's one-line description (``prefetch``),
+        # 11 a leaf's output ids (``prefetch``, ``output_ids``)
         memo = getattr(self._walk, "memo", None)
         if memo is None:
             return None if slot == 4 else ask()
@@ -443,7 +455,7 @@ class Bridge:
         client = self.spark.sparkContext._gateway._gateway_client
         open_parents: list[list] = []  # [children list, how many are still to come]
         for part in answer.split("\x02")[:-1]:
-            target, count, name, text, bits = part.split("\x01")
+            target, count, name, text, bits, leaf_output = part.split("\x01")
             node = JavaObject(target, client) if target else root
             if open_parents:  # preorder: a node follows its parent and older siblings' trees
                 open_parents[-1][0].append(node)
@@ -453,6 +465,8 @@ class Bridge:
             entry = _memo_entry(memo, node)
             entry[1] = entry[1] or name
             entry[10] = text
+            if not int(count):
+                entry[11] = leaf_output
             known = entry[4] if entry[4] is not None else {}
             known.update((p, flag == "1") for p, flag in zip(_TREE_PATTERNS, bits))
             entry[4] = known
@@ -495,10 +509,9 @@ class Bridge:
             return entry[3][-1]
         return node.output().last()
 
-    @staticmethod
-    def output_ids(node: JPlan) -> str:
+    def output_ids(self, node: JPlan) -> str:
         """The node's output attributes as one string (``name#id, ...``): a key for them."""
-        return node.output().mkString(",")
+        return self._remembered(node, 11, lambda: node.output().mkString(","))
 
     def expressions(self, node: JPlan) -> list[JExpr]:
         return self._listed(node, "expressions")

@@ -46,7 +46,7 @@ from pyspark.sql import SparkSession
 
 log = logging.getLogger("sparkprov")
 
-GATHER_S = 0.01  # a collection drops its proxies together: one batch for the burst
+GATHER_S = 0.1  # proxies dropped within this time go in one batch (a capture drops them in bursts)
 _LOCK = threading.Lock()
 _RELEASERS: dict[Any, _Releaser] = {}  # by gateway client
 _PY4J_RELEASE = _gateway._garbage_collect_object
