@@ -708,6 +708,7 @@ class LineageSession:
         if marks:
             workload = dataclasses.replace(workload, sources=[*workload.sources, *marks])
         read_below = set(marks)
+        parts: list[str] = []  # the marks' parts committed so far
 
         def capture_mark(sub: DataFrame, mark_name: str, named: list, path: str) -> dict:
             entry = run_capture(
@@ -729,7 +730,6 @@ class LineageSession:
             return entry
 
         query = df
-        parts: list[str] = []  # the marks' parts committed so far
         try:
             df, named = capture_marks(self._bridge, df, name, self._named, self.store.root, capture_mark)
             entry = run_capture(
