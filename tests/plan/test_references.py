@@ -55,6 +55,8 @@ def test_dropped_proxies_cost_the_caller_no_round_trip_and_leave_the_jvm(spark, 
     # releasing does not feed itself: its own proxies go with the next batch, so once
     # settled, its thread sends nothing more (other tests' threads may)
     del kept
+    gc.collect()
+    time.sleep(3 * references.GATHER_S)  # its batch gathered and sent (the count alone may settle first)
     _settle(bindings, before + 1)
     from_releaser = []
 
