@@ -20,7 +20,6 @@ import pyarrow as pa
 from ..capture.sources import RID
 from ..capture.workload import restricted_note
 from ..errors import LineageTooLarge
-from .drill_down import MERGED_HERE_MAX
 from .embedded import EMBEDDED_LIMIT, EmbeddedEngine, EmbeddedUnsupported
 from .engines import check_engine
 from .provenance import polynomials
@@ -210,15 +209,11 @@ def drill_down(store_root: str, entry: dict, where: str, source: str) -> DrillDo
     """``Capture.drill_down`` of the output rows matching ``where`` (Spark SQL), with
     Spark: the aggregation the capture's workload declared for ``source``, by group."""
     cap = _loaded(store_root, entry)
-    try:  # DuckDB finds and counts the matched rows; Spark, when it cannot evaluate the predicate
-        found = EmbeddedEngine(entry).output_rids(where)
-    except EmbeddedUnsupported:
-        found = None
-    if found is None:
-        rows, matched = where, cap.output.where(where).count()
-    else:  # few are merged in this process, as drill_down does with a predicate's
-        rows, matched = (found.tolist() if len(found) <= MERGED_HERE_MAX else where), len(found)
-    groups = cap.drill_down(rows, source).toArrow()
+    # the matched rows found once, as drill_down finds them: few as a list (DuckDB's),
+    # counted here; more as rows Spark selects, counted there
+    rids = cap._drill_rids(where)
+    matched = len(rids) if isinstance(rids, list) else rids.count()
+    groups = cap.drill_down(rids, source).toArrow()
     order = [(name, "ascending") for name in groups.column_names]
     return DrillDown(entry["name"], entry["version"], source, matched, groups.sort_by(order))
 
