@@ -80,6 +80,22 @@ def test_a_query_that_could_give_other_rows_is_refused(spark, session, orders):
         session.capture(orders, "wit", strategy="lazy", witnesses=True)
 
 
+def test_a_refused_query_stops_even_before_its_first_job_starts(spark, session, tmp_path):
+    # the check starts with the query's planning, and may refuse it before the query's
+    # first job exists: the query is still stopped, not left to run to its end
+    slow = F.udf(lambda k: time.sleep(0.2) or k, "long")
+    q = spark.range(0, 200, numPartitions=2).select(slow("id").alias("k"), F.rand(1).alias("r"))
+    started = time.perf_counter()
+    with pytest.raises(sp.UnsupportedOperation, match="strategy='lazy' builds lineage by running the query again"):
+        session.capture(q, "slow", strategy="lazy")
+    assert time.perf_counter() - started < 10  # 200 rows of 0.2 s on two cores: 20 s if run
+    tracker = spark.sparkContext.statusTracker()
+    assert tracker.getActiveJobsIds() == []
+    assert not (Path(session.store.root) / "data").exists() or not any(
+        Path(session.store.root, "data").rglob("*.parquet")
+    )
+
+
 def test_a_changed_source_or_a_different_second_run_builds_nothing(spark, session, tmp_path):
     path = str(tmp_path / "t")
     spark.createDataFrame([(1, "a"), (2, "b")], "k int, v string").write.parquet(path)

@@ -9,6 +9,7 @@ import pyarrow.parquet as pq
 import pytest
 from pyspark.errors import AnalysisException
 from pyspark.logger import PySparkLogger
+from pyspark.sql import Window
 from pyspark.sql import functions as F
 
 from sparkprov.capture.sources import ROW_BITS, rid_column
@@ -220,3 +221,28 @@ def test_analysis_errors_are_not_logged_from_a_quiet_block_but_still_raised(spar
         assert len(logged) == 3  # the filter is gone after the block
     finally:
         logger.removeHandler(collect)
+
+
+def test_capture_optimizes_under_settings_of_its_own_leaving_the_sessions_alone(spark, monkeypatch):
+    # a query planned in another thread meanwhile (a lazy capture's own output) must be
+    # optimized as the user set the session, not with capture's excluded rules
+    bridge = Bridge(spark)
+    assert bridge.optimizes_apart()
+    monkeypatch.setattr(Bridge, "settings", lambda *_: pytest.fail("the session's settings were changed"))
+    counted = (
+        spark.range(6).withColumn("g", F.col("id") % 2).withColumn("n", F.count("*").over(Window.partitionBy("g")))
+    )
+    plan = bridge.analyzed(counted.select("id", (F.lit(1) + F.lit(2)).alias("three")))
+    folding = "org.apache.spark.sql.catalyst.optimizer.ConstantFolding"
+    spark.conf.set("spark.sql.optimizer.excludedRules", folding)
+    try:
+        text = bridge.tree_string(bridge.optimized(plan))
+        assert spark.conf.get("spark.sql.optimizer.excludedRules") == folding
+    finally:
+        spark.conf.unset("spark.sql.optimizer.excludedRules")
+    # capture's settings: the window nothing reads kept (no column pruning) ...
+    assert "Window [count(1)" in text
+    # ... added to the user's own (the sum not folded)
+    assert "(1 + 2) AS three" in text
+    plain = spark._jsparkSession.sessionState().optimizer().execute(plan.clone()).treeString()
+    assert "Window" not in plain and "3 AS three" in plain

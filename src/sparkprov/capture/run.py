@@ -14,7 +14,7 @@ import shutil
 import time
 import uuid
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import ThreadPoolExecutor, wait
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -275,7 +275,7 @@ def _run_plain(
     if write is None:
         # the check is driver work (py4j round trips) the query's tasks need not wait for
         output = lambda: _write_output(bridge, df, 0, data, None)  # noqa: E731
-        result = _while_checking(bridge.spark, output, check)
+        result = _while_checking(bridge.spark, output, check, wait_for_job=not bridge.optimizes_apart())
     else:  # nothing is written where the user asked for a query that could be refused
         check()
         result = _write_output(bridge, df, 0, data, write)
@@ -297,13 +297,15 @@ def _workload(rewriter: Rewriter) -> dict:
     return {"workload": kept}
 
 
-def _while_checking(spark, job: Callable, check: Callable[[], None]):
+def _while_checking(spark, job: Callable, check: Callable[[], None], wait_for_job: bool = False):
     """``job()``'s result; it runs (Spark jobs) in a thread while ``check()`` runs here.
     If the check raises, the job's Spark jobs are cancelled and the check's error raised.
 
-    The check starts once the job's first Spark job has: its query is planned by then,
-    and the check changes session settings for a moment (``Bridge.optimized``), which
-    the planning of the query must not see. (Adaptive execution plans again between
+    The check starts at once: while the job's query is planned (one core of the
+    driver), the other core is free for it. With ``wait_for_job`` it starts once the
+    job's first Spark job has, when the query is planned: for a check that changes
+    session settings for a moment (``Bridge.optimized`` without its helper), which the
+    planning of the query must not see. (Adaptive execution plans again between
     stages, but with its own optimizer rules, which those settings do not touch.)
     """
     group = f"sparkprov-{uuid.uuid4().hex}"
@@ -318,16 +320,20 @@ def _while_checking(spark, job: Callable, check: Callable[[], None]):
 
     with ThreadPoolExecutor(max_workers=1, thread_name_prefix="sparkprov-output") as pool:
         done = pool.submit(run)
-        tracker = sc.statusTracker()
-        # each look is a JVM round trip competing with the query's planning for the
-        # driver; the check need only finish before the job does
-        while not done.done() and not tracker.getJobIdsForGroup(group):
-            time.sleep(0.01)
+        if wait_for_job:
+            tracker = sc.statusTracker()
+            # each look is a JVM round trip competing with the query's planning for the
+            # driver; the check need only finish before the job does
+            while not done.done() and not tracker.getJobIdsForGroup(group):
+                time.sleep(0.01)
         try:
             check()
         except BaseException:
-            sc.cancelJobGroup(group)
-            done.exception()  # wait for it to stop; the check's error is the one to report
+            # a job not yet started is not cancelled: cancel until the query stops
+            while not done.done():
+                sc.cancelJobGroup(group)
+                wait([done], timeout=0.05)
+            done.exception()  # the check's error is the one to report
             raise
         return done.result()
 

@@ -169,6 +169,34 @@ public class SparkprovTree {
 """
 
 
+# Java, compiled by Janino once per JVM: a plan through the session's optimizer under
+# settings of its own, in this thread alone (SQLConf.withExistingConf; Catalyst's rules
+# read their settings through SQLConf.get, which answers that conf first). The
+# session's settings are not touched, so a query planned in another thread meanwhile
+# (a lazy capture's own output) is optimized as the user set it. ``changes`` is
+# "key=value" lines, applied to a copy of ``base``.
+_OPTIMIZE_CLASS = "SparkprovOptimize"
+_OPTIMIZE_SOURCE = """
+import org.apache.spark.sql.catalyst.plans.logical.LogicalPlan;
+import org.apache.spark.sql.catalyst.rules.RuleExecutor;
+import org.apache.spark.sql.internal.SQLConf;
+
+public class SparkprovOptimize {
+  public LogicalPlan optimize(final RuleExecutor optimizer, SQLConf base, String changes, final LogicalPlan plan) {
+    SQLConf conf = base.clone();
+    String[] lines = changes.split("\\n");
+    for (int i = 0; i < lines.length; i++) {
+      int eq = lines[i].indexOf('=');
+      if (eq > 0) conf.setConfString(lines[i].substring(0, eq), lines[i].substring(eq + 1));
+    }
+    return (LogicalPlan) SQLConf.withExistingConf(conf, new scala.runtime.AbstractFunction0() {
+      public Object apply() { return optimizer.execute(plan.clone()); }
+    });
+  }
+}
+"""
+
+
 def _hidden_index(column: str, leaf: Any) -> RuntimeError:
     return RuntimeError(f"sparkprov: a Parquet column named {column} hides the row index: {leaf.simpleString(8)}")
 
@@ -312,6 +340,7 @@ class Bridge:
         self._row_index: tuple[str, Any] | None = None  # see _row_index_constants
         self._leaves: Any = None  # the compiled _LEAVES_SOURCE (False: not compiled), once needed
         self._tree: Any = None  # the compiled _TREE_SOURCE, likewise
+        self._optimize: Any = None  # the compiled _OPTIMIZE_SOURCE, likewise
         self._walk = threading.local()  # .memo while remembering(): see there
 
     @contextmanager
@@ -1214,18 +1243,32 @@ class Bridge:
         runtime-filter rules add subqueries the rewritten plan gets again anyway when it
         is optimized for execution.
         """
-        conf = self.jsession.sessionState().conf()
+        state = self.jsession.sessionState()
+        conf = state.conf()
         before = conf.getConfString(_EXCLUDED_RULES, "")
-        with self.settings(
-            {
-                _EXCLUDED_RULES: ",".join([r for r in before.split(",") if r] + list(_HIDING_RULES)),
-                # the newer decorrelation joins a correlated subquery with the distinct
-                # outer values it needs, re-read from the outer relation: those rows would
-                # enter the lineage of every row sharing the value
-                _DECORRELATE: "false",
-            }
-        ):
-            return self.jsession.sessionState().optimizer().execute(plan.clone())
+        changes = {
+            _EXCLUDED_RULES: ",".join([r for r in before.split(",") if r] + list(_HIDING_RULES)),
+            # the newer decorrelation joins a correlated subquery with the distinct
+            # outer values it needs, re-read from the outer relation: those rows would
+            # enter the lineage of every row sharing the value
+            _DECORRELATE: "false",
+        }
+        helper = self._optimize_helper()
+        if helper:
+            return helper.optimize(state.optimizer(), conf, "\n".join(f"{k}={v}" for k, v in changes.items()), plan)
+        with self.settings(changes):  # for a moment, the session's own: see optimizes_apart
+            return state.optimizer().execute(plan.clone())
+
+    def _optimize_helper(self) -> Any:
+        if self._optimize is None:
+            self._optimize = compiled(self.spark, _OPTIMIZE_CLASS, _OPTIMIZE_SOURCE) or False
+        return self._optimize
+
+    def optimizes_apart(self) -> bool:
+        """Whether ``optimized`` leaves the session's settings alone (it changes them for
+        the moment it runs when its JVM helper could not be compiled): a query may then
+        be planned in another thread while it runs."""
+        return bool(self._optimize_helper())
 
     @contextmanager
     def settings(self, values: dict[str, str]) -> Iterator[None]:
