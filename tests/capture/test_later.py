@@ -12,6 +12,7 @@ import pytest
 from pyspark.sql import functions as F
 
 import sparkprov as sp
+from sparkprov.plan.catalyst import Bridge
 
 from ..test_cli import sparkprov_cli
 from .test_rewrite import lineage_by_output
@@ -94,6 +95,17 @@ def test_a_refused_query_stops_even_before_its_first_job_starts(spark, session, 
     assert not (Path(session.store.root) / "data").exists() or not any(
         Path(session.store.root, "data").rglob("*.parquet")
     )
+
+
+def test_a_check_that_changes_session_settings_waits_for_the_querys_first_job(session, orders, monkeypatch):
+    # without its compiled helper, optimizing for capture sets the session's settings
+    # for a moment: the check starts once the query is planned, and gives the same lineage
+    q = orders.where("k > 1").groupBy("cust").agg(F.sum("g").alias("total"))
+    eager = session.capture(q, "eager")
+    monkeypatch.setattr(Bridge, "optimizes_apart", lambda self: False)
+    cap = session.capture(q, "waited", strategy="lazy")
+    assert cap._entry["timings"]["check_s"] > 0
+    assert lineage_by_output(cap) == lineage_by_output(eager)
 
 
 def test_a_changed_source_or_a_different_second_run_builds_nothing(spark, session, tmp_path):

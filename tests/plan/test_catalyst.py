@@ -246,3 +246,16 @@ def test_capture_optimizes_under_settings_of_its_own_leaving_the_sessions_alone(
     assert "(1 + 2) AS three" in text
     plain = spark._jsparkSession.sessionState().optimizer().execute(plan.clone()).treeString()
     assert "Window" not in plain and "3 AS three" in plain
+
+
+def test_without_the_compiled_optimizer_helper_settings_change_for_a_moment(spark, monkeypatch, caplog):
+    expected = Bridge(spark)
+    monkeypatch.setattr(references, "_COMPILED", {})
+    monkeypatch.setattr(catalyst, "_OPTIMIZE_SOURCE", "public class SparkprovOptimize { not java }")
+    bridge = Bridge(spark)
+    plan = bridge.analyzed(_query(spark))
+    with caplog.at_level("WARNING", logger="sparkprov"):
+        assert not bridge.optimizes_apart()
+    assert "could not compile the JVM helper SparkprovOptimize" in caplog.text
+    assert bridge.tree_string(bridge.optimized(plan)) == expected.tree_string(expected.optimized(plan))
+    assert spark.conf.get("spark.sql.optimizer.excludedRules", None) is None  # restored
