@@ -1241,7 +1241,8 @@ class Bridge:
         covers them all. Folding in-memory rows into new literal relations
         (ConvertToLocalRelation) would turn a source into a different relation, and the
         runtime-filter rules add subqueries the rewritten plan gets again anyway when it
-        is optimized for execution.
+        is optimized for execution. Those settings hold in this thread alone (a copy of
+        the session's, by the compiled helper), unless ``optimizes_apart`` says otherwise.
         """
         state = self.jsession.sessionState()
         conf = state.conf()
