@@ -331,8 +331,8 @@ class Rewriter:
 
     def optimize_lazy(self, plan: JPlan) -> None:
         """What a lazy capture does instead of rewriting, first part: the plan optimized
-        as for capture. It changes session settings for a moment (``Bridge.optimized``),
-        so it runs before the query does; ``check_lazy`` may run alongside it.
+        as for capture (``Bridge.optimized``: capture's settings in this thread alone),
+        so it may run while the query is planned and run; ``check_lazy`` follows it.
 
         A lazy capture's lineage is built later by running the query again with capture
         and matching that run's rows to the stored ones by value, so a query whose rows
