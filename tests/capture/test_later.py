@@ -81,7 +81,7 @@ def test_a_query_that_could_give_other_rows_is_refused(spark, session, orders):
         session.capture(orders, "wit", strategy="lazy", witnesses=True)
 
 
-def test_a_refused_query_stops_even_before_its_first_job_starts(spark, session, tmp_path):
+def test_a_refused_query_stops_even_before_its_first_job_starts(spark, session):
     # the check starts with the query's planning, and may refuse it before the query's
     # first job exists: the query is still stopped, not left to run to its end
     slow = F.udf(lambda k: time.sleep(0.2) or k, "long")
