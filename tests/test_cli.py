@@ -2,29 +2,45 @@
 
 from __future__ import annotations
 
+import contextlib
+import io
 import json
 import subprocess
 import sys
 
 from pyspark.sql import functions as F
 
-from sparkprov import demo
+from sparkprov import cli, demo
 
 from .conftest import ROOT
 
 
-def sparkprov_cli(*args: str) -> subprocess.CompletedProcess:
+def sparkprov_process(*args: str) -> subprocess.CompletedProcess:
+    """The command in a process of its own, as a shell runs it."""
     return subprocess.run([sys.executable, "-m", "sparkprov.cli", *args], cwd=ROOT, capture_output=True, text=True)
 
 
+def sparkprov_cli(*args: str) -> subprocess.CompletedProcess:
+    """The command run in this process, its output and exit status as a process's: a
+    command that needs Spark gets the suite's session, where a process of its own would
+    start a JVM (10 to 20 s on a 2-core machine) for each command."""
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        try:
+            code = cli.main(list(args))
+        except SystemExit as exit:  # argparse's usage errors
+            code = exit.code
+    return subprocess.CompletedProcess(["sparkprov", *args], code, out.getvalue(), err.getvalue())
+
+
 def test_captures_lists_the_store_without_spark(session, spark, tmp_path):
-    missing = sparkprov_cli("captures", "--store", str(tmp_path / "missing"))
+    missing = sparkprov_process("captures", "--store", str(tmp_path / "missing"))
     assert missing.returncode == 1 and missing.stderr.startswith("sparkprov: error: no sparkprov store at")
     assert not (tmp_path / "missing").exists()  # listing does not create a store
-    empty = sparkprov_cli("captures", "--store", str(session.store.root))
+    empty = sparkprov_process("captures", "--store", str(session.store.root))
     assert empty.returncode == 0 and "no captures" in empty.stdout
     session.capture(spark.range(3), name="three")
-    listed = sparkprov_cli("captures", "--store", str(session.store.root), "--json")
+    listed = sparkprov_process("captures", "--store", str(session.store.root), "--json")
     assert listed.returncode == 0, listed.stderr
     (entry,) = json.loads(listed.stdout)
     assert entry["name"] == "three" and entry["version"] == 1 and entry["sources"] == ["range_0"]
@@ -125,7 +141,8 @@ def test_trace_end_to_end_through_a_pipeline(session, spark, tmp_path):
     session.capture(df.where("v > 1"), name="clean", path=tmp_path / "clean")
     session.capture(spark.read.parquet(str(tmp_path / "clean")).groupBy("k").count(), name="counts")
     store = str(session.store.root)
-    back = sparkprov_cli(
+    # a process of its own: the command starts the Spark session it traces with
+    back = sparkprov_process(
         "trace", "backward", "counts", "--where", "k = 'a'", "--end-to-end", "--store", store, "--json"
     )
     assert back.returncode == 0, back.stderr
@@ -163,11 +180,11 @@ def test_why_and_how_commands(session, spark):
 
 
 def test_bad_arguments_exit_nonzero(tmp_path):
-    bad = sparkprov_cli("bench", "capture", "--repeat", "0", "--data", str(tmp_path))
+    bad = sparkprov_process("bench", "capture", "--repeat", "0", "--data", str(tmp_path))
     assert bad.returncode == 1 and "--repeat" in bad.stderr
-    bad = sparkprov_cli("bench", "aggregates", "--repeat", "0", "--data", str(tmp_path))
+    bad = sparkprov_process("bench", "aggregates", "--repeat", "0", "--data", str(tmp_path))
     assert bad.returncode == 1 and "--repeat" in bad.stderr
-    assert sparkprov_cli("nonsense").returncode == 2
+    assert sparkprov_process("nonsense").returncode == 2
 
 
 def test_demo_pipeline_traces_the_top_error(spark, session, tmp_path):

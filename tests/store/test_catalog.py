@@ -75,12 +75,16 @@ def test_killed_capture_is_invisible(spark, tmp_path, mode):
 def test_concurrent_captures_from_two_processes(spark, tmp_path):
     store = tmp_path / "store"
     procs = [run_worker(store, "shared", value) for value in (10, 20)]
-    procs.append(run_worker(store, "other", 30))
+    # this process commits a third capture to the same store meanwhile (a third writer,
+    # without a third JVM to start)
+    session = sp.LineageSession(spark, store=store)
+    df = spark.createDataFrame([(i % 3, 30) for i in range(9)], "g int, v int")
+    session.source(df, "numbers")
+    session.capture(df.groupBy("g").sum("v"), name="other")
     for p in procs:
         out, err = p.communicate(timeout=300)
         assert p.returncode == 0, err[-2000:]
         assert "committed" in out
-    session = sp.LineageSession(spark, store=store)
     assert session.captures() == ["other", "shared"]
     assert session.store.latest_version("shared") == 2
     totals = set()
