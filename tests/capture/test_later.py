@@ -14,7 +14,7 @@ from pyspark.sql import functions as F
 import sparkprov as sp
 from sparkprov.plan.catalyst import Bridge
 
-from ..test_cli import sparkprov_cli
+from ..test_cli import sparkprov_process
 from .test_rewrite import lineage_by_output
 
 
@@ -144,11 +144,11 @@ def test_floating_point_values_match_within_a_tolerance(spark, session, orders):
 def test_only_the_capturing_process_can_build_it(session, orders):
     cap = session.capture(orders.groupBy("g").count(), "counts", strategy="lazy")
     store = str(session.store.root)
-    elsewhere = sparkprov_cli("trace", "backward", "counts", "--where", "g = 1", "--store", store)
+    elsewhere = sparkprov_process("trace", "backward", "counts", "--where", "g = 1", "--store", store)
     assert elsewhere.returncode == 1
     assert "made with strategy='lazy' and its lineage was never built" in elsewhere.stderr
     cap.build_lineage()
-    answered = sparkprov_cli("trace", "backward", "counts", "--where", "g = 1", "--store", store, "--json")
+    answered = sparkprov_process("trace", "backward", "counts", "--where", "g = 1", "--store", store, "--json")
     assert answered.returncode == 0, answered.stderr
     rows = json.loads(answered.stdout)["relations"]["orders"]["rows"]
     assert sorted(r["k"] for r in rows) == [1, 5, 9]
