@@ -13,6 +13,7 @@ import sparkprov as sp
 from sparkprov.store.catalog import Store
 
 from ..conftest import ROOT
+from .worker import capture_numbers
 
 
 def run_worker(store, name, value, mode=""):
@@ -78,9 +79,7 @@ def test_concurrent_captures_from_two_processes(spark, tmp_path):
     # this process commits a third capture to the same store meanwhile (a third writer,
     # without a third JVM to start)
     session = sp.LineageSession(spark, store=store)
-    df = spark.createDataFrame([(i % 3, 30) for i in range(9)], "g int, v int")
-    session.source(df, "numbers")
-    session.capture(df.groupBy("g").sum("v"), name="other")
+    capture_numbers(session, "other", 30)
     for p in procs:
         out, err = p.communicate(timeout=300)
         assert p.returncode == 0, err[-2000:]

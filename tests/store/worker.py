@@ -23,10 +23,16 @@ def main() -> None:
         catalog.Store.commit = lambda *a, **k: os.kill(os.getpid(), signal.SIGKILL)
     elif mode == "kill-at-link":
         catalog.os.link = lambda *a, **k: os.kill(os.getpid(), signal.SIGKILL)
-    df = spark.createDataFrame([(i % 3, value) for i in range(9)], "g int, v int")
-    session.source(df, "numbers")
-    session.capture(df.groupBy("g").sum("v"), name=name)
+    capture_numbers(session, name, value)
     print("committed", flush=True)
+
+
+def capture_numbers(session: sp.LineageSession, name: str, value: int) -> sp.Capture:
+    """The capture every writer of the store tests commits: nine rows of ``value`` in
+    three groups, summed."""
+    df = session.spark.createDataFrame([(i % 3, value) for i in range(9)], "g int, v int")
+    session.source(df, "numbers")
+    return session.capture(df.groupBy("g").sum("v"), name=name)
 
 
 if __name__ == "__main__":
