@@ -29,7 +29,7 @@ def test_a_groups_rids_are_the_ones_collect_list_keeps(spark):
     assert empty.agg(rid_collector.rids_column(empty, "rid")).first()[0] == []
 
 
-def test_nested_arrays_are_flattened_and_distinct_ones_sorted_once(spark):
+def test_nested_arrays_are_flattened_and_distinct_ones_sorted(spark):
     rows = _rows(spark)
     inner = rows.groupBy("g").agg(rid_collector.rids_column(rows, "rid").alias("r"))
     # every inner array twice: the outer arrays repeat each rid
@@ -44,6 +44,27 @@ def test_nested_arrays_are_flattened_and_distinct_ones_sorted_once(spark):
         for h, arr in outer.items():
             once = sorted(r.rid for r in rows.where(f"g % 3 = {h} AND rid IS NOT NULL").collect())
             assert arr == once if distinct else sorted(arr) == sorted(once * 2)
+
+
+def test_repeats_dropped_while_collecting_leave_each_rid_once_in_order(spark):
+    # 8,000 rows a group over 4 partitions, each rid repeated: scattered (a rid comes
+    # back every 3,001 rows) and in runs (each row twice in a row), so buffers fill,
+    # drop repeats, and meet buffers dropped in other tasks
+    rows = (
+        spark.range(0, 20000, 1, 4)
+        .withColumn("copy", F.explode(F.array(F.lit(0), F.lit(1))))
+        .selectExpr("id % 5 AS g", "CASE WHEN id % 11 = 0 THEN NULL ELSE (id * 7919) % 3001 END AS rid")
+    )
+    got = {
+        r.g: r.r
+        for r in rows.groupBy("g").agg(rid_collector.rids_column(rows, "rid", distinct=True).alias("r")).collect()
+    }
+    expected = {}
+    for r in rows.collect():
+        if r.rid is not None:
+            expected.setdefault(r.g, set()).add(r.rid)
+    assert got == {g: sorted(v) for g, v in expected.items()}
+    assert all(len(v) > 2000 for v in got.values())
 
 
 def test_values_other_than_rids_are_left_to_collect_list(spark):

@@ -6,8 +6,11 @@ converts them to Spark's array format and back at every exchange, and is followe
 may repeat a row) as expressions of their own. Rids are longs: ``SparkprovRidCollector``
 (Java, compiled once per JVM by Janino, like the other helpers in this package, and
 shipped to the executors in a jar added to the SparkContext) keeps them in a
-``long[]``, appends an inner aggregate's array in place, exchanges buffers as their raw
-bytes, and makes the values distinct (sorted) once, when the group's array is produced.
+``long[]``, appends an inner aggregate's array in place and exchanges buffers as their
+raw bytes. Where a join below may repeat a row, it drops repeats as the buffer fills (a
+repeat of the last value at once, the rest by sorting what came since the last time and
+merging it with what that left) and before a buffer is exchanged: a group's memory and
+shuffled bytes follow its distinct rids, not its rows, and its array comes out sorted.
 Like ``collect_list`` it skips NULLs and gives an empty array to a group without rids.
 
 Spark still runs an aggregate holding it as an ``ObjectHashAggregate``, as with
@@ -77,14 +80,23 @@ public class SparkprovRidCollector {
   public static final class Buffer {
     long[] values = new long[8];
     int size;
+    // values[0, sorted) hold distinct values in order: what the last compaction left
+    int sorted;
+    // whether repeats are dropped as the buffer fills (the collector's distinct)
+    final boolean compacting;
+
+    Buffer(boolean compacting) { this.compacting = compacting; }
 
     void add(long value) {
-      if (size == values.length) values = java.util.Arrays.copyOf(values, size * 2);
+      // rows that repeat a rid often arrive together (an order's rid joined to each of
+      // its lineitems): the last value catches them without a sort
+      if (compacting && size > 0 && values[size - 1] == value) return;
+      if (size == values.length) makeRoom(1);
       values[size++] = value;
     }
 
     void addAll(long[] more, int count) {
-      if (size + count > values.length) values = java.util.Arrays.copyOf(values, Math.max(size + count, size * 2));
+      if (size + count > values.length) makeRoom(count);
       System.arraycopy(more, 0, values, size, count);
       size += count;
     }
@@ -92,6 +104,38 @@ public class SparkprovRidCollector {
     void addArray(ArrayData array) {
       int count = array.numElements();
       for (int i = 0; i < count; i++) if (!array.isNullAt(i)) add(array.getLong(i));
+    }
+
+    /** Room for count more values: repeats dropped first when compacting, and the array
+     * doubled unless that left it half empty. A group's memory then follows its distinct
+     * rids, not its rows (a nation's rid joined to every lineitem of the nation). */
+    private void makeRoom(int count) {
+      if (compacting && size - sorted >= 64) compact();
+      if (size + count <= values.length / 2) return;
+      values = java.util.Arrays.copyOf(values, Math.max(size + count, values.length * 2));
+    }
+
+    /** Sort and drop repeats: the new values sorted, then merged into the sorted ones. */
+    void compact() {
+      if (sorted == size) return;
+      java.util.Arrays.sort(values, sorted, size);
+      int end = sorted;
+      for (int i = sorted; i < size; i++) if (end == sorted || values[i] != values[end - 1]) values[end++] = values[i];
+      if (sorted == 0) {
+        size = sorted = end;
+        return;
+      }
+      long[] merged = new long[values.length];
+      int i = 0, j = sorted, k = 0;
+      while (i < sorted && j < end) {
+        long a = values[i], b = values[j];
+        if (a <= b) { merged[k++] = a; i++; if (a == b) j++; }
+        else { merged[k++] = b; j++; }
+      }
+      while (i < sorted) merged[k++] = values[i++];
+      while (j < end) merged[k++] = values[j++];
+      values = merged;
+      size = sorted = k;
     }
   }
 
@@ -112,7 +156,7 @@ public class SparkprovRidCollector {
       this.inputOffset = inputOffset;
     }
 
-    public Object createAggregationBuffer() { return new Buffer(); }
+    public Object createAggregationBuffer() { return new Buffer(distinct.booleanValue()); }
 
     public Object update(Object state, InternalRow input) {
       Buffer buffer = (Buffer) state;
@@ -138,26 +182,22 @@ public class SparkprovRidCollector {
 
     public Object eval(Object state) {
       Buffer buffer = (Buffer) state;
-      long[] values = java.util.Arrays.copyOf(buffer.values, buffer.size);
-      if (distinct.booleanValue() && values.length > 1) {
-        java.util.Arrays.sort(values);
-        int kept = 1;
-        for (int i = 1; i < values.length; i++) if (values[i] != values[kept - 1]) values[kept++] = values[i];
-        if (kept < values.length) values = java.util.Arrays.copyOf(values, kept);
-      }
-      return UnsafeArrayData.fromPrimitiveArray(values);
+      if (buffer.compacting) buffer.compact();
+      return UnsafeArrayData.fromPrimitiveArray(java.util.Arrays.copyOf(buffer.values, buffer.size));
     }
 
     public byte[] serialize(Object state) {
       Buffer buffer = (Buffer) state;
+      if (buffer.compacting) buffer.compact();  // fewer bytes through the exchange
       byte[] bytes = new byte[buffer.size * 8];
       Platform.copyMemory(buffer.values, Platform.LONG_ARRAY_OFFSET, bytes, Platform.BYTE_ARRAY_OFFSET, bytes.length);
       return bytes;
     }
 
     public Object deserialize(byte[] bytes) {
-      Buffer buffer = new Buffer();
+      Buffer buffer = new Buffer(distinct.booleanValue());
       buffer.size = bytes.length / 8;
+      if (buffer.compacting) buffer.sorted = buffer.size;  // serialize compacted it
       buffer.values = new long[Math.max(8, buffer.size)];
       Platform.copyMemory(bytes, Platform.BYTE_ARRAY_OFFSET, buffer.values, Platform.LONG_ARRAY_OFFSET, bytes.length);
       return buffer;
