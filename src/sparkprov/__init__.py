@@ -11,6 +11,7 @@ from .capture.workload import Workload
 from .errors import (
     CaptureFailed,
     CaptureNotFound,
+    InvalidPredicate,
     LineageNotBuilt,
     LineageRestricted,
     LineageTooLarge,
@@ -32,6 +33,7 @@ __all__ = [
     "Capture",
     "CaptureFailed",
     "CaptureNotFound",
+    "InvalidPredicate",
     "LineageContext",
     "LineageCursor",
     "LineageRDD",

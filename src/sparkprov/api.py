@@ -42,6 +42,7 @@ from .capture.workload import Workload, no_such_source, refuse_forward, restrict
 from .errors import one_line
 from .local import region_hint
 from .plan.catalyst import Bridge, quiet_analysis
+from .plan.predicate import check_predicate
 from .query import drill_down, engines, partitioned, trace
 from .query.embedded import EmbeddedEngine, EmbeddedUnsupported
 from .query.navigation import LineageCursor, Point
@@ -247,8 +248,7 @@ class Capture:
     ) -> DataFrame:
         if source is None or end_to_end:
             raise ValueError("where filters one source's rows: give source, without end_to_end")
-        if not isinstance(where, str) or not where.strip():
-            raise ValueError(f"where must be a Spark SQL predicate over the source's columns, not {where!r}")
+        check_predicate(where)
         self._check_source(source)
         warn_restricted(self._entry, [source])
         if engine == "embedded":  # "auto" takes Spark: it reads only the partitions and columns it needs

@@ -51,11 +51,19 @@ class CaptureFailed(SparkprovError):
 
 
 class StoreCorrupt(SparkprovError):
-    """The store holds an entry this version of sparkprov cannot read."""
+    """The store holds an entry or a file this version of sparkprov cannot trust: a
+    catalog entry that does not parse, or a file a capture names that is missing, of
+    another size than when it was written, or not one the capture wrote. The message
+    names the capture and the file."""
 
 
 class StoreNotFound(SparkprovError, FileNotFoundError):
     """No sparkprov store exists at the given location."""
+
+
+class InvalidPredicate(SparkprovError, ValueError):
+    """A predicate given as text is not one Spark SQL expression (several statements,
+    a statement, or text that does not parse): refused before any engine sees it."""
 
 
 class LineageTooLarge(SparkprovError):

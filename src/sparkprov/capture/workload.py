@@ -57,8 +57,9 @@ from pyspark.sql.types import (
 )
 from pyspark.sql.utils import AnalysisException
 
-from ..errors import LineageRestricted, RestrictedLineageWarning
+from ..errors import InvalidPredicate, LineageRestricted, RestrictedLineageWarning
 from ..plan.catalyst import quiet_analysis
+from ..plan.predicate import check_predicate
 
 FIELDS = ("sources", "where", "group_by", "partition_by")
 # column types whose values name a partition exactly (a directory name read back as the
@@ -200,8 +201,10 @@ class Workload:
         object.__setattr__(self, "sources", names)
         where = _per_source(self.where, names, "where", "predicates")
         for name, predicate in where.items():
-            if not isinstance(predicate, str) or not predicate.strip():
-                raise ValueError(f"workload where for source {name!r} must be a Spark SQL predicate, not {predicate!r}")
+            try:
+                check_predicate(predicate)
+            except InvalidPredicate as exc:
+                raise InvalidPredicate(f"workload where for source {name!r}: {exc}") from None
         object.__setattr__(self, "where", dict(where))
         group_by = _per_source(self.group_by, names, "group_by", "grouping columns")
         object.__setattr__(self, "group_by", {k: GroupBy.of(v) for k, v in group_by.items()})

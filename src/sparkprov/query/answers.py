@@ -20,6 +20,7 @@ import pyarrow as pa
 from ..capture.sources import RID
 from ..capture.workload import restricted_note
 from ..errors import LineageTooLarge
+from ..plan.predicate import check_predicate
 from .embedded import EMBEDDED_LIMIT, EmbeddedEngine, EmbeddedUnsupported
 from .engines import check_engine
 from .provenance import polynomials
@@ -93,6 +94,9 @@ def trace(
     with ``source``) keeps only the source rows satisfying it, as
     ``Capture.backward(..., where=...)`` does.
     """
+    check_predicate(where)
+    if source_where is not None:
+        check_predicate(source_where)
     if direction not in DIRECTIONS:
         raise ValueError(f"direction must be one of {', '.join(DIRECTIONS)}, not {direction!r}")
     check_engine(engine)
@@ -208,6 +212,7 @@ class DrillDown:
 def drill_down(store_root: str, entry: dict, where: str, source: str) -> DrillDown:
     """``Capture.drill_down`` of the output rows matching ``where`` (Spark SQL), with
     Spark: the aggregation the capture's workload declared for ``source``, by group."""
+    check_predicate(where)  # before Spark starts
     cap = _loaded(store_root, entry)
     # the matched rows found once, as drill_down finds them: few as a list (DuckDB's),
     # counted here; more as rows Spark selects, counted there

@@ -39,6 +39,7 @@ from ..capture.lineage import IN, OUT, REF, SRC
 from ..capture.sources import RID, ROW_BITS, SourceInfo, compare_fingerprint, snapshot_column
 from ..capture.workload import no_such_source, refuse_forward
 from ..errors import LineageTooLarge, SourceChanged, SparkprovError
+from ..plan.predicate import check_predicate
 from ..rdd.text import picked_lines
 from .pairs import PairTable, build_forward_index, distinct_sorted, parquet_files
 from .sides import SideLineage
@@ -398,8 +399,7 @@ def _select_rids(relation: str, predicate: str, what: str, tables: dict[str, pa.
     import duckdb
     import sqlglot
 
-    if not isinstance(predicate, str) or not predicate.strip():
-        raise ValueError("empty predicate")
+    check_predicate(predicate)
     try:
         condition = sqlglot.transpile(predicate, read="spark", write="duckdb")[0]
     except sqlglot.errors.SqlglotError as exc:

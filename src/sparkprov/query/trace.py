@@ -21,6 +21,7 @@ from pyspark.sql.utils import AnalysisException
 from ..capture.lineage import IN, OUT
 from ..capture.sources import RID
 from ..plan.catalyst import quiet_analysis
+from ..plan.predicate import check_predicate
 
 RowsArg = DataFrame | str | Iterable[int] | Iterable[Row]
 RidSet = DataFrame | list[int]
@@ -41,8 +42,7 @@ def rid_set(rows: RowsArg, relation: DataFrame, what: str) -> RidSet:
             raise ValueError(f"the DataFrame passed as rows has no {RID} column; pass rows of {what}")
         return rows.select(F.col(RID).cast("long").alias(RID))
     if isinstance(rows, str):
-        if not rows.strip():
-            raise ValueError("empty predicate")
+        check_predicate(rows)
         try:
             with quiet_analysis():
                 picked = relation.where(rows).select(RID)
