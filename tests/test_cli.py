@@ -8,8 +8,10 @@ import json
 import subprocess
 import sys
 
+import pytest
 from pyspark.sql import functions as F
 
+import sparkprov as sp
 from sparkprov import cli, demo
 
 from .conftest import ROOT
@@ -202,3 +204,25 @@ def test_demo_pipeline_traces_the_top_error(spark, session, tmp_path):
     assert [r["description"] for r in traced["descriptions"].collect()] == [top["description"]]
     expected = sum(1 for line in log.read_text().splitlines() if f" ERROR {top['code']} " in line)
     assert expected == top["count"]
+
+
+def test_versions_that_do_not_exist_are_named(session, spark, tmp_path):
+    df = session.source(spark.createDataFrame([("a", 1)], "k string, v int"), "numbers")
+    for _ in range(2):
+        session.capture(df, name="a")
+    store = str(session.store.root)
+    for version, said in (("7", "capture 'a' has no version 7 (versions: 1-2)"), ("0", "not 0"), ("-1", "not -1")):
+        done = sparkprov_cli("trace", "backward", "a", "--where", "k = 'a'", "--version", version, "--store", store)
+        assert done.returncode == 1 and said in done.stderr and "no capture named" not in done.stderr
+    first = sparkprov_cli("trace", "backward", "a", "--where", "k = 'a'", "--version", "1", "--store", store)
+    assert first.returncode == 0, first.stderr
+    listed = sparkprov_cli("captures", "--store", store, "--all-versions", "--json")
+    assert [(r["name"], r["version"], r["rows"], r["strategy"]) for r in json.loads(listed.stdout)] == [
+        ("a", 1, 1, "auto"),
+        ("a", 2, 1, "auto"),
+    ]
+    (tmp_path / "file.txt").write_text("x")
+    with pytest.raises(sp.StoreNotFound, match="is a file, not a sparkprov store"):
+        sp.LineageSession(spark, store=tmp_path / "file.txt")
+    done = sparkprov_cli("captures", "--store", str(tmp_path / "file.txt"))
+    assert done.returncode == 1 and "is a file, not a sparkprov store" in done.stderr

@@ -39,7 +39,7 @@ from .capture.rewrite import STRATEGIES
 from .capture.run import Write, run_capture
 from .capture.sources import RID, SourceInfo, check_unchanged, read_source
 from .capture.workload import Workload, no_such_source, refuse_forward, restriction, warn_restricted
-from .errors import one_line
+from .errors import StoreCorrupt, one_line
 from .local import region_hint
 from .plan.catalyst import Bridge, quiet_analysis
 from .plan.predicate import check_predicate
@@ -98,6 +98,12 @@ class Capture:
     def __repr__(self) -> str:
         return f"Capture({self.name!r}, version={self.version}, sources={list(self._infos)})"
 
+    def _trusted(self) -> None:
+        # every answer first checks the files the capture wrote (StoreCorrupt names one
+        # missing, resized or stray): a missing pair file would otherwise read as no lineage
+        if self._entry.get("id"):
+            self._session.store.verify(self._entry)
+
     @property
     def output(self) -> DataFrame:
         """The output rows, in the query's order, plus ``_sp_rid``."""
@@ -136,6 +142,7 @@ class Capture:
         >>> cap.lineage("k = 'a'").go_back().count()  # doctest: +SKIP
         2
         """
+        self._trusted()
         if source is None:
             point, relation, what = Point(self), self._output(), f"the output of capture {self.name!r}"
         else:
@@ -154,6 +161,7 @@ class Capture:
         reads only what is needed. For a source the capture's workload restricted
         (``where``), only the pairs of its rows that satisfy the predicate are kept.
         """
+        self._trusted()
         self._check_source(source)
         stored = self._entry["lineage"]
         spark = self._session.spark
@@ -221,6 +229,7 @@ class Capture:
 
         >>> cap.backward("region = 'EU'", "orders", where="status = 'returned'")  # doctest: +SKIP
         """
+        self._trusted()
         engines.check_engine(engine)
         if where is not None:
             return self._backward_where(rows, source, end_to_end, where, engine)
@@ -289,6 +298,7 @@ class Capture:
         >>> cap = session.capture(q1, "q1", workload=spec)  # doctest: +SKIP
         >>> cap.drill_down("l_returnflag = 'R'", "lineitem").show()  # doctest: +SKIP
         """
+        self._trusted()
         self._check_source(source)
         group_by = drill_down.spec(self._entry, source)
         if group_by is None:
@@ -348,6 +358,7 @@ class Capture:
         capture and every later capture that read what it wrote, recursively.
         ``engine`` is as for :meth:`backward`.
         """
+        self._trusted()
         engines.check_engine(engine)
         self._check_source(source)
         refuse_forward(self._entry, source)
@@ -427,6 +438,7 @@ class Capture:
     def polynomials(self, rows: RowsArg) -> dict[int, Polynomial]:
         """``{output rid: Polynomial}`` for ``rows`` of the output: what :meth:`how` and
         :meth:`why` print, as objects (``str(p)``, ``p.witnesses()``, ``p.variables()``)."""
+        self._trusted()
         return polynomials(self._entry, self._output_rids(rows))
 
     def _matched_here(self, predicate: str) -> np.ndarray | None:
@@ -768,22 +780,39 @@ class LineageSession:
         for source in workload.get("partition_by", {}):
             cap._partitioned(source)
 
-    def _entries(self):
+    def _entries(self, newest: bool = False, damaged: list | None = None):
+        """Every committed entry (``newest``: each name's newest version), newest first;
+        entries that cannot be read are added to ``damaged`` (raised when it is None)."""
         for name in self.store.names():
-            for version in range(self.store.latest_version(name), 0, -1):
-                entry = self.store.load(name, version, failed_ok=True)
+            versions = self.store.versions(name)
+            for version in reversed(versions[-1:] if newest else versions):
+                try:
+                    entry = self.store.load(name, version, failed_ok=True, verify_files=False)
+                except StoreCorrupt as exc:
+                    if damaged is None:
+                        raise
+                    damaged.append(exc)
+                    continue
                 if not entry.get("failed"):
                     yield entry
 
+    def _linked(self, entry: dict) -> Capture:
+        self.store.verify(entry)  # a capture a trace continues into is trusted as its own load is
+        return Capture(self, entry)
+
     def _writer_of(self, info: SourceInfo) -> Capture | None:
-        """The capture that wrote exactly the files ``info`` read, if any."""
+        """The capture that wrote exactly the files ``info`` read, if any. A damaged entry
+        matters only when no other wrote them: it may have been the writer."""
         if info.kind != "parquet" or not info.original:
             return None
         files = _fingerprint(info.original)
-        for entry in self._entries():
+        damaged: list[StoreCorrupt] = []
+        for entry in self._entries(damaged=damaged):
             written = entry.get("written")
             if written and _fingerprint(written["files"]) == files:
-                return Capture(self, entry)
+                return self._linked(entry)
+        if damaged:
+            raise StoreCorrupt(f"cannot tell which capture wrote source {info.name!r}: {damaged[0]}")
         return None
 
     def _readers_of(self, cap: Capture) -> list[tuple[Capture, str]]:
@@ -793,10 +822,10 @@ class LineageSession:
             return []
         files = _fingerprint(written["files"])
         found = []
-        for entry in (self.store.load(n, failed_ok=True) for n in self.store.names()):  # newest versions
+        for entry in self._entries(newest=True):  # a damaged entry may be a reader: it raises
             for name, src in entry["sources"].items():
                 if src["kind"] == "parquet" and _fingerprint(src["original"]) == files:
-                    found.append((Capture(self, entry), name))
+                    found.append((self._linked(entry), name))
         return found
 
     def load(self, name: str, version: int | None = None) -> Capture:

@@ -26,6 +26,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     caps = sub.add_parser("captures", help="list the captures in a store")
     caps.add_argument("--store", default=None, help="store directory (default $SPARKPROV_STORE or ./.sparkprov)")
+    caps.add_argument("--all-versions", action="store_true", help="every version, not only the newest")
     caps.add_argument("--json", action="store_true", help="print JSON")
 
     run = sub.add_parser("run", help="run an unchanged PySpark script with every action captured")
@@ -193,24 +194,20 @@ def _trace(args: argparse.Namespace) -> int:
 
 
 def _captures(args: argparse.Namespace) -> int:
+    from .store.listing import describe, table
+
     store = _store(args)
     rows = []
     for name in store.names():
-        e = store.load(name, failed_ok=True)
-        row = {"name": name, "version": e["version"], "created": e["created"], "sources": list(e["sources"])}
-        if e.get("failed"):
-            row["failed"] = e["failed"]
-        rows.append(row)
+        versions = store.versions(name)
+        for version in versions if args.all_versions else versions[-1:]:
+            rows.append(describe(store, name, version))
     if args.json:
         print(json.dumps(rows, indent=1))
     elif not rows:
         print(f"no captures in {store.root}")
     else:
-        for r in rows:
-            if "failed" in r:
-                print(f"{r['name']}  v{r['version']}  {r['created']}  FAILED: {r['failed']['reason']}")
-            else:
-                print(f"{r['name']}  v{r['version']}  {r['created']}  sources: {', '.join(r['sources'])}")
+        print(table(rows))
     return 0
 
 

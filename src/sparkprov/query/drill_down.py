@@ -39,7 +39,7 @@ from pyspark.sql.types import DecimalType
 from ..capture.lineage import IN, OUT
 from ..capture.sources import RID
 from ..capture.workload import GroupBy, quoted
-from ..store.catalog import publish_written
+from ..store.catalog import capture_dir, publish_written
 from .trace import RidSet
 
 log = logging.getLogger("sparkprov")
@@ -52,7 +52,7 @@ MERGED_HERE_MAX = 10_000
 
 def table_path(entry: dict, source: str) -> Path:
     """Where capture ``entry`` keeps ``source``'s drill-down table."""
-    return Path(entry["lineage"]["path"]).parent / "drill" / str(entry["lineage"]["sources"][source])
+    return capture_dir(entry) / "drill" / str(entry["lineage"]["sources"][source])
 
 
 def spec(entry: dict, source: str) -> GroupBy | None:

@@ -41,6 +41,7 @@ from ..capture.workload import no_such_source, refuse_forward
 from ..errors import LineageTooLarge, SourceChanged, SparkprovError
 from ..plan.predicate import check_predicate
 from ..rdd.text import picked_lines
+from ..store.catalog import capture_dir
 from .pairs import PairTable, build_forward_index, distinct_sorted, parquet_files
 from .sides import SideLineage
 
@@ -113,7 +114,10 @@ class EmbeddedEngine:
             if key == OUT:
                 found = backward
             else:
-                index = self._root.parent / "forward" / f"{SRC}={src}"
+                # a read-only store's index is built in the cache (lineage.forward)
+                index = capture_dir(self.entry) / "forward" / f"{SRC}={src}"
+                if not index.is_dir() and self.entry["lineage"].get("forward"):
+                    index = Path(self.entry["lineage"]["forward"]) / f"{SRC}={src}"
                 files = parquet_files(index)
                 if not files and backward.rows:
                     self._within_limit(backward.rows)

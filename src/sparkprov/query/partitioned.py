@@ -31,7 +31,7 @@ from ..capture.lineage import IN, OUT
 from ..capture.sources import RID
 from ..capture.workload import quoted
 from ..plan.catalyst import quiet_analysis
-from ..store.catalog import publish_written
+from ..store.catalog import capture_dir, publish_written
 
 PART = "__sp_p"
 _META = "_sp_partitioned.json"  # Spark skips files starting with "_"
@@ -39,7 +39,7 @@ _META = "_sp_partitioned.json"  # Spark skips files starting with "_"
 
 def table_path(entry: dict, source: str) -> Path:
     """Where capture ``entry`` keeps ``source``'s partitioned pairs."""
-    return Path(entry["lineage"]["path"]).parent / "partitioned" / str(entry["lineage"]["sources"][source])
+    return capture_dir(entry) / "partitioned" / str(entry["lineage"]["sources"][source])
 
 
 def column(entry: dict, source: str) -> str | None:

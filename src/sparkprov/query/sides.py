@@ -18,7 +18,6 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Callable
-from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
@@ -28,6 +27,7 @@ from ..capture.lineage import slots_from_json
 from ..capture.rewrite import Slot
 from ..capture.sources import RID
 from ..rdd.worker import HANDLE
+from ..store.catalog import capture_dir
 from .pairs import PairTable, distinct_sorted, parquet_files
 
 _EMPTY = np.array([], np.int64)
@@ -54,7 +54,7 @@ class SideLineage:
     def __init__(self, entry: dict, within: Callable[[int], None]) -> None:
         lineage = entry["lineage"]
         stored = lineage["rdd"]
-        self._data = Path(lineage["path"]).parent
+        self._data = capture_dir(entry)
         self._output = entry["output"]["path"]
         self._slots = slots_from_json(stored["slots"])
         self._sides = {int(k): slots_from_json(d["slots"]) for k, d in stored["sides"].items()}

@@ -35,7 +35,9 @@ def run_script(script: str, args: list[str], store: str | Path) -> int:
     status = 0
     try:
         with tracer.installed():
-            runpy.run_path(str(path), run_name="__main__")
+            # by its absolute path, as Python runs a script (its code objects, and so its
+            # frames, are named by it: captures are named after their lines)
+            runpy.run_path(str(path.resolve()), run_name="__main__")
     except SystemExit as exc:
         status = _exit_status(exc.code)
     except Exception:  # noqa: BLE001 - as the interpreter reports an uncaught exception

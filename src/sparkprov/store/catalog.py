@@ -8,6 +8,19 @@ Layout of a store directory::
     data/<capture id>/lineage/src=<i>/  (out_rid, in_rid) pairs for source i (Parquet)
     data/<capture id>/snapshots/    copies of sources without stable row positions
 
+Paths inside the store are kept relative to it (``{store}`` in the entry stands for
+its root, ``{store-uri}`` for the root as Hadoop spells it in ``file:`` URIs), so a
+store can be moved, copied or archived and opened elsewhere. The entry also lists the
+capture's files with their sizes (``files``, ``store/files.py``): ``load`` checks them
+and raises ``StoreCorrupt`` naming a missing, resized or stray file, as it does for an
+entry that does not parse or is not the one its file name says.
+
+A store may be read-only (a mounted archive, a colleague's store): reading it writes
+nothing there. What a first answer builds (a pair table kept in the output's rid
+columns, a forward index) then goes to a cache outside the store
+(``$SPARKPROV_CACHE``, default ``~/.cache/sparkprov``, one folder per store path),
+which ``load`` points the entry at (``lineage.path``, ``lineage.forward``).
+
 An entry with ``failed`` records a capture that was attempted and not made (by
 ``sparkprov run``), with the reason; ``load`` refuses it with ``CaptureFailed``.
 
@@ -24,7 +37,9 @@ and two writers of the same name get consecutive versions.
 
 from __future__ import annotations
 
+import hashlib
 import json
+import logging
 import os
 import re
 import shutil
@@ -32,12 +47,19 @@ import time
 import uuid
 from collections.abc import Callable
 from pathlib import Path
+from urllib.parse import quote
 
 from ..errors import CaptureFailed, CaptureNotFound, StoreCorrupt, StoreNotFound
+from .files import listing, verify, write_manifest
+
+log = logging.getLogger("sparkprov")
 
 FORMAT_VERSION = 1
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$")
 _ENTRY = re.compile(r"^v(\d{6,})\.json$")
+_ROOT, _ROOT_URI = "{store}", "{store-uri}"
+# characters a URI path keeps as they are (Hadoop encodes the others, a space as %20)
+_URI_SAFE = "/~!$&'()*+,;=:@-._"
 
 
 def publish_dir(tmp: Path, path: Path) -> None:
@@ -54,14 +76,22 @@ def publish_dir(tmp: Path, path: Path) -> None:
 def publish_written(path: Path, write: Callable[[Path], None]) -> None:
     """``write(tmp)`` fills ``tmp``, a private directory beside ``path`` (absent when
     called: a Spark writer makes it; a pyarrow writer makes it first), which is then
-    renamed to ``path`` (``publish_dir``): ``path`` appears whole or not at all. ``tmp``
-    is removed afterwards whatever happened, so a failed or losing write leaves nothing."""
+    renamed to ``path`` (``publish_dir``): ``path`` appears whole or not at all, with the
+    list of its files (``store/files.py``). ``tmp`` is removed afterwards whatever
+    happened, so a failed or losing write leaves nothing."""
     tmp = path.with_name(f".{path.name}-{uuid.uuid4().hex}")
     try:
         write(tmp)
+        if tmp.is_dir():
+            write_manifest(tmp)
         publish_dir(tmp, path)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
+
+
+def capture_dir(entry: dict) -> Path:
+    """The directory of capture ``entry``'s files in the store (its output is always there)."""
+    return Path(entry["output"]["path"]).parent
 
 
 def check_name(name: str) -> str:
@@ -78,6 +108,8 @@ class Store:
     def __init__(self, root: str | os.PathLike, create: bool = True) -> None:
         """Open the store at ``root``, creating it unless ``create`` is false (``StoreNotFound``)."""
         self.root = Path(root).expanduser().resolve()
+        if self.root.exists() and not self.root.is_dir():
+            raise StoreNotFound(f"{self.root} is a file, not a sparkprov store (a store is a directory)")
         if not create and not (self.root / "FORMAT").is_file():
             raise StoreNotFound(f"no sparkprov store at {self.root}")
         self.root.mkdir(parents=True, exist_ok=True)
@@ -92,6 +124,33 @@ class Store:
             self._write_atomic(fmt, json.dumps({"format_version": FORMAT_VERSION}))
         (self.root / "catalog").mkdir(exist_ok=True)
         (self.root / "data").mkdir(exist_ok=True)
+        self._read_only_said = False
+
+    @property
+    def writable(self) -> bool:
+        """Whether this process may write into the store (its ``data`` folder)."""
+        return os.access(self.root / "data", os.W_OK)
+
+    @property
+    def cache(self) -> Path:
+        """Where answers build what a read-only store cannot hold, for this store's path."""
+        base = Path(os.environ.get("SPARKPROV_CACHE") or Path.home() / ".cache" / "sparkprov").expanduser()
+        return base / hashlib.sha1(str(self.root).encode()).hexdigest()[:16]
+
+    def _built_elsewhere(self, entry: dict) -> dict:
+        """``entry`` with what its answers build pointed into the cache, when this
+        process cannot write the store (said once per store)."""
+        if self.writable:
+            return entry
+        lineage = dict(entry["lineage"])
+        cache = self.cache / entry["id"]
+        if not Path(lineage["path"]).is_dir():
+            lineage["path"] = str(cache / "lineage")
+        lineage["forward"] = str(cache / "forward")
+        if not self._read_only_said:
+            self._read_only_said = True
+            log.warning("sparkprov: store %s is read-only; what traces build is kept in %s", self.root, self.cache)
+        return {**entry, "lineage": lineage}
 
     def new_data_dir(self) -> tuple[str, Path]:
         capture_id = uuid.uuid4().hex
@@ -100,16 +159,19 @@ class Store:
         return capture_id, path
 
     def commit(self, name: str, entry: dict) -> dict:
-        """Publish ``entry`` as the next version of ``name``; returns the entry as stored."""
+        """Publish ``entry`` as the next version of ``name``, with the list of the files
+        its data directory holds now; returns the entry as stored (its paths absolute)."""
         check_name(name)
         folder = self.root / "catalog" / name
         folder.mkdir(parents=True, exist_ok=True)
         tmp = folder / f".tmp-{uuid.uuid4().hex}"
         version = self.latest_version(name) + 1
+        if entry.get("id"):
+            entry = {**entry, "files": listing(self.root / "data" / entry["id"])}
         try:
             while True:
                 entry = {**entry, "format_version": FORMAT_VERSION, "name": name, "version": version}
-                tmp.write_text(json.dumps(entry, indent=1))
+                tmp.write_text(json.dumps(relative_to_store(entry, self.root), indent=1))
                 try:
                     os.link(tmp, folder / f"v{version:06d}.json")  # fails if another writer won
                     return entry
@@ -131,30 +193,59 @@ class Store:
         return self.commit(name, entry)
 
     def latest_version(self, name: str) -> int:
+        return max(self.versions(name), default=0)
+
+    def versions(self, name: str) -> list[int]:
+        """The versions of ``name`` in the catalog, oldest first."""
         folder = self.root / "catalog" / name
         if not folder.is_dir():
-            return 0
-        versions = [int(m.group(1)) for p in folder.iterdir() if (m := _ENTRY.match(p.name))]
-        return max(versions, default=0)
+            return []
+        return sorted(int(m.group(1)) for p in folder.iterdir() if (m := _ENTRY.match(p.name)))
 
-    def load(self, name: str, version: int | None = None, failed_ok: bool = False) -> dict:
+    def load(self, name: str, version: int | None = None, failed_ok: bool = False, verify_files: bool = True) -> dict:
         """The catalog entry of ``name`` (the newest version unless ``version``); a
-        failed attempt raises ``CaptureFailed`` unless ``failed_ok``."""
+        failed attempt raises ``CaptureFailed`` unless ``failed_ok``. The files it names
+        are checked (``StoreCorrupt``) unless ``verify_files`` is false."""
         check_name(name)
-        version = version or self.latest_version(name)
-        path = self.root / "catalog" / name / f"v{version:06d}.json"
-        if not version or not path.exists():
+        if version is not None and (isinstance(version, bool) or not isinstance(version, int) or version < 1):
+            raise ValueError(f"a capture version is a whole number from 1, not {version!r}")
+        versions = self.versions(name)
+        if not versions:
             known = ", ".join(self.names()) or "none"
             raise CaptureNotFound(f"no capture named {name!r} in store {self.root} (captures: {known})")
-        entry = json.loads(path.read_text())
+        version = version or versions[-1]
+        if version not in versions:
+            raise CaptureNotFound(f"capture {name!r} has no version {version} (versions: {_spans(versions)})")
+        path = self.root / "catalog" / name / f"v{version:06d}.json"
+        try:
+            entry = json.loads(path.read_text())
+        except (OSError, ValueError) as exc:
+            raise StoreCorrupt(f"catalog entry {path} cannot be read: {exc}") from None
+        if not isinstance(entry, dict):
+            raise StoreCorrupt(f"catalog entry {path} is not a capture's entry")
         if entry.get("format_version") != FORMAT_VERSION:
             raise StoreCorrupt(f"{path} has format version {entry.get('format_version')}")
+        if entry.get("name") != name or entry.get("version") != version:
+            raise StoreCorrupt(
+                f"catalog entry {path} holds capture {entry.get('name')!r} version {entry.get('version')}, "
+                f"not {name!r} version {version}"
+            )
         if entry.get("failed") and not failed_ok:
             raise CaptureFailed(
                 f"capture {name!r} version {version} was not made: {entry['failed']['reason']}"
                 + (f" (version {version - 1} is the one before)" if version > 1 else "")
             )
+        entry = inside_store(entry, self.root)
+        if entry.get("id"):
+            if verify_files:
+                self.verify(entry)
+            entry = self._built_elsewhere(entry)
         return entry
+
+    def verify(self, entry: dict) -> None:
+        """Raise ``StoreCorrupt`` unless the files of capture ``entry`` are as written."""
+        what = f"capture {entry['name']!r} version {entry['version']}"
+        verify(self.root / "data" / entry["id"], entry.get("files"), what)
 
     def names(self) -> list[str]:
         folder = self.root / "catalog"
@@ -168,3 +259,60 @@ class Store:
         tmp = path.with_name(f".{path.name}.{uuid.uuid4().hex}")
         tmp.write_text(text)
         os.replace(tmp, path)
+
+
+def _relocated(value, rewrite):
+    """``value`` (an entry's JSON) with ``rewrite`` applied to every string in it."""
+    if isinstance(value, str):
+        return rewrite(value)
+    if isinstance(value, dict):  # keys too: a source read without a name is named by its path
+        return {rewrite(k): _relocated(v, rewrite) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_relocated(v, rewrite) for v in value]
+    return value
+
+
+def _spellings(root: Path) -> list[tuple[str, str]]:
+    """(token, how ``root`` is spelled there): the URI spelling first, as it may hold the other."""
+    plain, uri = str(root), quote(str(root), safe=_URI_SAFE)
+    return ([(_ROOT_URI, uri)] if uri != plain else []) + [(_ROOT, plain)]
+
+
+def relative_to_store(entry: dict, root: Path) -> dict:
+    """``entry`` with ``root`` (a path, or a directory's ``file:`` URI) replaced by tokens
+    wherever it starts a path: a path inside the store is kept relative to the store."""
+    patterns = [(token, re.compile(re.escape(spelled) + r"(?=/|$)")) for token, spelled in _spellings(root)]
+
+    def rewrite(text: str) -> str:
+        for token, pattern in patterns:
+            text = pattern.sub(token, text)
+        return text
+
+    return _relocated(entry, rewrite)
+
+
+def inside_store(entry: dict, root: Path) -> dict:
+    """``entry`` as stored, its paths inside the store made absolute under ``root``. An
+    entry written before paths were relative names its store by its output's path
+    (``<store>/data/<id>/output``): that store's root is replaced, so a copied store
+    reads its own files, not the original's."""
+    spelled = dict(_spellings(root))
+    spelled.setdefault(_ROOT_URI, spelled[_ROOT])
+    output = (entry.get("output") or {}).get("path") or ""
+    suffix = f"/data/{entry.get('id')}/output"
+    if entry.get("id") and output.endswith(suffix) and not output.startswith(_ROOT):
+        old = Path(output[: -len(suffix)])
+        if old != root:
+            entry = relative_to_store(entry, old)
+    return _relocated(entry, lambda text: text.replace(_ROOT_URI, spelled[_ROOT_URI]).replace(_ROOT, spelled[_ROOT]))
+
+
+def _spans(versions: list[int]) -> str:
+    """``[1, 2, 3, 5]`` as ``'1-3, 5'``."""
+    spans: list[list[int]] = []
+    for v in versions:
+        if spans and v == spans[-1][1] + 1:
+            spans[-1][1] = v
+        else:
+            spans.append([v, v])
+    return ", ".join(str(a) if a == b else f"{a}-{b}" for a, b in spans)

@@ -1,0 +1,107 @@
+"""What a capture's files were when written, and the check that they still are.
+
+A capture's data directory (``data/<capture id>/``) is listed when its catalog entry is
+committed: every file's path (relative to the directory), size and the CRC-32 of its
+last 4 KiB (a Parquet file's footer: row counts, offsets and statistics, so two files
+of one kind and size but other rows differ there) go into the entry's ``files``. A
+directory published later beside them (a pair table built by the first answer, a
+forward index, a drill-down table) carries its own list, ``_sp_files.json``, written
+before the directory is renamed into place. ``verify`` compares the files on
+disk with both before an answer trusts them: a missing file would otherwise read as no
+lineage (a partition of the pair table that Spark did not write because it had no
+rows looks the same), a truncated one fails deep in a reader, and a stray one would be
+read as lineage. Any of these raises ``StoreCorrupt`` naming the capture and the file.
+
+>>> import tempfile, pathlib
+>>> d = pathlib.Path(tempfile.mkdtemp())
+>>> _ = (d / "part-0.parquet").write_bytes(b"1234")
+>>> listing(d)
+{'part-0.parquet': [4, 2615402659]}
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import zlib
+from pathlib import Path
+
+from ..errors import StoreCorrupt
+
+MANIFEST = "_sp_files.json"
+_TAIL = 4096  # bytes of a file's end its fingerprint reads
+# written while an answer runs and removed after it (capture/lineage.py's intermediate results)
+_TRANSIENT = {"work"}
+
+
+def _kept(name: str) -> bool:
+    # Spark's checksums and markers and private directories being written start with "." ;
+    # "_SUCCESS" is a marker with no data
+    return not name.startswith(".") and name != "_SUCCESS" and name != MANIFEST
+
+
+def fingerprint(path: str | Path) -> list[int]:
+    """``[size, CRC-32 of the last 4 KiB]`` of a file."""
+    with open(path, "rb") as f:
+        size = f.seek(0, os.SEEK_END)
+        f.seek(max(0, size - _TAIL))
+        return [size, zlib.crc32(f.read(_TAIL))]
+
+
+def listing(directory: Path) -> dict[str, list[int]]:
+    """``{path relative to directory: fingerprint}`` of the files under ``directory``."""
+    found = {}
+    for dirpath, dirnames, filenames in os.walk(directory):
+        dirnames[:] = [d for d in dirnames if not d.startswith(".")]
+        for name in filenames:
+            if _kept(name):
+                path = os.path.join(dirpath, name)
+                found[os.path.relpath(path, directory)] = fingerprint(path)
+    return found
+
+
+def write_manifest(directory: Path) -> None:
+    """List ``directory``'s files in its own ``_sp_files.json`` (before it is published)."""
+    (directory / MANIFEST).write_text(json.dumps(listing(directory)))
+
+
+def verify(data: Path, recorded: dict[str, list[int]] | None, what: str) -> None:
+    """Raise ``StoreCorrupt`` unless the files under ``data`` (the directory of capture
+    ``what``, as messages name it) are
+    those ``recorded`` at commit plus those the manifests of later directories list, each
+    with its recorded fingerprint. ``recorded`` None (an entry of an older sparkprov) checks only
+    the directories that carry a manifest."""
+    if not data.is_dir():
+        raise StoreCorrupt(f"{what}: its data directory {data} is missing")
+    expected = dict(recorded or {})
+    managed: list[str] = []  # directories whose files a manifest lists
+    for dirpath, dirnames, filenames in os.walk(data):
+        dirnames[:] = [d for d in dirnames if not d.startswith(".") and (dirpath != str(data) or d not in _TRANSIENT)]
+        if MANIFEST in filenames:
+            base = os.path.relpath(dirpath, data)
+            managed.append(base)
+            path = Path(dirpath) / MANIFEST
+            try:
+                listed = json.loads(path.read_text())
+            except (OSError, ValueError):
+                raise StoreCorrupt(f"{what}: file list {path} cannot be read") from None
+            expected.update({os.path.normpath(os.path.join(base, rel)): size for rel, size in listed.items()})
+    for rel, (size, crc) in expected.items():
+        path = data / rel
+        try:
+            actual, actual_crc = fingerprint(path)
+        except FileNotFoundError:
+            raise StoreCorrupt(f"{what}: file {path} is missing") from None
+        if actual != size:
+            raise StoreCorrupt(f"{what}: file {path} has {actual:,} bytes, {size:,} when written")
+        if actual_crc != crc:
+            raise StoreCorrupt(f"{what}: file {path} is not the one written (its footer differs)")
+    if recorded is None and not managed:
+        return
+    for rel in listing(data):
+        top = rel.split(os.sep, 1)[0]
+        if top in _TRANSIENT or rel in expected:
+            continue
+        if recorded is None and not any(rel.startswith(m + os.sep) for m in managed):
+            continue  # an older entry lists nothing outside the managed directories
+        raise StoreCorrupt(f"{what}: file {data / rel} is not one the capture wrote")
