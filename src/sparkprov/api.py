@@ -40,6 +40,7 @@ from .capture.run import Write, run_capture
 from .capture.sources import RID, SourceInfo, check_unchanged, read_source
 from .capture.workload import Workload, no_such_source, refuse_forward, restriction, warn_restricted
 from .errors import StoreCorrupt, one_line
+from .executors import ship
 from .local import region_hint
 from .plan.catalyst import Bridge, quiet_analysis
 from .plan.predicate import check_predicate
@@ -564,6 +565,8 @@ class LineageSession:
         self.spark = spark
         self._bridge = Bridge(spark)
         self.store = Store(store or os.environ.get("SPARKPROV_STORE") or DEFAULT_STORE)
+        # wrappers around applyInPandas-style functions run sparkprov's code in the workers
+        ship(spark.sparkContext)
         self._named: list[tuple[Any, str]] = []
         self._queries: dict[tuple[str, int], tuple[DataFrame, dict]] = {}
         self._rdd_context: LineageContext | None = None

@@ -13,8 +13,9 @@ import argparse
 import json
 import os
 import sys
+import warnings
 
-from .errors import SparkprovError
+from .errors import SourceChangedWarning, SparkprovError
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -64,6 +65,13 @@ def build_parser() -> argparse.ArgumentParser:
         )
         t.add_argument("--store", default=None, help="store directory (default $SPARKPROV_STORE or ./.sparkprov)")
         t.add_argument("--json", action="store_true", help="print JSON")
+        t.add_argument("--null", default="NULL", help="how a NULL value is printed (default NULL)")
+        t.add_argument(
+            "--refuse-changed",
+            action="store_true",
+            help="refuse a source copied at capture (CSV, JSON...) that changed since, instead of tracing "
+            "from the copy with a warning",
+        )
 
     drill = trace_sub.add_parser(
         "drill-down",
@@ -76,6 +84,7 @@ def build_parser() -> argparse.ArgumentParser:
     drill.add_argument("--version", type=int, default=None, help="capture version (default: the newest)")
     drill.add_argument("--store", default=None, help="store directory (default $SPARKPROV_STORE or ./.sparkprov)")
     drill.add_argument("--json", action="store_true", help="print JSON")
+    drill.add_argument("--null", default="NULL", help="how a NULL value is printed (default NULL)")
 
     for kind, text in (
         ("why", "the witnesses of the output rows matching --where (sets of source rows that derive each)"),
@@ -88,6 +97,7 @@ def build_parser() -> argparse.ArgumentParser:
         t.add_argument("--version", type=int, default=None, help="capture version (default: the newest)")
         t.add_argument("--store", default=None, help="store directory (default $SPARKPROV_STORE or ./.sparkprov)")
         t.add_argument("--json", action="store_true", help="print JSON")
+        t.add_argument("--null", default="NULL", help="how a NULL value is printed (default NULL)")
 
     bench = sub.add_parser("bench", help="benchmarks")
     bench_sub = bench.add_subparsers(dest="bench_command", required=True)
@@ -172,11 +182,11 @@ def _trace(args: argparse.Namespace) -> int:
     entry = store.load(args.name, args.version)
     if args.direction in ("why", "how"):
         found = derivations(entry, args.direction, args.where, args.limit)
-        print(dumps(found) if args.json else found.to_text())
+        print(dumps(found) if args.json else found.to_text(args.null))
         return 0
     if args.direction == "drill-down":
         groups = drill_down(str(store.root), entry, args.where, args.source)
-        print(dumps(groups) if args.json else groups.to_text())
+        print(dumps(groups) if args.json else groups.to_text(args.null))
         return 0
     answer = trace(
         str(store.root),
@@ -189,7 +199,7 @@ def _trace(args: argparse.Namespace) -> int:
         end_to_end=args.end_to_end,
         source_where=getattr(args, "source_where", None),
     )
-    print(dumps(answer) if args.json else answer.to_text())
+    print(dumps(answer) if args.json else answer.to_text(args.null))
     return 0
 
 
@@ -211,8 +221,24 @@ def _captures(args: argparse.Namespace) -> int:
     return 0
 
 
+def _warn(message, category, filename, lineno, file=None, line=None) -> None:
+    print(f"sparkprov: warning: {message}", file=sys.stderr)
+
+
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    with warnings.catch_warnings():
+        warnings.showwarning = _warn
+        if getattr(args, "refuse_changed", False):
+            warnings.simplefilter("error", SourceChangedWarning)
+        try:
+            return _main(args)
+        except SourceChangedWarning as exc:
+            print(f"sparkprov: error: {exc}", file=sys.stderr)
+            return 1
+
+
+def _main(args: argparse.Namespace) -> int:
     try:
         if args.command == "demo":
             from .demo import main as demo_main

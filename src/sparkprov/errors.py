@@ -37,6 +37,13 @@ class SourceChanged(SparkprovError):
     """A source was modified, replaced or removed after the capture that read it."""
 
 
+class SourceChangedWarning(UserWarning):
+    """A source that capture copied into the store (CSV, JSON, ORC, text, in-memory data)
+    changed after capture: traces read the copy, so they answer as captured. Make it an
+    error with ``warnings.simplefilter("error", sp.SourceChangedWarning)`` (the command
+    line: ``--refuse-changed``)."""
+
+
 class CaptureNotFound(SparkprovError, KeyError):
     """No capture of that name exists in the store."""
 
@@ -59,6 +66,11 @@ class StoreCorrupt(SparkprovError):
 
 class StoreNotFound(SparkprovError, FileNotFoundError):
     """No sparkprov store exists at the given location."""
+
+
+class ExecutorsLackModules(SparkprovError):
+    """The executors' Python cannot run sparkprov's code: a module it imports is missing
+    there (sparkprov itself is shipped with the job)."""
 
 
 class InvalidPredicate(SparkprovError, ValueError):

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import sys
+from pathlib import Path
 
 from pyspark.sql import SparkSession
 
@@ -37,19 +38,25 @@ def region_hint(region_bytes: int | None) -> str | None:
     )
 
 
-def local_session(app: str, shuffle_partitions: int = 2, driver_memory: str = "2g", **conf: str) -> SparkSession:
+def local_session(
+    app: str, shuffle_partitions: int = 2, driver_memory: str = "2g", quiet: bool = False, **conf: str
+) -> SparkSession:
     """A ``local[2]`` session (this project's machines have 2 cores), quiet, without the UI,
-    its driver JVM with ``G1_REGION`` regions."""
+    its driver JVM with ``G1_REGION`` regions. ``quiet`` also keeps the JVM's start-up
+    warnings off stderr (the command line's Spark): it logs errors alone from the start."""
     # Python workers run this interpreter (the project's environment), not whatever
     # `python3` is first on PATH: UDFs need the same packages as the driver
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    java_options = [f"-XX:G1HeapRegionSize={G1_REGION}"]
+    if quiet:
+        java_options.append(f"-Dlog4j2.configurationFile={Path(__file__).with_name('log4j2-quiet.properties')}")
     builder = (
         SparkSession.builder.master("local[2]")
         .appName(app)
         .config("spark.sql.shuffle.partitions", str(shuffle_partitions))
         .config("spark.ui.enabled", "false")
         .config("spark.driver.memory", driver_memory)
-        .config("spark.driver.extraJavaOptions", f"-XX:G1HeapRegionSize={G1_REGION}")
+        .config("spark.driver.extraJavaOptions", " ".join(java_options))
     )
     for key, value in conf.items():
         builder = builder.config(key, value)

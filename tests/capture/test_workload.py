@@ -108,7 +108,8 @@ def test_a_bad_where_is_refused(session, joined):
         ({"l": "no_such_column > 0"}, r"workload where for source 'l': 'no_such_column > 0' is not a predicate"),
         ({"l": "rand() > 0.5"}, "must be deterministic"),
         ({"x": "k > 0"}, r"names source\(s\) \['x'\] not among its sources"),
-        ({"l": ""}, "must be a Spark SQL predicate"),
+        ({"l": ""}, "workload where for source 'l': empty predicate"),
+        ({"l": "k > 0; DROP TABLE x"}, "workload where for source 'l': predicate .* is not one expression"),
         ("k > 0", "must map source names to predicates"),
     ]:
         for strategy in ("auto", "lazy"):

@@ -1,4 +1,4 @@
-"""The three checks of lineage-semantics.md, for real queries.
+"""The three checks of docs/semantics.md, for real queries.
 
 * :func:`same_answers`: capture on and off give identical answers.
 * :func:`reexecution_holds`: re-running the query on only the traced input rows

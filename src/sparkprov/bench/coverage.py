@@ -2,7 +2,7 @@
 
 Per query: identical answers with capture on and off, the re-execution check on up
 to 3 output rows across all sources, and forward/backward consistency (the three
-checks of ``lineage-semantics.md``, in :mod:`sparkprov.bench.checks`). A query ends
+checks of ``docs/semantics.md``, in :mod:`sparkprov.bench.checks`). A query ends
 as ``pass``, ``unsupported`` (capture refused it, naming the operator) or ``fail``
 (anything else, with the reason).
 

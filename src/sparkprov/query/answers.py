@@ -18,12 +18,13 @@ import numpy as np
 import pyarrow as pa
 
 from ..capture.sources import RID
-from ..capture.workload import restricted_note
+from ..capture.workload import no_such_source, restricted_note
 from ..errors import LineageTooLarge
 from ..plan.predicate import check_predicate
 from .embedded import EMBEDDED_LIMIT, EmbeddedEngine, EmbeddedUnsupported
 from .engines import check_engine
 from .provenance import polynomials
+from .text_table import cell, render
 
 DIRECTIONS = ("backward", "forward")
 
@@ -41,6 +42,8 @@ class Answer:
     relations: dict[str, tuple[int, pa.Table | None]]
     # what limits the answer: a source whose lineage the workload kept for some rows only
     notes: list[str] = field(default_factory=list)
+    # the first rows the trace started from (the output rows a backward trace matched)
+    started: pa.Table | None = None
 
     def counts(self) -> dict[str, int]:
         return {name: count for name, (count, _) in self.relations.items()}
@@ -52,6 +55,7 @@ class Answer:
             "direction": self.direction,
             "engine": self.engine,
             "matched": self.matched,
+            "matched_rows": self.started.to_pylist() if self.started is not None else [],
             "relations": {
                 name: {"count": count, "rows": rows.to_pylist() if rows is not None else []}
                 for name, (count, rows) in self.relations.items()
@@ -59,17 +63,39 @@ class Answer:
             "notes": self.notes,
         }
 
-    def to_text(self) -> str:
-        start = "output rows" if self.direction == "backward" else "source rows"
+    def to_text(self, null: str = "NULL") -> str:
+        start = ("output row" if self.direction == "backward" else "source row") + ("" if self.matched == 1 else "s")
         lines = [f"capture {self.capture!r} v{self.version}: {self.matched} {start} matched ({self.engine} engine)"]
+        if self.started is not None and self.started.num_rows:
+            shown = self.started.num_rows
+            lines.append(("showing " + str(shown) + ":\n" if shown < self.matched else "") + render(self.started, null))
         for name, (count, rows) in self.relations.items():
             shown = rows.num_rows if rows is not None else 0
             more = f", showing {shown}" if shown < count else ""
             lines.append(f"\n{name}: {count} row{'s' if count != 1 else ''}{more}")
             if shown:
-                lines.append(rows.to_pandas().to_string(index=False, max_colwidth=40))
+                lines.append(render(rows, null))
         lines.extend(f"\nnote: {note}" for note in self.notes)
         return "\n".join(lines)
+
+
+def source_named(entry: dict, given: str | None) -> str | None:
+    """The source of capture ``entry`` that ``given`` names: its name, or the base name of
+    a source named by its path (as ``sparkprov run`` names the files a script reads) when
+    no other source has that base name.
+
+    >>> source_named({"name": "c", "sources": {"/data/in/orders.csv": {}, "items": {}}}, "orders.csv")
+    '/data/in/orders.csv'
+    """
+    if given is None or given in entry["sources"]:
+        return given
+    matches = [n for n in entry["sources"] if n.rstrip("/").rsplit("/", 1)[-1] == given]
+    if len(matches) == 1:
+        return matches[0]
+    names = ", ".join(entry["sources"])
+    if matches:
+        raise ValueError(f"source {given!r} of capture {entry['name']!r} is ambiguous: it could be {names}")
+    raise no_such_source(entry, given)
 
 
 def trace(
@@ -97,6 +123,7 @@ def trace(
     check_predicate(where)
     if source_where is not None:
         check_predicate(source_where)
+    source = source_named(entry, source)
     if direction not in DIRECTIONS:
         raise ValueError(f"direction must be one of {', '.join(DIRECTIONS)}, not {direction!r}")
     check_engine(engine)
@@ -134,13 +161,15 @@ def _embedded(
             relations[name] = (len(ids), engine.source_rows(name, ids[:limit]))
         matched = len(outs)
         notes = _notes(entry, relations)
+        started = engine.output_rows(outs[:limit])
     else:
         ins = engine.source_rids(source, where)
         ids = engine.forward_ids(source, ins)
         relations[entry["name"]] = (len(ids), engine.output_rows(ids[:limit]))
         matched = len(ins)
         notes = []
-    return Answer(entry["name"], entry["version"], direction, "embedded", matched, relations, notes)
+        started = None
+    return Answer(entry["name"], entry["version"], direction, "embedded", matched, relations, notes, started)
 
 
 def _spark(
@@ -157,15 +186,18 @@ def _spark(
     if direction == "backward":
         traced = cap.backward(where, source=source, end_to_end=end_to_end, engine="spark", where=source_where)
         traced = {source: traced} if source is not None else traced
-        matched = cap.output.where(where).count()
+        picked = cap.output.where(where)
+        matched = picked.count()
         notes = _notes(entry, traced)
+        started = picked.orderBy(RID).limit(limit).toArrow()
     else:
         found = cap.forward(source, where, end_to_end=end_to_end)
         traced = found if end_to_end else {cap.name: found}
         matched = cap.sources[source].rows().where(where).count()
         notes = []
+        started = None
     relations = {name: (df.count(), df.orderBy(RID).limit(limit).toArrow()) for name, df in traced.items()}
-    return Answer(entry["name"], entry["version"], direction, "spark", matched, relations, notes)
+    return Answer(entry["name"], entry["version"], direction, "spark", matched, relations, notes, started)
 
 
 def _loaded(store_root: str, entry: dict):
@@ -174,7 +206,7 @@ def _loaded(store_root: str, entry: dict):
 
     from ..local import local_session
 
-    spark = local_session("sparkprov-trace", **{"spark.ui.showConsoleProgress": "false"})
+    spark = local_session("sparkprov-trace", quiet=True, **{"spark.ui.showConsoleProgress": "false"})
     return sp.LineageSession(spark, store=store_root).load(entry["name"], entry["version"])
 
 
@@ -198,14 +230,14 @@ class DrillDown:
             "groups": self.groups.to_pylist(),
         }
 
-    def to_text(self) -> str:
+    def to_text(self, null: str = "NULL") -> str:
         n = self.groups.num_rows
         lines = [
             f"capture {self.capture!r} v{self.version}: {self.matched} output rows matched; "
             f"{self.source}: {n} group{'s' if n != 1 else ''}"
         ]
         if n:
-            lines.append(self.groups.to_pandas().to_string(index=False, max_colwidth=40))
+            lines.append(render(self.groups, null))
         return "\n".join(lines)
 
 
@@ -213,6 +245,7 @@ def drill_down(store_root: str, entry: dict, where: str, source: str) -> DrillDo
     """``Capture.drill_down`` of the output rows matching ``where`` (Spark SQL), with
     Spark: the aggregation the capture's workload declared for ``source``, by group."""
     check_predicate(where)  # before Spark starts
+    source = source_named(entry, source)
     cap = _loaded(store_root, entry)
     # the matched rows found once, as drill_down finds them: few as a list (DuckDB's),
     # counted here; more as rows Spark selects, counted there
@@ -247,13 +280,13 @@ class Derivations:
             "rows": self.rows,
         }
 
-    def to_text(self) -> str:
+    def to_text(self, null: str = "NULL") -> str:
         more = f", showing {len(self.rows)}" if len(self.rows) < self.matched else ""
         lines = [f"capture {self.capture!r} v{self.version}: {self.matched} output rows matched{more}"]
         for item in self.rows:
             row = dict(item["row"])
             rid = row.pop(RID)
-            lines.append(f"\n{RID} {rid}: " + ", ".join(f"{k}={v}" for k, v in row.items()))
+            lines.append(f"\n{RID} {rid}: " + ", ".join(f"{k}={cell(v, null)}" for k, v in row.items()))
             if self.kind == "how":
                 lines.append(f"  {item['how']}")
             else:

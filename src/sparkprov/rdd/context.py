@@ -37,6 +37,7 @@ from pyspark.sql.utils import AnalysisException
 
 from ..capture.rewrite import Slot
 from ..capture.sources import RID, SourceInfo, file_fingerprint, rid_column, safe_id, snapshot_column
+from ..executors import check_workers
 from . import worker
 from .text import COMPRESSED, number_lines
 
@@ -113,6 +114,7 @@ class LineageContext:
             session = LineageSession(spark, store=store)
         self.session = session
         self.sc = sc
+        check_workers(sc)  # traced records go through sparkprov's code in the Python workers
         self._state = RddState(session.store.root / "rdd" / uuid.uuid4().hex)
 
     def textFile(self, name: str, minPartitions: int | None = None, use_unicode: bool = True) -> LineageRDD:

@@ -1,6 +1,6 @@
 """``LineageRDD``: an RDD whose records carry the ids of the input records behind them.
 
-Every method has PySpark's signature and meaning (``lineage-semantics.md``: ``map``,
+Every method has PySpark's signature and meaning (``docs/semantics.md``: ``map``,
 ``filter``, ``mapValues`` are 1:1; ``flatMap``, ``flatMapValues`` generators; the
 ``...ByKey`` operators, ``groupBy`` and ``distinct`` group; ``join`` and its outer forms
 join on the key; ``cogroup`` groups both inputs; ``union`` is UNION ALL; ``sortBy``

@@ -86,8 +86,12 @@ def verify(data: Path, recorded: dict[str, list[int]] | None, what: str) -> None
             except (OSError, ValueError):
                 raise StoreCorrupt(f"{what}: file list {path} cannot be read") from None
             expected.update({os.path.normpath(os.path.join(base, rel)): size for rel, size in listed.items()})
-    for rel, (size, crc) in expected.items():
+    for rel, recorded_print in expected.items():
         path = data / rel
+        try:
+            size, crc = recorded_print
+        except (TypeError, ValueError):
+            raise StoreCorrupt(f"{what}: the list of its files is damaged at {rel}") from None
         try:
             actual, actual_crc = fingerprint(path)
         except FileNotFoundError:
