@@ -13,6 +13,7 @@ from pyspark.sql import functions as F
 
 import sparkprov as sp
 from sparkprov import cli, demo
+from sparkprov.query.text_table import width
 
 from .conftest import ROOT
 
@@ -228,3 +229,28 @@ def test_versions_that_do_not_exist_are_named(session, spark, tmp_path):
         sp.LineageSession(spark, store=tmp_path / "file.txt")
     done = sparkprov_cli("captures", "--store", str(tmp_path / "file.txt"))
     assert done.returncode == 1 and "is a file, not a sparkprov store" in done.stderr
+
+
+def test_text_answers_show_nulls_whole_numbers_and_the_matched_rows(session, spark, tmp_path):
+    path = tmp_path / "in" / "orders.csv"
+    rows = [("東京", 6, "a"), ("x", None, None), ("None", 7, "b")]
+    spark.createDataFrame(rows, "city string, n int, tag string").write.option("header", True).csv(str(path))
+    orders = spark.read.option("header", True).schema("city string, n int, tag string").csv(str(path))
+    session.capture(orders.where("city != 'zz'"), name="cities")  # unnamed: the source is named by its path
+    store = str(session.store.root)
+    args = ["--where", "city != 'y'", "--source", "orders.csv", "--store", store]
+    done = sparkprov_cli("trace", "backward", "cities", *args)
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.splitlines()
+    assert lines[0] == "capture 'cities' v1: 3 output rows matched (embedded engine)"
+    header = lines[1].split()
+    assert header == ["city", "n", "tag", "_sp_rid"]  # the matched output rows come first
+    shown = [line.split() for line in lines[2:5]]
+    assert shown[1][:3] == ["x", "NULL", "NULL"] and shown[2][:3] == ["None", "7", "b"]
+    assert "6.0" not in done.stdout and "NaN" not in done.stdout
+    # a wide character takes two columns: the next column starts where it does on the other lines
+    assert width(lines[2][: lines[2].index("6") + 1]) == width(lines[3][: lines[3].index("NULL") + 4])
+    dashed = sparkprov_cli("trace", "backward", "cities", "--where", "n IS NULL", "--null", "-", "--store", store)
+    assert dashed.stdout.splitlines()[2].split()[:3] == ["x", "-", "-"]
+    missing = sparkprov_cli("trace", "backward", "cities", "--where", "true", "--source", "nope", "--store", store)
+    assert missing.returncode == 1 and "has no source 'nope'; sources: " in missing.stderr
