@@ -5,9 +5,9 @@
 ['Capture', 'CaptureFailed', 'CaptureNotFound']
 """
 
-from .api import Capture, LineageSession, Source
-from .capture.marks import mark
-from .capture.workload import Workload
+import importlib
+from typing import TYPE_CHECKING
+
 from .errors import (
     CaptureFailed,
     CaptureNotFound,
@@ -25,9 +25,36 @@ from .errors import (
     UnsupportedOperation,
     WitnessesNotKept,
 )
-from .query.navigation import LineageCursor
-from .rdd.context import LineageContext
-from .rdd.lineage_rdd import LineageRDD
+
+# the API is imported when first named: the command line reads stores without PySpark's
+# SQL modules (about 0.9 s of imports) unless it needs Spark
+_LAZY = {
+    "Capture": "api",
+    "LineageSession": "api",
+    "Source": "api",
+    "mark": "capture.marks",
+    "Workload": "capture.workload",
+    "LineageCursor": "query.navigation",
+    "LineageContext": "rdd.context",
+    "LineageRDD": "rdd.lineage_rdd",
+}
+
+if TYPE_CHECKING:
+    from .api import Capture, LineageSession, Source
+    from .capture.marks import mark
+    from .capture.workload import Workload
+    from .query.navigation import LineageCursor
+    from .rdd.context import LineageContext
+    from .rdd.lineage_rdd import LineageRDD
+
+
+def __getattr__(name: str):
+    if name in _LAZY:
+        value = getattr(importlib.import_module(f".{_LAZY[name]}", __name__), name)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 
 __version__ = "0.1.0"
 

@@ -106,7 +106,8 @@ def _bytes(path: Path) -> int:
 
 def _slot_bytes(entry: dict) -> int:
     """Bytes of the records' slot columns in a capture's output files (their lineage)."""
-    from ..query.pairs import column_chunk_sum, parquet_files
+    from ..query.pairs import column_chunk_sum
+    from ..store.files import parquet_files
 
     slots = {name for name, _, _ in entry["lineage"]["rdd"]["slots"]}
     return column_chunk_sum(parquet_files(entry["output"]["path"]), slots, "total_compressed_size")

@@ -62,7 +62,8 @@ def build_locally(entry: dict, within_limit: Callable[[int], None]) -> None:
     import pyarrow.compute as pc
     import pyarrow.parquet as pq
 
-    from ..query.pairs import column_chunk_sum, parquet_files
+    from ..query.pairs import column_chunk_sum
+    from ..store.files import parquet_files
 
     pending = _pending(entry)
     if pending is None:

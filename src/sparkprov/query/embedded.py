@@ -42,7 +42,8 @@ from ..errors import LineageTooLarge, SourceChanged, SparkprovError
 from ..plan.predicate import check_predicate
 from ..rdd.text import picked_lines
 from ..store.catalog import capture_dir
-from .pairs import PairTable, build_forward_index, distinct_sorted, parquet_files
+from ..store.files import parquet_files
+from .pairs import PairTable, build_forward_index, distinct_sorted
 from .sides import SideLineage
 
 EMBEDDED_LIMIT = 20_000_000  # pair rows one embedded answer may read

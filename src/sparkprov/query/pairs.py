@@ -15,7 +15,6 @@ pairs the first time a forward trace asks for it, and kept beside them.
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import numpy as np
@@ -25,6 +24,7 @@ import pyarrow.parquet as pq
 
 from ..capture.lineage import IN, OUT
 from ..store.catalog import publish_written
+from ..store.files import parquet_files
 
 FORWARD_ROW_GROUP = 128 * 1024  # rows per row group of a forward index
 
@@ -98,14 +98,6 @@ def distinct_sorted(values: np.ndarray) -> np.ndarray:
     if len(values) < 2:
         return values
     return values[np.concatenate(([True], values[1:] != values[:-1]))]
-
-
-def parquet_files(directory: str | os.PathLike) -> list[str]:
-    """The data files of a Parquet directory written by Spark (no markers, no checksums)."""
-    d = Path(directory)
-    if not d.is_dir():
-        return []
-    return sorted(str(p) for p in d.glob("*.parquet") if not p.name.startswith((".", "_")))
 
 
 def column_chunk_sum(files: list[str], columns: set[str], attribute: str) -> int:

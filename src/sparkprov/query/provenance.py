@@ -45,8 +45,8 @@ import pyarrow.parquet as pq
 from ..capture.lineage import parents_first
 from ..capture.sources import RID
 from ..errors import LineageTooLarge, WitnessesNotKept
+from ..store.files import parquet_files
 from .embedded import files_sql, rid_array
-from .pairs import parquet_files
 
 WITNESS_LIMIT = 10_000  # witnesses one output row may have before why() refuses
 SIDE_ROW_LIMIT = 2_000_000  # side rows one answer may read

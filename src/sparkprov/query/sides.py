@@ -28,7 +28,8 @@ from ..capture.rewrite import Slot
 from ..capture.sources import RID
 from ..rdd.worker import HANDLE
 from ..store.catalog import capture_dir
-from .pairs import PairTable, distinct_sorted, parquet_files
+from ..store.files import parquet_files
+from .pairs import PairTable, distinct_sorted
 
 _EMPTY = np.array([], np.int64)
 

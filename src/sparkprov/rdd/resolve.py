@@ -24,6 +24,7 @@ from ..capture.lineage import OUT, SideGraph, slots_from_json, source_pairs
 from ..capture.rewrite import Slot
 from ..capture.run import materializer, publish_pairs
 from ..capture.sources import RID
+from ..store.catalog import capture_dir
 from .worker import HANDLE, slot_type
 
 
@@ -45,13 +46,12 @@ def ensure_pairs(spark: SparkSession, entry: dict) -> None:
     path = Path(lineage["path"])
     if path.is_dir():
         return
-    data = path.parent
     stored = lineage["rdd"]
     slots = slots_from_json(stored["slots"])
     sides = {int(k): _Side(slots_from_json(d["slots"])) for k, d in stored["sides"].items()}
 
     def relation(k: int):
-        folder = data / "sides" / str(k)
+        folder = capture_dir(entry) / "sides" / str(k)  # in the store, even when the pairs go to a cache
         if not any(folder.glob("part-*.parquet")):  # the operator saw no partition
             columns = [(HANDLE, pa.int64()), *((s.name, slot_type(s.kind)) for s in sides[k].slots)]
             return spark.createDataFrame([], from_arrow_schema(pa.schema(columns)))
@@ -60,7 +60,7 @@ def ensure_pairs(spark: SparkSession, entry: dict) -> None:
     rows = spark.read.parquet(entry["output"]["path"]).select(F.col(RID).alias(OUT), *[s.name for s in slots])
     # a program that loops (an RDD joined with itself, round after round) reaches
     # sides along many paths: each intermediate result is kept, not repeated in plans
-    work = data / f".work-{uuid.uuid4().hex}"
+    work = path.parent / f".work-{uuid.uuid4().hex}"
     graph = SideGraph(sides=sides, relation=relation, source_of=lambda i: i, keep=materializer(spark, work))
     try:
         publish_pairs(spark, source_pairs(rows, slots, graph), path)

@@ -53,6 +53,7 @@ from ..errors import CaptureFailed, CaptureNotFound, StoreCorrupt, StoreNotFound
 from .files import listing, verify, write_manifest
 
 log = logging.getLogger("sparkprov")
+_SAID_READ_ONLY: set[Path] = set()  # stores this process said it reads through a cache
 
 FORMAT_VERSION = 1
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$")
@@ -124,7 +125,6 @@ class Store:
             self._write_atomic(fmt, json.dumps({"format_version": FORMAT_VERSION}))
         (self.root / "catalog").mkdir(exist_ok=True)
         (self.root / "data").mkdir(exist_ok=True)
-        self._read_only_said = False
 
     @property
     def writable(self) -> bool:
@@ -139,7 +139,7 @@ class Store:
 
     def _built_elsewhere(self, entry: dict) -> dict:
         """``entry`` with what its answers build pointed into the cache, when this
-        process cannot write the store (said once per store)."""
+        process cannot write the store (said once per store and process)."""
         if self.writable:
             return entry
         lineage = dict(entry["lineage"])
@@ -147,8 +147,8 @@ class Store:
         if not Path(lineage["path"]).is_dir():
             lineage["path"] = str(cache / "lineage")
         lineage["forward"] = str(cache / "forward")
-        if not self._read_only_said:
-            self._read_only_said = True
+        if self.root not in _SAID_READ_ONLY:
+            _SAID_READ_ONLY.add(self.root)
             log.warning("sparkprov: store %s is read-only; what traces build is kept in %s", self.root, self.cache)
         return {**entry, "lineage": lineage}
 

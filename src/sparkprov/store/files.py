@@ -40,6 +40,14 @@ def _kept(name: str) -> bool:
     return not name.startswith(".") and name != "_SUCCESS" and name != MANIFEST
 
 
+def parquet_files(directory: str | os.PathLike) -> list[str]:
+    """The data files of a Parquet directory written by Spark (no markers, no checksums)."""
+    d = Path(directory)
+    if not d.is_dir():
+        return []
+    return sorted(str(p) for p in d.glob("*.parquet") if not p.name.startswith((".", "_")))
+
+
 def fingerprint(path: str | Path) -> list[int]:
     """``[size, CRC-32 of the last 4 KiB]`` of a file."""
     with open(path, "rb") as f:

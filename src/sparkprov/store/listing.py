@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from ..errors import CaptureFailed, StoreCorrupt
 from .catalog import Store
-from .files import listing
+from .files import listing, parquet_files
 
 COLUMNS = ("name", "version", "created", "strategy", "seconds", "rows", "size", "sources")
 
@@ -36,8 +36,6 @@ def describe(store: Store, name: str, version: int) -> dict:
 
 def _output_rows(entry: dict) -> int | None:
     import pyarrow.parquet as pq
-
-    from ..query.pairs import parquet_files
 
     try:
         return sum(pq.ParquetFile(f).metadata.num_rows for f in parquet_files(entry["output"]["path"]))
