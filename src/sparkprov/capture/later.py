@@ -52,6 +52,7 @@ from pyspark.sql.types import DoubleType, FloatType, StructType
 
 from ..errors import LineageNotBuilt
 from ..plan.catalyst import Bridge
+from ..store.layout import shared_path  # noqa: F401 - also imported from here
 from .lineage import OUT, source_pairs
 from .rewrite import Rewriter
 from .sources import RID, check_unchanged
@@ -93,13 +94,6 @@ def run_later(capture_id: str, name: str, job: Callable[[], None]) -> None:
             raise
 
     _PENDING[capture_id] = _BACKGROUND.submit(logged)
-
-
-def shared_path(lineage: dict) -> str | None:
-    """Where a capture's shared lineage (scalar subqueries') is, if it has any: one
-    finished later has it only once built, and only if its query has such subqueries."""
-    path = lineage.get("shared")
-    return path if path and (not lineage.get("later") or Path(path).is_dir()) else None
 
 
 def ensure_built(entry: dict) -> None:

@@ -15,7 +15,7 @@ table per source (Smoke's propagation: no per-operator lineage is kept).
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from pyspark.sql import DataFrame
@@ -23,15 +23,23 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from ..errors import UnsupportedOperation
-from .rewrite import ARRAY_SLOTS, Slot
+from ..store.layout import (  # noqa: F401 - the store's names, used here and by modules that import them from here
+    IN,
+    OUT,
+    PAIR_COLUMNS,
+    PAIRS_SCHEMA,
+    REF,
+    SHARED_REF,
+    SHARED_SCHEMA,
+    SRC,
+    Slot,
+    parents_first,
+    ref_source,
+    slots_from_json,
+    slots_json,
+)
+from .rewrite import ARRAY_SLOTS
 
-OUT = "out_rid"
-IN = "in_rid"
-PAIR_COLUMNS = (OUT, IN)
-SRC = "src"  # source number: the partition column of the stored pair table
-REF = "ref"  # shared side relation number, in the table of shared lineage
-PAIRS_SCHEMA = f"{OUT} long, {IN} long, {SRC} int"
-SHARED_SCHEMA = f"{REF} int, {SRC} int, {IN} long"
 HANDLE = "__sp_h"
 _PROBE = "__sp_probe"
 _TOP = "__sp_top"
@@ -39,23 +47,6 @@ _KEY = "__sp_key"
 _LO, _HI = "__sp_lo", "__sp_hi"
 POS = "__sp_pos"
 ROW_SLOTS = ("source", "rids")  # slots naming source rows directly (a rid, or an array of rids)
-# a reference to a shared side's lineage (a scalar subquery's row) as lineage kept in the
-# output rows records it: its ref is the side's pseudo-source number (ref_source)
-SHARED_REF = "shared"
-
-
-def slots_json(slots: list[Slot]) -> list[list]:
-    """Slots as a catalog entry keeps them: ``[name, kind, ref]``."""
-    return [[s.name, s.kind, s.ref] for s in slots]
-
-
-def slots_from_json(data: list[list]) -> list[Slot]:
-    return [Slot(name, kind, ref) for name, kind, ref in data]
-
-
-def ref_source(side: int) -> int:
-    """The pseudo-source number under which references to shared side ``side`` are stored."""
-    return -(side + 1)
 
 
 @dataclass(frozen=True)
@@ -161,25 +152,6 @@ def _visit(rows: DataFrame, slots: list[Slot], graph: SideGraph, found, probes, 
             else:
                 probe = present.select(F.col(OUT), F.col(slot.name).alias(_PROBE))
             probes[slot.ref].append((probe, cheap))
-
-
-def parents_first(start: Iterable[int], children: Callable[[int], Iterable[int]]) -> list[int]:
-    """Every node reachable from ``start`` through ``children`` (a DAG of side
-    relations), each after all the nodes that lead to it."""
-    order: list[int] = []
-    seen: set[int] = set()
-
-    def visit(k: int) -> None:
-        seen.add(k)
-        for c in children(k):
-            if c not in seen:
-                visit(c)
-        order.append(k)
-
-    for k in sorted(set(start)):
-        if k not in seen:
-            visit(k)
-    return order[::-1]
 
 
 MAX_WINDOW_PAIRS = 50_000_000

@@ -35,21 +35,9 @@ from pyspark.util import PythonEvalType
 
 from ..errors import UnsupportedOperation
 from ..plan.catalyst import Bridge, JExpr, JPlan, quiet_analysis
+from ..store.layout import Slot  # noqa: F401 - also imported from here
 from . import python_functions as P
 from . import sources as S
-
-
-@dataclass
-class Slot:
-    """One lineage column of a rewritten operator's output."""
-
-    name: str  # column name, unique in the whole capture
-    # "source" (a rid), "group" or "window" (a handle), or collected by inject (an
-    # aggregate's input rows): "rids" (an array of rids of one source occurrence) or
-    # "groups" (an array of handles)
-    kind: str
-    ref: int  # index into Rewriter.instances (source) or Rewriter.sides (group)
-    attr: JExpr = None  # the attribute in the rewritten plan
 
 
 @dataclass

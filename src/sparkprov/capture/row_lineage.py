@@ -18,14 +18,13 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Callable
 from pathlib import Path
-
-from pyspark.sql import SparkSession
-from pyspark.sql import functions as F
+from typing import TYPE_CHECKING
 
 from ..store.catalog import publish_written
-from .lineage import IN, OUT, SHARED_REF, SRC, SideGraph, slots_from_json, source_pairs
-from .rewrite import Slot
-from .sources import RID
+from ..store.layout import IN, OUT, RID, SHARED_REF, SRC, Slot, slots_from_json
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
 
 ROW_GROUP = 64 * 1024  # rows per row group of a pair table built in this process
 
@@ -42,6 +41,10 @@ def _pending(entry: dict) -> tuple[Path, dict, list[Slot]] | None:
 
 def ensure_pairs(spark: SparkSession, entry: dict) -> None:
     """Build ``lineage/`` of capture ``entry`` with Spark, unless it is there already."""
+    # Spark's side, imported here: the embedded engine builds tables without it
+    from pyspark.sql import functions as F
+
+    from .lineage import SideGraph, source_pairs
     from .run import publish_pairs  # run imports this module
 
     pending = _pending(entry)

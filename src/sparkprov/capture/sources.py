@@ -19,8 +19,6 @@ from __future__ import annotations
 
 import json
 import re
-import warnings
-from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import unquote
 
@@ -28,58 +26,9 @@ from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.types import StructField, StructType
 
-from ..errors import SourceChanged, SourceChangedWarning
 from ..plan.catalyst import Bridge, JPlan
-
-ROW_BITS = 40
-RID = "_sp_rid"
-
-
-@dataclass
-class SourceInfo:
-    """What the store keeps about one source (serialised into the catalog)."""
-
-    name: str
-    kind: str  # "parquet" or "text" (read in place), or "snapshot" (copied into the capture)
-    format: str  # file format of the original, or "memory" / "range"
-    files: list[tuple[str, int, int]] = field(default_factory=list)  # rid-numbered files
-    roots: list[str] = field(default_factory=list)  # original locations, for change checks
-    original: list[tuple[str, int, int]] = field(default_factory=list)  # fingerprint
-    schema: str = ""  # JSON of the source's full schema
-    table: str | None = None
-    splits: list[tuple[str, int, int]] = field(default_factory=list)  # "text": (path, start, length)
-
-    def to_json(self) -> dict:
-        return {
-            "name": self.name,
-            "kind": self.kind,
-            "format": self.format,
-            "files": [list(f) for f in self.files],
-            "roots": self.roots,
-            "original": [list(f) for f in self.original],
-            "schema": self.schema,
-            "table": self.table,
-            "splits": [list(f) for f in self.splits],
-        }
-
-    @classmethod
-    def from_json(cls, d: dict) -> SourceInfo:
-        return cls(
-            name=d["name"],
-            kind=d["kind"],
-            format=d["format"],
-            files=[tuple(f) for f in d["files"]],
-            roots=list(d["roots"]),
-            original=[tuple(f) for f in d["original"]],
-            schema=d["schema"],
-            table=d.get("table"),
-            splits=[tuple(f) for f in d.get("splits", [])],
-        )
-
-
-def snapshot_column(i: int) -> str:
-    """The name of column ``i`` in a snapshot's files (positional: any name survives)."""
-    return f"c{i}"
+from ..store.layout import RID, ROW_BITS  # noqa: F401 - also imported from here
+from ..store.source_info import SourceInfo, compare_fingerprint, snapshot_column  # noqa: F401 - also from here
 
 
 def rid_column(files: list[tuple[str, int, int]]) -> Column:
@@ -102,30 +51,6 @@ def check_unchanged(bridge: Bridge, info: SourceInfo) -> None:
     """Raise ``SourceChanged`` when the files behind ``info`` differ from capture time."""
     if info.roots:
         compare_fingerprint(info, bridge.list_files(info.roots))
-
-
-def compare_fingerprint(info: SourceInfo, files: list[tuple[str, int, int]], spelled=lambda path: path) -> None:
-    """Raise ``SourceChanged`` unless ``files`` (path, size, mtime) are the files ``info``
-    was captured from; ``spelled`` turns the stored paths into the spelling ``files`` use.
-    A source copied into the capture (CSV, JSON...) is read from its copy: a change only
-    warns (``SourceChangedWarning``)."""
-    now = {path: (size, mtime) for path, size, mtime in files}
-    then = {spelled(path): (size, mtime) for path, size, mtime in info.original}
-    if now != then:
-        added = now.keys() - then.keys()
-        gone = then.keys() - now.keys()
-        changed = {p for p in now.keys() & then.keys() if now[p] != then[p]}
-        detail = []
-        for label, group in (("removed", gone), ("added", added), ("modified", changed)):
-            if group:
-                detail.append(f"{label}: {', '.join(sorted(group)[:3])}{' ...' if len(group) > 3 else ''}")
-        message = f"source {info.name!r} changed after capture ({'; '.join(detail)})"
-        if info.kind == "snapshot":
-            # its rows are read from the copy capture kept, so the answer is the captured one:
-            # said, not refused (warnings.simplefilter("error", SourceChangedWarning) refuses)
-            warnings.warn(SourceChangedWarning(f"{message}; traced from the copy kept at capture"), stacklevel=3)
-            return
-        raise SourceChanged(message)
 
 
 def read_source(bridge: Bridge, info: SourceInfo) -> DataFrame:

@@ -39,7 +39,6 @@ True
 from __future__ import annotations
 
 import re
-import warnings
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
@@ -57,9 +56,16 @@ from pyspark.sql.types import (
 )
 from pyspark.sql.utils import AnalysisException
 
-from ..errors import InvalidPredicate, LineageRestricted, RestrictedLineageWarning
+from ..errors import InvalidPredicate
 from ..plan.catalyst import quiet_analysis
 from ..plan.predicate import check_predicate
+from .restricted import (  # noqa: F401 - also imported from here
+    no_such_source,
+    refuse_forward,
+    restricted_note,
+    restriction,
+    warn_restricted,
+)
 
 FIELDS = ("sources", "where", "group_by", "partition_by")
 # column types whose values name a partition exactly (a directory name read back as the
@@ -255,49 +261,3 @@ def _per_source(value: object, names: tuple[str, ...], field: str, what: str) ->
     if outside:
         raise ValueError(f"workload {field} names source(s) {outside} not among its sources {list(names)}")
     return value
-
-
-def no_such_source(entry: dict, source: object) -> ValueError:
-    """The error for a trace naming ``source``, which capture ``entry`` has no lineage
-    for: not a source of its query, or one its workload left out."""
-    name, kept = entry["name"], ", ".join(entry["sources"])
-    if source in entry.get("workload", {}).get("pruned", []):
-        return ValueError(
-            f"capture {name!r} kept no lineage for source {source!r}: its workload named only {kept}; "
-            "capture again with that source in workload sources"
-        )
-    return ValueError(f"capture {name!r} has no source {source!r}; sources: {kept}")
-
-
-def restriction(entry: dict, source: str) -> str | None:
-    """The predicate capture ``entry`` kept ``source``'s lineage under (workload
-    ``where``), or None when every row of it kept its lineage."""
-    return entry.get("workload", {}).get("where", {}).get(source)
-
-
-def restricted_note(entry: dict, source: str) -> str | None:
-    """What a backward answer to ``source`` says when its lineage is restricted."""
-    predicate = restriction(entry, source)
-    if predicate is None:
-        return None
-    return f"source {source!r}: only rows where {predicate} (capture {entry['name']!r} workload where)"
-
-
-def warn_restricted(entry: dict, sources) -> None:
-    """Warn that a backward answer to ``sources`` holds only the rows its workload kept."""
-    for source in sources:
-        note = restricted_note(entry, source)
-        if note is not None:
-            warnings.warn(f"backward trace restricted: {note}", RestrictedLineageWarning, stacklevel=3)
-
-
-def refuse_forward(entry: dict, source: str) -> None:
-    """Raise ``LineageRestricted`` when ``source``'s lineage in ``entry`` is kept only
-    for the rows a predicate selects: the other rows' output rows are not recorded."""
-    predicate = restriction(entry, source)
-    if predicate is not None:
-        raise LineageRestricted(
-            f"capture {entry['name']!r} kept lineage of source {source!r} only for rows where {predicate} "
-            "(its workload's where): a forward trace from that source cannot be answered; "
-            "capture again without a where for it"
-        )

@@ -17,12 +17,11 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-from ..capture.sources import RID
-from ..capture.workload import no_such_source, restricted_note
+from ..capture.restricted import no_such_source, restricted_note
 from ..errors import LineageTooLarge
 from ..plan.predicate import check_predicate
-from .embedded import EMBEDDED_LIMIT, EmbeddedEngine, EmbeddedUnsupported
-from .engines import check_engine
+from ..store.layout import RID
+from .embedded import EMBEDDED_LIMIT, EmbeddedEngine, EmbeddedUnsupported, check_engine
 from .provenance import polynomials
 from .text_table import cell, render
 

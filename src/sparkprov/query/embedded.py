@@ -34,23 +34,31 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from ..capture import later, row_lineage
-from ..capture.lineage import IN, OUT, REF, SRC
-from ..capture.sources import RID, ROW_BITS, SourceInfo, compare_fingerprint, snapshot_column
-from ..capture.workload import no_such_source, refuse_forward
+from ..capture import row_lineage
+from ..capture.restricted import no_such_source, refuse_forward
 from ..errors import LineageTooLarge, SourceChanged, SparkprovError
 from ..plan.predicate import check_predicate
 from ..rdd.text import picked_lines
 from ..store.catalog import capture_dir
 from ..store.files import parquet_files
+from ..store.layout import IN, OUT, REF, RID, ROW_BITS, SRC, shared_path
+from ..store.source_info import SourceInfo, compare_fingerprint, snapshot_column
 from .pairs import PairTable, build_forward_index, distinct_sorted
 from .sides import SideLineage
 
 EMBEDDED_LIMIT = 20_000_000  # pair rows one embedded answer may read
+ENGINES = ("auto", "embedded", "spark")
 # traced source rows a source predicate is evaluated on after reading them; more are
 # matched against the rows DuckDB finds satisfying it in the whole source
 FILTERED_HERE_MAX = 200_000
 _ROW_MASK = (1 << ROW_BITS) - 1
+
+
+def check_engine(engine: str) -> str:
+    """``engine`` when it names one (``ENGINES``); ``ValueError`` otherwise."""
+    if engine not in ENGINES:
+        raise ValueError(f"engine must be one of {', '.join(ENGINES)}, not {engine!r}")
+    return engine
 
 
 class EmbeddedUnsupported(SparkprovError):
@@ -110,6 +118,8 @@ class EmbeddedEngine:
             if self.entry["lineage"].get("in_output"):
                 row_lineage.build_locally(self.entry, self._within_limit)
             elif self.entry["lineage"].get("later"):
+                from ..capture import later  # a lazy or deferred capture's: made by the capturing process
+
                 later.ensure_built(self.entry)
             backward = PairTable(parquet_files(self._root / f"{SRC}={src}"), OUT)
             if key == OUT:
@@ -141,7 +151,7 @@ class EmbeddedEngine:
 
     def _shared_table(self) -> pa.Table:
         if self._shared is None:
-            path = later.shared_path(self.entry["lineage"])
+            path = shared_path(self.entry["lineage"])
             files = parquet_files(path) if path else []
             self._shared = (
                 pa.concat_tables([pq.read_table(f, columns=[REF, SRC, IN]) for f in files])

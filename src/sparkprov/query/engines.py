@@ -23,17 +23,10 @@ from pyspark.sql.types import LongType, StructField, StructType
 
 from ..capture.sources import RID
 from ..errors import LineageTooLarge
-from .embedded import EmbeddedEngine, EmbeddedUnsupported
+from .embedded import ENGINES, EmbeddedEngine, EmbeddedUnsupported, check_engine  # noqa: F401 - also from here
 from .trace import RowsArg, rid_list
 
-ENGINES = ("auto", "embedded", "spark")
 ROWS_LIMIT = 100_000  # rows an embedded answer hands to Spark as a local DataFrame
-
-
-def check_engine(engine: str) -> str:
-    if engine not in ENGINES:
-        raise ValueError(f"engine must be one of {', '.join(ENGINES)}, not {engine!r}")
-    return engine
 
 
 def embedded_or_none(engine: str, answer: Callable[[], DataFrame | dict]) -> DataFrame | dict | None:

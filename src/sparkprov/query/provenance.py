@@ -42,10 +42,9 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from ..capture.lineage import parents_first
-from ..capture.sources import RID
 from ..errors import LineageTooLarge, WitnessesNotKept
 from ..store.files import parquet_files
+from ..store.layout import RID, parents_first
 from .embedded import files_sql, rid_array
 
 WITNESS_LIMIT = 10_000  # witnesses one output row may have before why() refuses

@@ -23,12 +23,10 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ..capture.lineage import slots_from_json
-from ..capture.rewrite import Slot
-from ..capture.sources import RID
 from ..rdd.worker import HANDLE
 from ..store.catalog import capture_dir
 from ..store.files import parquet_files
+from ..store.layout import RID, Slot, slots_from_json
 from .pairs import PairTable, distinct_sorted
 
 _EMPTY = np.array([], np.int64)

@@ -1,0 +1,83 @@
+"""The names and shapes of what the store keeps, in one place: the columns of its files,
+the slots a catalog entry lists, what it keeps of each source, and where an entry's
+shared lineage is. Everything here is plain Python, so the answers read in this process
+(the embedded engine, the command line) need no Spark to use it.
+
+>>> slots_from_json([["__sp_r0", "rids", 1]])
+[Slot(name='__sp_r0', kind='rids', ref=1, attr=None)]
+>>> parents_first([0], {0: [2, 1], 1: [2], 2: []}.get)
+[0, 1, 2]
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+RID = "_sp_rid"  # a row's id in a source or an output: file number << ROW_BITS | row
+ROW_BITS = 40
+OUT = "out_rid"
+IN = "in_rid"
+PAIR_COLUMNS = (OUT, IN)
+SRC = "src"  # source number: the partition column of the stored pair table
+REF = "ref"  # shared side relation number, in the table of shared lineage
+PAIRS_SCHEMA = f"{OUT} long, {IN} long, {SRC} int"
+SHARED_SCHEMA = f"{REF} int, {SRC} int, {IN} long"
+# a reference to a shared side's lineage (a scalar subquery's row) as lineage kept in the
+# output rows records it: its ref is the side's pseudo-source number (ref_source)
+SHARED_REF = "shared"
+
+
+@dataclass
+class Slot:
+    """One lineage column of a rewritten operator's output."""
+
+    name: str  # column name, unique in the whole capture
+    # "source" (a rid), "group" or "window" (a handle), or collected by inject (an
+    # aggregate's input rows): "rids" (an array of rids of one source occurrence) or
+    # "groups" (an array of handles)
+    kind: str
+    ref: int  # index into Rewriter.instances (source) or Rewriter.sides (group)
+    attr: Any = None  # the attribute in the rewritten plan (a Catalyst expression, at capture)
+
+
+def slots_json(slots: list[Slot]) -> list[list]:
+    """Slots as a catalog entry keeps them: ``[name, kind, ref]``."""
+    return [[s.name, s.kind, s.ref] for s in slots]
+
+
+def slots_from_json(data: list[list]) -> list[Slot]:
+    return [Slot(name, kind, ref) for name, kind, ref in data]
+
+
+def ref_source(side: int) -> int:
+    """The pseudo-source number under which references to shared side ``side`` are stored."""
+    return -(side + 1)
+
+
+def parents_first(start: Iterable[int], children: Callable[[int], Iterable[int]]) -> list[int]:
+    """Every node reachable from ``start`` through ``children`` (a DAG of side
+    relations), each after all the nodes that lead to it."""
+    order: list[int] = []
+    seen: set[int] = set()
+
+    def visit(k: int) -> None:
+        seen.add(k)
+        for c in children(k):
+            if c not in seen:
+                visit(c)
+        order.append(k)
+
+    for k in sorted(set(start)):
+        if k not in seen:
+            visit(k)
+    return order[::-1]
+
+
+def shared_path(lineage: dict) -> str | None:
+    """Where a capture's shared lineage (scalar subqueries') is, if it has any: one
+    finished later has it only once built, and only if its query has such subqueries."""
+    path = lineage.get("shared")
+    return path if path and (not lineage.get("later") or Path(path).is_dir()) else None
