@@ -254,3 +254,18 @@ def test_text_answers_show_nulls_whole_numbers_and_the_matched_rows(session, spa
     assert dashed.stdout.splitlines()[2].split()[:3] == ["x", "-", "-"]
     missing = sparkprov_cli("trace", "backward", "cities", "--where", "true", "--source", "nope", "--store", store)
     assert missing.returncode == 1 and "has no source 'nope'; sources: " in missing.stderr
+
+
+def test_a_trace_without_spark_imports_no_pyspark(session, spark):
+    df = session.source(spark.createDataFrame([("a", 1), ("b", 5)], "k string, v int"), "numbers")
+    session.capture(df.groupBy("k").sum("v"), name="sums")
+    store = str(session.store.root)
+    code = (
+        "import sys\nfrom sparkprov.cli import main\n"
+        f"assert main(['trace', 'backward', 'sums', '--where', \"k = 'a'\", '--store', {store!r}]) == 0\n"
+        f"assert main(['captures', '--store', {store!r}]) == 0\n"
+        "print(sorted(m for m in sys.modules if m.startswith('pyspark')))\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines()[-1] == "[]"  # PySpark (its SQL modules alone take 0.3 s) is not imported
