@@ -52,7 +52,7 @@ from pyspark.sql.types import DoubleType, FloatType, StructType
 
 from ..errors import LineageNotBuilt
 from ..plan.catalyst import Bridge
-from ..store.layout import shared_path  # noqa: F401 - also imported from here
+from ..store.format import shared_path  # noqa: F401 - also imported from here
 from .lineage import OUT, source_pairs
 from .rewrite import Rewriter
 from .sources import RID, check_unchanged

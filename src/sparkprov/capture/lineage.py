@@ -23,7 +23,7 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from ..errors import UnsupportedOperation
-from ..store.layout import (  # noqa: F401 - the store's names, used here and by modules that import them from here
+from ..store.format import (  # noqa: F401 - the store's names, used here and by modules that import them from here
     IN,
     OUT,
     PAIR_COLUMNS,

@@ -35,7 +35,7 @@ from pyspark.util import PythonEvalType
 
 from ..errors import UnsupportedOperation
 from ..plan.catalyst import Bridge, JExpr, JPlan, quiet_analysis
-from ..store.layout import Slot  # noqa: F401 - also imported from here
+from ..store.format import Slot  # noqa: F401 - also imported from here
 from . import python_functions as P
 from . import sources as S
 

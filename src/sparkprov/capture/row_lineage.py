@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ..store.catalog import publish_written
-from ..store.layout import IN, OUT, RID, SHARED_REF, SRC, Slot, slots_from_json
+from ..store.format import IN, OUT, RID, SHARED_REF, SRC, Slot, slots_from_json
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession

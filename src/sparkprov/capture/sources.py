@@ -27,7 +27,7 @@ from pyspark.sql import functions as F
 from pyspark.sql.types import StructField, StructType
 
 from ..plan.catalyst import Bridge, JPlan
-from ..store.layout import RID, ROW_BITS  # noqa: F401 - also imported from here
+from ..store.format import RID, ROW_BITS  # noqa: F401 - also imported from here
 from ..store.source_info import SourceInfo, compare_fingerprint, snapshot_column  # noqa: F401 - also from here
 
 

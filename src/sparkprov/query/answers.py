@@ -20,7 +20,7 @@ import pyarrow as pa
 from ..capture.restricted import no_such_source, restricted_note
 from ..errors import LineageTooLarge
 from ..plan.predicate import check_predicate
-from ..store.layout import RID
+from ..store.format import RID
 from .embedded import EMBEDDED_LIMIT, EmbeddedEngine, EmbeddedUnsupported, check_engine
 from .provenance import polynomials
 from .text_table import cell, render

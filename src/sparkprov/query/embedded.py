@@ -41,7 +41,7 @@ from ..plan.predicate import check_predicate
 from ..rdd.text import picked_lines
 from ..store.catalog import capture_dir
 from ..store.files import parquet_files
-from ..store.layout import IN, OUT, REF, RID, ROW_BITS, SRC, shared_path
+from ..store.format import IN, OUT, REF, RID, ROW_BITS, SRC, shared_path
 from ..store.source_info import SourceInfo, compare_fingerprint, snapshot_column
 from .pairs import PairTable, build_forward_index, distinct_sorted
 from .sides import SideLineage

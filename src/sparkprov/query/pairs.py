@@ -24,7 +24,7 @@ import pyarrow.parquet as pq
 
 from ..store.catalog import publish_written
 from ..store.files import parquet_files
-from ..store.layout import IN, OUT
+from ..store.format import IN, OUT
 
 FORWARD_ROW_GROUP = 128 * 1024  # rows per row group of a forward index
 

@@ -44,7 +44,7 @@ import pyarrow.parquet as pq
 
 from ..errors import LineageTooLarge, WitnessesNotKept
 from ..store.files import parquet_files
-from ..store.layout import RID, parents_first
+from ..store.format import RID, parents_first
 from .embedded import files_sql, rid_array
 
 WITNESS_LIMIT = 10_000  # witnesses one output row may have before why() refuses

@@ -26,7 +26,7 @@ import pyarrow.compute as pc
 from ..rdd.worker import HANDLE
 from ..store.catalog import capture_dir
 from ..store.files import parquet_files
-from ..store.layout import RID, Slot, slots_from_json
+from ..store.format import RID, Slot, slots_from_json
 from .pairs import PairTable, distinct_sorted
 
 _EMPTY = np.array([], np.int64)

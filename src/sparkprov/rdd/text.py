@@ -22,7 +22,7 @@ from itertools import count
 
 import numpy as np
 
-from ..store.layout import RID, ROW_BITS
+from ..store.format import RID, ROW_BITS
 
 # Hadoop decompresses these whole (one split per file); read back with a copy instead
 COMPRESSED = (".gz", ".bz2", ".deflate", ".lz4", ".snappy", ".zst", ".zstd", ".br", ".xz")
