@@ -75,10 +75,10 @@ def write_manifest(directory: Path) -> None:
 
 def verify(data: Path, recorded: dict[str, list[int]] | None, what: str) -> None:
     """Raise ``StoreCorrupt`` unless the files under ``data`` (the directory of capture
-    ``what``, as messages name it) are
-    those ``recorded`` at commit plus those the manifests of later directories list, each
-    with its recorded fingerprint. ``recorded`` None (an entry of an older sparkprov) checks only
-    the directories that carry a manifest."""
+    ``what``, as messages name it) are those ``recorded`` at commit plus those the
+    manifests of later directories list, each with its recorded fingerprint.
+    ``recorded`` None (an entry of an older sparkprov) checks only the directories that
+    carry a manifest."""
     if not data.is_dir():
         raise StoreCorrupt(f"{what}: its data directory {data} is missing")
     expected = dict(recorded or {})
@@ -93,7 +93,7 @@ def verify(data: Path, recorded: dict[str, list[int]] | None, what: str) -> None
                 listed = json.loads(path.read_text())
             except (OSError, ValueError):
                 raise StoreCorrupt(f"{what}: file list {path} cannot be read") from None
-            expected.update({os.path.normpath(os.path.join(base, rel)): size for rel, size in listed.items()})
+            expected.update({os.path.normpath(os.path.join(base, rel)): print_ for rel, print_ in listed.items()})
     for rel, recorded_print in expected.items():
         path = data / rel
         try:
