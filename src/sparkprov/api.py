@@ -164,6 +164,10 @@ class Capture:
         """
         self._trusted()
         self._check_source(source)
+        return self._pairs(source)
+
+    def _pairs(self, source: str) -> DataFrame:
+        # pairs for an answer that checked the capture's files when it started
         stored = self._entry["lineage"]
         spark = self._session.spark
         self.build_lineage()
@@ -244,7 +248,7 @@ class Capture:
                 return local[source] if source is not None else local
         out_rids = trace.rid_set(rows, self._output(), f"the output of capture {self.name!r}")
         names = [source] if source is not None and not end_to_end else list(self._infos)
-        result = {n: trace.backward(self.pairs(n), out_rids, self._source_rows(n)) for n in names}
+        result = {n: trace.backward(self._pairs(n), out_rids, self._source_rows(n)) for n in names}
         if end_to_end:
             result = self._through_writers(result)
             if source is not None:
@@ -275,7 +279,7 @@ class Capture:
         if partitioned.column(self._entry, source) is not None:
             pairs = partitioned.pairs_where(self._session.spark, self._partitioned(source), where)
         if pairs is None:  # not partitioned, or by another column: every pair is read
-            pairs = self.pairs(source)
+            pairs = self._pairs(source)
         return trace.backward(pairs, out_rids, kept)
 
     def _partitioned(self, source: str) -> Path:
@@ -312,7 +316,7 @@ class Capture:
         check_unchanged(self._session._bridge, self._infos[source])
         out_rids = self._drill_rids(rows)
         path = self._drill_table(source, group_by)
-        traced = lambda: trace.backward(self.pairs(source), out_rids, self._source_rows(source))  # noqa: E731
+        traced = lambda: trace.backward(self._pairs(source), out_rids, self._source_rows(source))  # noqa: E731
         return drill_down.answer(self._session.spark, path, group_by, out_rids, traced)
 
     def _drill_rids(self, rows: RowsArg) -> trace.RidSet:
@@ -369,7 +373,7 @@ class Capture:
                 return local
         src = self._source_rows(source)
         in_rids = trace.rid_set(rows, src, f"source {source!r}")
-        found = trace.forward(self.pairs(source), in_rids, self._output())
+        found = trace.forward(self._pairs(source), in_rids, self._output())
         if not end_to_end:
             return found
         result = {self.name: found}
@@ -799,10 +803,6 @@ class LineageSession:
                 if not entry.get("failed"):
                     yield entry
 
-    def _linked(self, entry: dict) -> Capture:
-        self.store.verify(entry)  # a capture a trace continues into is trusted as its own load is
-        return Capture(self, entry)
-
     def _writer_of(self, info: SourceInfo) -> Capture | None:
         """The capture that wrote exactly the files ``info`` read, if any. A damaged entry
         matters only when no other wrote them: it may have been the writer."""
@@ -813,7 +813,7 @@ class LineageSession:
         for entry in self._entries(damaged=damaged):
             written = entry.get("written")
             if written and _fingerprint(written["files"]) == files:
-                return self._linked(entry)
+                return Capture(self, entry)  # its own answers check its files
         if damaged:
             raise StoreCorrupt(f"cannot tell which capture wrote source {info.name!r}: {damaged[0]}")
         return None
@@ -828,7 +828,7 @@ class LineageSession:
         for entry in self._entries(newest=True):  # a damaged entry may be a reader: it raises
             for name, src in entry["sources"].items():
                 if src["kind"] == "parquet" and _fingerprint(src["original"]) == files:
-                    found.append((self._linked(entry), name))
+                    found.append((Capture(self, entry), name))
         return found
 
     def load(self, name: str, version: int | None = None) -> Capture:

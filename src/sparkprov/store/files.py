@@ -56,16 +56,21 @@ def fingerprint(path: str | Path) -> list[int]:
         return [size, zlib.crc32(f.read(_TAIL))]
 
 
-def listing(directory: Path) -> dict[str, list[int]]:
-    """``{path relative to directory: fingerprint}`` of the files under ``directory``."""
-    found = {}
+def _files(directory: Path):
+    """The paths of the files a listing holds, under ``directory``."""
     for dirpath, dirnames, filenames in os.walk(directory):
         dirnames[:] = [d for d in dirnames if not d.startswith(".")]
-        for name in filenames:
-            if _kept(name):
-                path = os.path.join(dirpath, name)
-                found[os.path.relpath(path, directory)] = fingerprint(path)
-    return found
+        yield from (os.path.join(dirpath, name) for name in filenames if _kept(name))
+
+
+def listing(directory: Path) -> dict[str, list[int]]:
+    """``{path relative to directory: fingerprint}`` of the files under ``directory``."""
+    return {os.path.relpath(path, directory): fingerprint(path) for path in _files(directory)}
+
+
+def total_bytes(directory: Path) -> int:
+    """The bytes of the files a listing of ``directory`` holds (their sizes alone)."""
+    return sum(os.stat(path).st_size for path in _files(directory))
 
 
 def write_manifest(directory: Path) -> None:
@@ -83,8 +88,10 @@ def verify(data: Path, recorded: dict[str, list[int]] | None, what: str) -> None
         raise StoreCorrupt(f"{what}: its data directory {data} is missing")
     expected = dict(recorded or {})
     managed: list[str] = []  # directories whose files a manifest lists
+    present: list[str] = []  # the files there, outside transient directories
     for dirpath, dirnames, filenames in os.walk(data):
         dirnames[:] = [d for d in dirnames if not d.startswith(".") and (dirpath != str(data) or d not in _TRANSIENT)]
+        present.extend(os.path.relpath(os.path.join(dirpath, n), data) for n in filenames if _kept(n))
         if MANIFEST in filenames:
             base = os.path.relpath(dirpath, data)
             managed.append(base)
@@ -110,9 +117,8 @@ def verify(data: Path, recorded: dict[str, list[int]] | None, what: str) -> None
             raise StoreCorrupt(f"{what}: file {path} is not the one written (its footer differs)")
     if recorded is None and not managed:
         return
-    for rel in listing(data):
-        top = rel.split(os.sep, 1)[0]
-        if top in _TRANSIENT or rel in expected:
+    for rel in present:
+        if rel in expected:
             continue
         if recorded is None and not any(rel.startswith(m + os.sep) for m in managed):
             continue  # an older entry lists nothing outside the managed directories

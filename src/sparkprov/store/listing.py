@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from ..errors import CaptureFailed, StoreCorrupt
 from .catalog import Store
-from .files import listing, parquet_files
+from .files import parquet_files, total_bytes
 
 COLUMNS = ("name", "version", "created", "strategy", "seconds", "rows", "size", "sources")
 
@@ -30,7 +30,7 @@ def describe(store: Store, name: str, version: int) -> dict:
     row["strategy"] = entry.get("strategy") or ("rdd" if entry["lineage"].get("rdd") else None)
     row["seconds"] = entry.get("seconds")
     row["rows"] = _output_rows(entry)
-    row["bytes"] = sum(size for size, _ in listing(data).values())
+    row["bytes"] = total_bytes(data)  # load checked the files: their sizes alone here
     return row
 
 
