@@ -11,7 +11,9 @@ from typing import TYPE_CHECKING
 from .errors import (
     CaptureFailed,
     CaptureNotFound,
+    EmbeddedUnsupported,
     ExecutorsLackModules,
+    InvalidArgument,
     InvalidPredicate,
     LineageNotBuilt,
     LineageRestricted,
@@ -34,16 +36,16 @@ _LAZY = {
     "Source": "api",
     "mark": "capture.marks",
     "Workload": "capture.workload",
-    "LineageCursor": "query.navigation",
+    "LineageCursor": "api.cursor",
     "LineageContext": "rdd.context",
     "LineageRDD": "rdd.lineage_rdd",
 }
 
 if TYPE_CHECKING:
     from .api import Capture, LineageSession, Source
+    from .api.cursor import LineageCursor
     from .capture.marks import mark
     from .capture.workload import Workload
-    from .query.navigation import LineageCursor
     from .rdd.context import LineageContext
     from .rdd.lineage_rdd import LineageRDD
 
@@ -51,6 +53,8 @@ if TYPE_CHECKING:
 def __getattr__(name: str):
     if name in _LAZY:
         value = getattr(importlib.import_module(f".{_LAZY[name]}", __name__), name)
+        if name == "LineageSession":
+            importlib.import_module(".rdd", __name__)  # session.rdd: the RDD front end registers itself
         globals()[name] = value
         return value
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
@@ -62,7 +66,9 @@ __all__ = [
     "Capture",
     "CaptureFailed",
     "CaptureNotFound",
+    "EmbeddedUnsupported",
     "ExecutorsLackModules",
+    "InvalidArgument",
     "InvalidPredicate",
     "LineageContext",
     "LineageCursor",

@@ -15,6 +15,11 @@ class SparkprovError(Exception):
     """Root of every sparkprov error."""
 
 
+class InvalidArgument(SparkprovError, ValueError):
+    """An argument a function was given is not one it takes (a wrong type, an unknown
+    name, a value out of range); the message says which and what it takes."""
+
+
 class UnsupportedOperation(SparkprovError):
     """A query uses an operator or expression that capture does not handle exactly.
 
@@ -80,6 +85,12 @@ class InvalidPredicate(SparkprovError, ValueError):
 
 class LineageTooLarge(SparkprovError):
     """An answer would read more lineage than the embedded engine takes on; Spark answers it."""
+
+
+class EmbeddedUnsupported(SparkprovError):
+    """Something about a capture the embedded engine does not read (Spark does): an
+    answer that asked for the embedded engine by name raises it; one that left the
+    choice to sparkprov is answered by Spark instead."""
 
 
 class LineageNotBuilt(SparkprovError):

@@ -14,7 +14,7 @@ from pyspark.sql import functions as F
 import sparkprov as sp
 from sparkprov.plan.catalyst import Bridge
 
-from ..test_cli import sparkprov_process
+from ..cli.test_main import sparkprov_process
 from .test_rewrite import lineage_by_output
 
 

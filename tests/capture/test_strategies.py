@@ -12,7 +12,7 @@ import sparkprov as sp
 from sparkprov.bench import tpch
 from sparkprov.capture import row_lineage
 from sparkprov.capture.rewrite import INJECT_MAX_INPUT_BYTES, STRATEGIES, Rewriter
-from sparkprov.capture.sources import RID
+from sparkprov.sources.identity import RID
 
 from .test_rewrite import lineage_by_output
 

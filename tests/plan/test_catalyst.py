@@ -13,9 +13,9 @@ from pyspark.sql import Window
 from pyspark.sql import functions as F
 
 from sparkprov.bench import tpch
-from sparkprov.capture.sources import ROW_BITS, rid_column
 from sparkprov.plan import catalyst, references
 from sparkprov.plan.catalyst import Bridge, task_seconds
+from sparkprov.sources.identity import ROW_BITS, rid_column
 
 from .conftest import round_trips
 

@@ -7,7 +7,7 @@ import pytest
 import sparkprov as sp
 from sparkprov.plan.predicate import check_predicate
 
-from ..test_cli import sparkprov_cli
+from ..cli.test_main import sparkprov_cli
 
 NOT_ONE = ["1=1; DROP TABLE x", "k = 'a';", "SELECT 1", "DROP TABLE x", "k = 'a' UNION SELECT 2", "k = 'a' b"]
 

@@ -9,8 +9,11 @@ from pyspark.sql import Window
 from pyspark.sql import functions as F
 
 import sparkprov as sp
-from sparkprov.query import answers, engines
-from sparkprov.query.embedded import EmbeddedEngine, EmbeddedUnsupported, local_path
+from sparkprov.cli import answers
+from sparkprov.errors import EmbeddedUnsupported
+from sparkprov.query import engines
+from sparkprov.query.embedded import EmbeddedEngine
+from sparkprov.store.layout import local_path
 
 
 def sales(spark, folder):

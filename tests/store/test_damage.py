@@ -18,7 +18,7 @@ from pyspark.sql import functions as F
 
 import sparkprov as sp
 
-from ..test_cli import sparkprov_cli
+from ..cli.test_main import sparkprov_cli
 
 KINDS = {  # kind: the glob of its files under data/<capture id>/
     "output": "output/part-*.parquet",

@@ -11,7 +11,7 @@ from pyspark.sql import functions as F
 import sparkprov as sp
 from sparkprov.store.catalog import Store
 
-from ..test_cli import sparkprov_cli
+from ..cli.test_main import sparkprov_cli
 
 
 def _rows(df):

@@ -114,7 +114,7 @@ def dense_share(rows: DataFrame, workload: str) -> float:
 def lineitem_with_rids(spark: SparkSession, path: Path) -> DataFrame:
     """TPC-H lineitem with each row's rid (``__rid``), made by capture's own formula
     (``sources.rid_column``; several files numbered in path order)."""
-    from ..capture.sources import rid_column
+    from ..sources.identity import rid_column
 
     df = datagen.read_table(spark, path, "lineitem", "TPC-H")
     files = [(f, 0, 0) for f in sorted(df.inputFiles())]

@@ -68,8 +68,8 @@ def _median_of(results: list[dict], key: str) -> float | None:
 def slot_bytes(entry: dict) -> int:
     """Bytes the output files spend on slot columns (handles, rids, rid arrays): lineage
     kept with the output rows, read from the Parquet footers' column chunk sizes."""
-    from ..query.pairs import column_chunk_sum
     from ..store.files import parquet_files
+    from ..store.parquet import column_chunk_sum
 
     schema = StructType.fromJson(json.loads(entry["output"]["schema"]))
     slots = set(schema.fieldNames()) - set(entry["output"]["stored"]) - {"_sp_rid"}

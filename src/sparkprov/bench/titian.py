@@ -106,8 +106,8 @@ def _bytes(path: Path) -> int:
 
 def _slot_bytes(entry: dict) -> int:
     """Bytes of the records' slot columns in a capture's output files (their lineage)."""
-    from ..query.pairs import column_chunk_sum
     from ..store.files import parquet_files
+    from ..store.parquet import column_chunk_sum
 
     slots = {name for name, _, _ in entry["lineage"]["rdd"]["slots"]}
     return column_chunk_sum(parquet_files(entry["output"]["path"]), slots, "total_compressed_size")
@@ -305,7 +305,7 @@ def _trace_times(cap: Any) -> list[dict]:
     rows), and as the Python API's ``backward(...).count()``."""
     from pyspark.sql import functions as F
 
-    from ..query.answers import trace
+    from ..cli.answers import trace
 
     counted = cap.output.orderBy(F.col("_2").desc(), F.col("_1")).select("_sp_rid", "_1", "_2").collect()
     picks = [counted[0], counted[len(counted) // 2], counted[-1]]

@@ -81,7 +81,7 @@ def _row_counts(engine: EmbeddedEngine, source: str) -> list[int]:
 
 def _random_rid(counts: list[int], rng: np.random.Generator) -> int | None:
     """A random rid among rows counted per file by ``counts``."""
-    from ..capture.sources import ROW_BITS
+    from ..sources.identity import ROW_BITS
 
     total = sum(counts)
     if not total:

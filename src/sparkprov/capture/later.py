@@ -52,10 +52,11 @@ from pyspark.sql.types import DoubleType, FloatType, StructType
 
 from ..errors import LineageNotBuilt
 from ..plan.catalyst import Bridge
+from ..sources.identity import RID, check_unchanged
 from ..store.format import shared_path  # noqa: F401 - also imported from here
 from .lineage import OUT, source_pairs
 from .rewrite import Rewriter
-from .sources import RID, check_unchanged
+from .writing import lineage_settings, materializer, side_graph, store_lineage, unique_pairs
 
 
 @dataclass
@@ -130,7 +131,6 @@ def ensure_built(entry: dict) -> None:
 
 def _build(entry: dict, pending: Pending) -> None:
     """Build lazy capture ``entry``'s pair table (and shared lineage)."""
-    from .run import lineage_settings, materializer, side_graph, store_lineage, unique_pairs
 
     lineage = entry["lineage"]
     path = Path(lineage["path"])

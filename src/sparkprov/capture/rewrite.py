@@ -35,9 +35,9 @@ from pyspark.util import PythonEvalType
 
 from ..errors import UnsupportedOperation
 from ..plan.catalyst import Bridge, JExpr, JPlan, quiet_analysis
+from ..sources import identity as S
 from ..store.format import Slot  # noqa: F401 - also imported from here
 from . import python_functions as P
-from . import sources as S
 
 
 @dataclass

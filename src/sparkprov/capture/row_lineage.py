@@ -45,7 +45,7 @@ def ensure_pairs(spark: SparkSession, entry: dict) -> None:
     from pyspark.sql import functions as F
 
     from .lineage import SideGraph, source_pairs
-    from .run import publish_pairs  # run imports this module
+    from .writing import publish_pairs
 
     pending = _pending(entry)
     if pending is None:
@@ -65,8 +65,8 @@ def build_locally(entry: dict, within_limit: Callable[[int], None]) -> None:
     import pyarrow.compute as pc
     import pyarrow.parquet as pq
 
-    from ..query.pairs import column_chunk_sum
     from ..store.files import parquet_files
+    from ..store.parquet import column_chunk_sum
 
     pending = _pending(entry)
     if pending is None:

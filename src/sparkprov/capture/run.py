@@ -7,7 +7,6 @@
 
 from __future__ import annotations
 
-import itertools
 import logging
 import re
 import shutil
@@ -23,27 +22,26 @@ from pyspark.sql import functions as F
 from pyspark.sql.types import CharType, LongType, StringType, StructField, StructType, VarcharType
 
 from ..plan.catalyst import Bridge, JPlan
-from ..store.catalog import Store, publish_written
+from ..sources.identity import RID, ROW_BITS
+from ..store.catalog import Store
 from . import later
 from .lineage import (
-    IN,
     OUT,
-    PAIRS_SCHEMA,
-    REF,
-    ROW_SLOTS,
-    SHARED_REF,
-    SHARED_SCHEMA,
-    SRC,
-    SideGraph,
-    ref_source,
-    shared_pairs,
     slots_json,
     source_pairs,
-    union_pairs,
 )
-from .rewrite import PRUNED, Rewriter, Slot
-from .sources import RID, ROW_BITS
+from .rewrite import PRUNED, Rewriter
 from .workload import Workload, check_partition_column
+from .writing import (
+    in_output_slots,
+    lineage_settings,
+    names_rows,
+    side_graph,
+    store_lineage,
+    unique_pairs,
+    write_shared,
+    write_sides,
+)
 
 log = logging.getLogger("sparkprov")
 
@@ -213,7 +211,7 @@ def _run_rewritten(
     spark = bridge.spark
     lineage_path = str(data / "lineage")
     shared_path, structure, in_output, deferred = None, None, None, {}
-    in_rows = bool(slots) and not witnesses and _names_rows(rewriter)
+    in_rows = bool(slots) and not witnesses and names_rows(rewriter)
     # the output's slot columns are the whole lineage (with a scalar subquery's, stored
     # once, from the row kept before the query ran): no pair table until one is needed
     referenced = {s.ref for s in slots if rewriter.refers_to_shared(s)} if in_rows else set()
@@ -233,7 +231,7 @@ def _run_rewritten(
             shared.result()
             shutil.rmtree(data / "work", ignore_errors=True)
     if in_rows:
-        in_output = {"slots": slots_json(_in_output_slots(rewriter)), "unique": unique_pairs(rewriter)}
+        in_output = {"slots": slots_json(in_output_slots(rewriter)), "unique": unique_pairs(rewriter)}
     elif rewriter.strategy == "defer" and not witnesses:
         # the capture returns now; the slots are resolved in the background
         shared_path, deferred = str(data / "shared"), {"later": "defer"}
@@ -387,87 +385,6 @@ def _entry(
     }
 
 
-def _names_rows(rewriter: Rewriter) -> bool:
-    """Whether every output slot names source rows (a rid, a rid array) or refers to a
-    scalar subquery's lineage: the output rows then hold the whole lineage."""
-    return all(s.kind in ROW_SLOTS or rewriter.refers_to_shared(s) for s in rewriter.root.slots)
-
-
-def _in_output_slots(rewriter: Rewriter) -> list[Slot]:
-    """The output's slots as lineage kept in output rows records them: by source
-    number, and references to shared sides by their pseudo-source number."""
-    return [
-        Slot(s.name, SHARED_REF, ref_source(s.ref))
-        if rewriter.refers_to_shared(s)
-        else Slot(s.name, s.kind, rewriter.instances[s.ref].source)
-        for s in rewriter.root.slots
-    ]
-
-
-def side_graph(bridge, rewriter, work: Path) -> SideGraph:
-    return SideGraph(
-        sides=rewriter.sides,
-        relation=lambda k: bridge.to_dataframe(rewriter.sides[k].plan),
-        narrow=lambda k: bridge.to_dataframe(rewriter.sides[k].narrow) if rewriter.sides[k].narrow else None,
-        source_of=lambda i: rewriter.instances[i].source,
-        keep=materializer(bridge.spark, work),
-    )
-
-
-def write_shared(spark, graph: SideGraph, referenced: set[int], path: str) -> None:
-    """Store the lineage of the shared sides ``referenced`` (and those they reach) once,
-    at ``path`` (a capture's ``shared/``)."""
-    if _write_shared_here(graph, referenced, path):
-        return
-    shared = shared_pairs(referenced, graph)
-    table = union_pairs(shared) if shared else spark.createDataFrame([], SHARED_SCHEMA)
-    table.write.options(**PAIR_WRITE_OPTIONS).parquet(path)
-
-
-SHARED_HERE_MAX = 2_000_000  # rids a shared side's rows may hold to be written from this process
-
-
-def _write_shared_here(graph: SideGraph, referenced: set[int], path: str) -> bool:
-    """``write_shared`` in this process (pyarrow), when every referenced side's slots
-    are rids or rid arrays (a scalar subquery computed with inject) and hold at most
-    ``SHARED_HERE_MAX`` rids: its kept row is read once, which spares the jobs that
-    writing a few thousand pairs with Spark takes. Returns whether it did."""
-    import pyarrow as pa
-    import pyarrow.parquet as pq
-
-    sides = sorted(referenced)
-    if not all(s.kind in ROW_SLOTS for k in sides for s in graph.sides[k].slots):
-        return False
-    refs, srcs, rids = [], [], []
-    for k in sides:
-        slots = graph.sides[k].slots
-        if not slots:
-            continue
-        # a NULL array holds no rid (size() of NULL is NULL or -1)
-        sizes = [
-            F.when(F.col(s.name).isNull(), 0).otherwise(F.size(s.name)) if s.kind == "rids" else F.lit(1) for s in slots
-        ]
-        count = sum(sizes[1:], sizes[0])
-        # one job: each row's rid count, and its rids only when within the bound (a
-        # shared side is a scalar subquery's result: one row)
-        within = count <= SHARED_HERE_MAX
-        counted = graph.relation(k).select(count.alias("__sp_n"), *[F.when(within, F.col(s.name)) for s in slots])
-        found_rows = counted.collect()
-        if sum(row[0] or 0 for row in found_rows) > SHARED_HERE_MAX:
-            return False
-        for row in found_rows:
-            for slot, value in zip(slots, row[1:]):
-                found = [r for r in (value if slot.kind == "rids" else [value]) or () if r is not None]
-                refs += [k] * len(found)
-                srcs += [graph.source_of(slot.ref)] * len(found)
-                rids += found
-    columns = {REF: pa.array(refs, pa.int32()), SRC: pa.array(srcs, pa.int32()), IN: pa.array(rids, pa.int64())}
-    table = pa.table(columns).group_by([REF, SRC, IN]).aggregate([])  # distinct, as Spark's path makes it
-    Path(path).mkdir(parents=True)
-    pq.write_table(table, Path(path) / "part-0.parquet")
-    return True
-
-
 def _resolve(bridge, rewriter, output_path: str, lineage_path: str, witnesses: bool, data: Path):
     """Resolve the output's slots into the pair table (and shared lineage, and with
     ``witnesses`` the side relations); returns (shared lineage path, witnesses)."""
@@ -483,98 +400,9 @@ def _resolve(bridge, rewriter, output_path: str, lineage_path: str, witnesses: b
         pairs = source_pairs(rows, slots, graph)
         distinct = not unique_pairs(rewriter)
         shared_path = store_lineage(spark, pairs, graph, Path(lineage_path), data / "shared", distinct)
-        structure = _write_sides(graph, slots, data / "sides") if witnesses else None
+        structure = write_sides(graph, slots, data / "sides") if witnesses else None
     shutil.rmtree(work, ignore_errors=True)
     return shared_path, structure
-
-
-def store_lineage(spark, pairs: dict, graph: SideGraph, lineage: Path, shared: Path, distinct: bool) -> str | None:
-    """Write the pair table (``source_pairs``) and the lineage of the scalar subqueries
-    its references name (stored once), each renamed into place, the pair table last:
-    its presence says both are complete. Returns the shared lineage's path, if any."""
-    referenced = {-src - 1 for src in pairs if src < 0}
-    if referenced:
-        publish_written(shared, lambda tmp: write_shared(spark, graph, referenced, str(tmp)))
-    publish_pairs(spark, pairs, lineage, distinct)
-    return str(shared) if referenced else None
-
-
-def unique_pairs(rewriter: Rewriter) -> bool:
-    """Whether every ``(output, input)`` pair is found once, so none need removing."""
-    # one scan and no join: every path is unique
-    if len(rewriter.instances) == 1 and "Join" not in rewriter.operators:
-        return True
-    # Rows and rid arrays (kept without repeats by inject) of distinct sources: one
-    # pair per rid. A handle's side relation could reach a row along several paths.
-    if not _names_rows(rewriter):
-        return False
-    sources = [s.ref for s in _in_output_slots(rewriter)]  # a reference: one (out_rid, 0) per row
-    return len(set(sources)) == len(sources)
-
-
-def materializer(spark, work: Path) -> Callable[[DataFrame], DataFrame]:
-    """``keep`` for ``SideGraph``: each intermediate result written under ``work``
-    (numbered steps) and read back, so later plans start from its rows."""
-    kept = itertools.count()
-
-    def keep(df: DataFrame) -> DataFrame:
-        path = str(work / f"step{next(kept)}")
-        df.write.parquet(path)
-        return spark.read.parquet(path)
-
-    return keep
-
-
-def write_pairs(spark, pairs: dict[int, list[DataFrame]], path: str, distinct: bool = True) -> None:
-    """Write the pair table: every source's pairs (``source_pairs``) in one job,
-    partitioned by source number, sorted by output rid in small row groups (a trace of
-    a few output rows reads a few row groups: their min/max statistics locate them)."""
-    parts = [part.withColumn(SRC, F.lit(index)) for index, found in pairs.items() for part in found]
-    if parts:
-        table = union_pairs(parts, distinct=distinct).sortWithinPartitions(SRC, OUT, IN)
-        table.write.options(**PAIR_WRITE_OPTIONS).partitionBy(SRC).parquet(path)
-    else:  # e.g. a global aggregate over an empty input: no pairs at all
-        spark.createDataFrame([], PAIRS_SCHEMA).write.parquet(path)
-
-
-def publish_pairs(spark, pairs: dict[int, list[DataFrame]], path: Path, distinct: bool = True) -> None:
-    """``write_pairs`` into a private directory beside ``path``, then renamed to it: a
-    pair table built after the capture (on first use) appears whole or not at all, and
-    two processes building it at once both end with one complete table."""
-    publish_written(path, lambda tmp: write_pairs(spark, pairs, str(tmp), distinct))
-
-
-def _write_sides(graph: SideGraph, slots, root: Path) -> dict:
-    """Store every side relation the output's slots lead to, and how they connect.
-
-    The result is the catalog's ``witnesses`` entry: the output's slots and, per
-    side, its rows' location and slots (a source slot names its source by number).
-    """
-
-    def described(side_slots) -> list[dict]:
-        return [
-            {"name": s.name, "kind": s.kind, "ref": graph.source_of(s.ref) if s.kind == "source" else s.ref}
-            for s in side_slots
-        ]
-
-    sides: dict[str, dict] = {}
-    todo = [s.ref for s in slots if s.kind != "source"]
-    while todo:
-        k = todo.pop()
-        if str(k) in sides:
-            continue
-        side = graph.sides[k]
-        path = str(root / str(k))
-        graph.relation(k).write.parquet(path)
-        sides[str(k)] = {
-            "operator": side.operator,
-            "combine": side.combine,
-            "ranged": side.ranged,
-            "path": path,
-            "slots": described(side.slots),
-        }
-        todo.extend(s.ref for s in side.slots if s.kind != "source")
-    return {"output": described(slots), "sides": sides}
 
 
 def _stored_schema(staged: DataFrame) -> str:
@@ -583,23 +411,6 @@ def _stored_schema(staged: DataFrame) -> str:
     plain = (CharType, VarcharType)
     fields = [StructField(f.name, StringType() if isinstance(f.dataType, plain) else f.dataType) for f in staged.schema]
     return StructType([*fields, StructField(RID, LongType())]).json()
-
-
-_INITIAL_PARTITIONS = "spark.sql.adaptive.coalescePartitions.initialPartitionNum"
-PAIR_WRITE_OPTIONS = {
-    # small row groups, so lookups by rid read little
-    "parquet.block.size": str(1 << 20),
-    # Parquet v2 pages delta-encode the sorted rids: TPC-H Q1's 5.9 million pairs take
-    # 3.0 MB instead of 23.8 MB, written as fast
-    "parquet.writer.version": "v2",
-}
-LINEAGE_PARTITIONS = 64  # at least this many shuffle partitions (before merging) for lineage jobs
-
-
-def lineage_settings(bridge: Bridge):
-    """Settings for jobs that make pairs: at least LINEAGE_PARTITIONS partitions to start."""
-    initial = max(LINEAGE_PARTITIONS, int(bridge.spark.conf.get("spark.sql.shuffle.partitions")))
-    return bridge.settings({_INITIAL_PARTITIONS: str(initial)})
 
 
 _PART = re.compile(r"^part-(\d+)-")

@@ -871,7 +871,7 @@ class Bridge:
         own: each row's rid, ``file number << row_bits | row index``, where the file
         number is the position of ``_metadata.file_path`` in ``files`` (a path not there
         fails the query; one file: the row index alone). The values
-        ``capture/sources.rid_column`` gives through the DataFrame API, built as Catalyst
+        ``sources/identity.rid_column`` gives through the DataFrame API, built as Catalyst
         nodes: selecting that column analyzes a new Dataset, tens of milliseconds per
         leaf, and a capture's plan has one leaf per relation it reads."""
         if len(files) == 1 and self._leaves_helper():

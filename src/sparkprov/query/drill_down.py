@@ -37,8 +37,8 @@ from pyspark.sql import types as T
 from pyspark.sql.types import DecimalType
 
 from ..capture.lineage import IN, OUT
-from ..capture.sources import RID
 from ..capture.workload import GroupBy, quoted
+from ..sources.identity import RID
 from ..store.catalog import capture_dir, publish_written
 from .trace import RidSet
 

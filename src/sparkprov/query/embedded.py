@@ -1,7 +1,7 @@
 """The embedded engine: traces answered in this process from the stored files, no Spark.
 
 It reads a capture's catalog entry and its Parquet files directly: pair tables through
-their row-group statistics (``query/pairs.py``), source rows by file number and row
+their row-group statistics (``store/parquet.py``), source rows by file number and row
 index (the rid says which row group of which file to read), and SQL predicates over
 the output or a source with DuckDB, after translating them from Spark SQL with
 sqlglot. Answers are the same as the Spark engine's (``query/trace.py``); tests
@@ -27,7 +27,6 @@ import os
 from collections import defaultdict
 from functools import cached_property
 from pathlib import Path
-from urllib.parse import unquote
 
 import numpy as np
 import pyarrow as pa
@@ -36,14 +35,15 @@ import pyarrow.parquet as pq
 
 from ..capture import row_lineage
 from ..capture.restricted import no_such_source, refuse_forward
-from ..errors import LineageTooLarge, SourceChanged, SparkprovError
+from ..errors import EmbeddedUnsupported, LineageTooLarge, SourceChanged
 from ..plan.predicate import check_predicate
-from ..rdd.text import picked_lines
+from ..sources.text import picked_lines
 from ..store.catalog import capture_dir
 from ..store.files import parquet_files
 from ..store.format import IN, OUT, REF, RID, ROW_BITS, SRC, shared_path
+from ..store.layout import local_path
+from ..store.parquet import PairTable, build_forward_index, distinct_sorted
 from ..store.source_info import SourceInfo, compare_fingerprint, snapshot_column
-from .pairs import PairTable, build_forward_index, distinct_sorted
 from .sides import SideLineage
 
 EMBEDDED_LIMIT = 20_000_000  # pair rows one embedded answer may read
@@ -61,24 +61,11 @@ def check_engine(engine: str) -> str:
     return engine
 
 
-class EmbeddedUnsupported(SparkprovError):
-    """Something about this capture the embedded engine does not read (Spark does)."""
-
-
 def rid_array(rids) -> np.ndarray:
     """Sorted, distinct int64 rids from any iterable of ints or an Arrow/NumPy array."""
     if isinstance(rids, (pa.Array, pa.ChunkedArray)):
         rids = rids.to_numpy()
     return distinct_sorted(np.asarray(list(rids) if not isinstance(rids, np.ndarray) else rids, dtype=np.int64))
-
-
-def local_path(uri: str) -> str:
-    """A local file path from the ``file:`` URIs Spark reports; other schemes are not local."""
-    if uri.startswith("file:"):  # Hadoop spells them percent-encoded (a space is %20)
-        return unquote(uri[len("file://") :] if uri.startswith("file://") else uri[len("file:") :])
-    if "://" in uri:
-        raise EmbeddedUnsupported(f"{uri} is not a local file")
-    return uri
 
 
 class EmbeddedEngine:
@@ -350,7 +337,7 @@ class EmbeddedEngine:
 
 
 def _text_rows(info: SourceInfo, rids: np.ndarray) -> pa.Table:
-    """Lines of a text source read in place (``rdd/text.py``): each split read once."""
+    """Lines of a text source read in place (``sources/text.py``): each split read once."""
     values: list[str | None] = []
     splits = rids >> ROW_BITS
     for number in np.unique(splits):

@@ -21,9 +21,9 @@ import pyarrow as pa
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.types import LongType, StructField, StructType
 
-from ..capture.sources import RID
-from ..errors import LineageTooLarge
-from .embedded import ENGINES, EmbeddedEngine, EmbeddedUnsupported, check_engine  # noqa: F401 - also from here
+from ..errors import EmbeddedUnsupported, LineageTooLarge
+from ..sources.identity import RID
+from .embedded import ENGINES, EmbeddedEngine, check_engine  # noqa: F401 - also from here
 from .trace import RowsArg, rid_list
 
 ROWS_LIMIT = 100_000  # rows an embedded answer hands to Spark as a local DataFrame

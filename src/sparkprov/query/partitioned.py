@@ -28,9 +28,9 @@ from pyspark.sql import types as T
 from pyspark.sql.utils import AnalysisException
 
 from ..capture.lineage import IN, OUT
-from ..capture.sources import RID
 from ..capture.workload import quoted
 from ..plan.catalyst import quiet_analysis
+from ..sources.identity import RID
 from ..store.catalog import capture_dir, publish_written
 
 PART = "__sp_p"

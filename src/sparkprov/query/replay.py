@@ -24,8 +24,8 @@ from typing import Any
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
-from ..capture.sources import leaf_key
 from ..plan.catalyst import Bridge, JPlan
+from ..sources.identity import leaf_key
 
 _WAS = "__sp_was_"
 

@@ -23,11 +23,10 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ..rdd.worker import HANDLE
 from ..store.catalog import capture_dir
 from ..store.files import parquet_files
-from ..store.format import RID, Slot, slots_from_json
-from .pairs import PairTable, distinct_sorted
+from ..store.format import HANDLE, RID, Slot, slots_from_json
+from ..store.parquet import PairTable, distinct_sorted
 
 _EMPTY = np.array([], np.int64)
 

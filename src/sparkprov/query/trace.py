@@ -19,9 +19,9 @@ from pyspark.sql import functions as F
 from pyspark.sql.utils import AnalysisException
 
 from ..capture.lineage import IN, OUT
-from ..capture.sources import RID
 from ..plan.catalyst import quiet_analysis
 from ..plan.predicate import check_predicate
+from ..sources.identity import RID
 
 RowsArg = DataFrame | str | Iterable[int] | Iterable[Row]
 RidSet = DataFrame | list[int]

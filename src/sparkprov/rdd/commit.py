@@ -28,15 +28,16 @@ from pyspark import RDD
 from pyspark.sql import DataFrame
 from pyspark.sql.pandas.types import from_arrow_schema
 
+from ..api import Capture
 from ..capture.lineage import slots_json
 from ..capture.run import Write, write_for_user
-from ..capture.sources import RID
+from ..sources.identity import RID
+from ..store.catalog import check_name
 from . import worker
 
 ORDER = "_sp_order"  # toDF writes the records' order with them (frames.py): not a value column
 
 if TYPE_CHECKING:
-    from ..api import Capture
     from .context import LineageContext
 
 
@@ -89,9 +90,6 @@ def commit_frame(ctx: LineageContext, staged: DataFrame, display: list[str], slo
 
 
 def _commit(ctx: LineageContext, slots: list, action: str, name: str | None, write) -> tuple[Any, Capture]:
-    from ..api import Capture
-    from ..store.catalog import check_name
-
     name = check_name(name if name is not None else f"rdd-{action}")
     session = ctx.session
     store = session.store

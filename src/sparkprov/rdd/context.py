@@ -23,7 +23,7 @@ import uuid
 from dataclasses import dataclass, field
 from itertools import count
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 from urllib.parse import unquote
 
 import pyarrow.parquet as pq
@@ -35,15 +35,14 @@ from pyspark.sql.pandas.types import from_arrow_schema
 from pyspark.sql.types import StringType, StructField, StructType
 from pyspark.sql.utils import AnalysisException
 
+from ..api import LineageSession
 from ..capture.rewrite import Slot
-from ..capture.sources import RID, SourceInfo, file_fingerprint, rid_column, safe_id, snapshot_column
 from ..executors import check_workers
+from ..sources.identity import RID, SourceInfo, file_fingerprint, rid_column, safe_id, snapshot_column
+from ..sources.text import COMPRESSED, number_lines
 from . import worker
-from .text import COMPRESSED, number_lines
-
-if TYPE_CHECKING:
-    from ..api import LineageSession
-    from .lineage_rdd import LineageRDD
+from .frames import dataframe_from_rdd, rdd_from_dataframe
+from .lineage_rdd import LineageRDD
 
 
 @dataclass
@@ -105,8 +104,6 @@ class LineageContext:
     """
 
     def __init__(self, sc: SparkContext, store: str | os.PathLike | None = None, session: LineageSession | None = None):
-        from ..api import LineageSession
-
         if not isinstance(sc, SparkContext):
             raise ValueError(f"sc must be a SparkContext, not {type(sc).__name__}")
         if session is None:
@@ -132,8 +129,6 @@ class LineageContext:
         return self._text(path, minPartitions, use_unicode, whole=True)
 
     def _text(self, name: str, minPartitions: int | None, use_unicode: bool, whole: bool) -> LineageRDD:
-        from .lineage_rdd import LineageRDD
-
         what = "wholeTextFiles" if whole else "textFile"
         if not isinstance(name, str):
             raise ValueError(f"{what} takes a path, not {type(name).__name__}")
@@ -175,8 +170,6 @@ class LineageContext:
 
     def _text_in_place(self, name: str, minPartitions: int | None, roots: list, original: list) -> LineageRDD:
         # sc.textFile itself, its lines numbered per input split as they stream by
-        from .lineage_rdd import LineageRDD
-
         sc, state = self.sc, self._state
         jrdd = sc._jsc.textFile(name, minPartitions if minPartitions is not None else sc.defaultMinPartitions)
         splits = []
@@ -201,8 +194,6 @@ class LineageContext:
         >>> names.collect(name="names")  # doctest: +SKIP
         ['Andy', 'Justin']
         """
-        from .frames import rdd_from_dataframe
-
         return rdd_from_dataframe(self, df, name or f"dataframe-{len(self._state.sources)}")
 
     def createDataFrame(
@@ -221,17 +212,12 @@ class LineageContext:
         >>> lc.createDataFrame(pairs, "k string, n long", name="pairs").columns  # doctest: +SKIP
         ['k', 'n']
         """
-        from .frames import dataframe_from_rdd
-        from .lineage_rdd import LineageRDD
-
         if not isinstance(rdd, LineageRDD) or rdd._ctx is not self:
             raise ValueError("createDataFrame takes a LineageRDD of this LineageContext")
         return dataframe_from_rdd(rdd, schema, samplingRatio, verifySchema, name)
 
     def parallelize(self, c: Any, numSlices: int | None = None) -> LineageRDD:
         """The elements of ``c``, each identified by its position."""
-        from .lineage_rdd import LineageRDD
-
         data = list(c)
         state = self._state
         number = len(state.sources)

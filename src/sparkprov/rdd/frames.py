@@ -20,20 +20,18 @@ from pyspark.sql import functions as F
 from pyspark.sql.types import ArrayType, DataType, LongType, StructField, StructType, _parse_datatype_string
 
 from ..capture.run import storage_names
-from ..capture.sources import RID, SourceInfo, rid_column
+from ..sources.identity import RID, SourceInfo, rid_column
 from .commit import ORDER, commit_frame
+from .lineage_rdd import LineageRDD
 
 if TYPE_CHECKING:
     from .context import LineageContext
-    from .lineage_rdd import LineageRDD
 
 _VALUE = "__sp_value"
 
 
 def rdd_from_dataframe(ctx: LineageContext, df: DataFrame, name: str) -> LineageRDD:
     """The rows of ``df`` as a traced RDD of ``Row`` objects (see the module)."""
-    from .lineage_rdd import LineageRDD
-
     if not isinstance(df, DataFrame):
         raise ValueError(f"from_dataframe takes a DataFrame, not {type(df).__name__}")
     state, session = ctx._state, ctx.session

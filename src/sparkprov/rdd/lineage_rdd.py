@@ -35,7 +35,7 @@ from .commit import commit_action
 
 if TYPE_CHECKING:
     from ..api import Capture
-    from ..query.navigation import LineageCursor
+    from ..api.cursor import LineageCursor
     from ..query.trace import RowsArg
     from .context import LineageContext
 

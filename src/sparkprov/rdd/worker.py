@@ -31,8 +31,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-HANDLE = "__sp_h"
-RID = "_sp_rid"
+from ..store.format import HANDLE, RID, slot_type
+
 _POSITION_BITS = 33
 SIDE_ROW_GROUP = 64 * 1024  # side rows per row group: what a trace reads to find one group
 
@@ -85,11 +85,6 @@ def write_side(path: str, partition: int, kinds: list[str], names: list[str], me
 def new_members(kinds: list[str]) -> Callable[[], Any]:
     """An empty member list for a partial group (see ``write_side``)."""
     return (lambda: array("q")) if kinds == ["source"] else list
-
-
-def slot_type(kind: str) -> pa.DataType:
-    """A slot column's type: a source row's rid, or a record's list of group handles."""
-    return pa.int64() if kind == "source" else pa.list_(pa.int64())
 
 
 def expander(ops: tuple) -> Callable[[Any], Iterable]:

@@ -37,9 +37,9 @@ from pyspark.sql.classic.dataframe import DataFrame
 import sparkprov
 
 from ..api import LineageSession
-from ..capture.sources import safe_id
 from ..errors import one_line
 from ..rdd.context import LineageContext
+from ..sources.identity import safe_id
 from ..store.catalog import Store
 from .traced_rdd import TracedRDD
 

@@ -14,7 +14,10 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    import pyarrow as pa
 
 RID = "_sp_rid"  # a row's id in a source or an output: file number << ROW_BITS | row
 ROW_BITS = 40
@@ -50,6 +53,16 @@ def slots_json(slots: list[Slot]) -> list[list]:
 
 def slots_from_json(data: list[list]) -> list[Slot]:
     return [Slot(name, kind, ref) for name, kind, ref in data]
+
+
+HANDLE = "__sp_h"  # an RDD side file's column: the handle of a record or partial group
+
+
+def slot_type(kind: str) -> pa.DataType:
+    """An RDD side file's slot column type: a source row's rid, or a record's list of group handles."""
+    import pyarrow as pa  # here: listing a store's captures imports no Arrow
+
+    return pa.int64() if kind == "source" else pa.list_(pa.int64())
 
 
 def ref_source(side: int) -> int:

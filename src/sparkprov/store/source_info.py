@@ -1,5 +1,5 @@
 """What the store keeps about each source a capture read, and the check that the files
-behind it are still the ones it read (``capture/sources.py`` makes these at capture).
+behind it are still the ones it read (``sources/identity.py`` makes these at capture).
 
 >>> snapshot_column(2)
 'c2'

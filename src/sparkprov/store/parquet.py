@@ -22,9 +22,9 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from ..store.catalog import publish_written
-from ..store.files import parquet_files
-from ..store.format import IN, OUT
+from .catalog import publish_written
+from .files import parquet_files
+from .format import IN, OUT
 
 FORWARD_ROW_GROUP = 128 * 1024  # rows per row group of a forward index
 

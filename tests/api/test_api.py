@@ -14,7 +14,7 @@ from pyspark.sql.datasource import DataSource, DataSourceReader
 
 import sparkprov as sp
 
-from .test_cli import sparkprov_cli
+from ..cli.test_main import sparkprov_cli
 
 
 @pytest.fixture

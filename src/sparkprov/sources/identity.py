@@ -9,7 +9,7 @@ Three schemes, all yielding a 64-bit rid ``file_id << 40 | row_index``:
   stable row position, so capture first writes a Parquet snapshot of it into the
   capture and the query reads the snapshot, with rids from the snapshot's files.
 * A traced RDD program's ``textFile`` reads text in place: ``file_id`` is the input
-  split's number and ``row_index`` the line's number in the split (``rdd/text.py``).
+  split's number and ``row_index`` the line's number in the split (``sources/text.py``).
 
 A source read from files keeps a fingerprint (path, size, modification time of every
 file); traces compare it with the files on disk and raise ``SourceChanged``.
@@ -63,7 +63,7 @@ def read_source(bridge: Bridge, info: SourceInfo) -> DataFrame:
     if not paths:
         return spark.createDataFrame([], schema).withColumn(RID, F.lit(None).cast("long"))
     if info.kind == "text":  # each split read again as Hadoop read it
-        from ..rdd.text import ROWS_SCHEMA, split_rows
+        from .text import ROWS_SCHEMA, split_rows
 
         splits = spark.sparkContext.parallelize(list(enumerate(info.splits)), max(1, len(info.splits)))
         return spark.createDataFrame(splits.flatMap(split_rows), ROWS_SCHEMA)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pyspark.sql.classic.dataframe import DataFrame
 
-from sparkprov.query.answers import drill_down
+from sparkprov.cli.answers import drill_down
 
 
 def test_a_drill_down_counts_the_matched_rows_once(session, orders, monkeypatch):

@@ -18,11 +18,11 @@ import numpy as np
 import pyarrow as pa
 
 from ..capture.restricted import no_such_source, restricted_note
-from ..errors import LineageTooLarge
+from ..errors import EmbeddedUnsupported, LineageTooLarge
 from ..plan.predicate import check_predicate
+from ..query.embedded import EMBEDDED_LIMIT, EmbeddedEngine, check_engine
+from ..query.provenance import polynomials
 from ..store.format import RID
-from .embedded import EMBEDDED_LIMIT, EmbeddedEngine, EmbeddedUnsupported, check_engine
-from .provenance import polynomials
 from .text_table import cell, render
 
 DIRECTIONS = ("backward", "forward")

@@ -1,7 +1,7 @@
 """An RDD capture's end-to-end pairs, resolved from its stored sides when first needed.
 
 An action stores its records' slots and links the side files of the grouping
-operators behind them (``commit.py``): nothing is joined while the program runs, as in
+operators behind them (``rdd/commit.py``): nothing is joined while the program runs, as in
 Titian. The embedded engine traces a few records straight from those files
 (``query/sides.py``). Answers computed by Spark (``Capture.pairs``, cursors, SQL views)
 use end-to-end ``(out_rid, in_rid)`` pairs: the first one resolves them, with the
@@ -20,12 +20,10 @@ from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.pandas.types import from_arrow_schema
 
-from ..capture.lineage import OUT, SideGraph, slots_from_json, source_pairs
-from ..capture.rewrite import Slot
-from ..capture.run import materializer, publish_pairs
-from ..capture.sources import RID
 from ..store.catalog import capture_dir
-from .worker import HANDLE, slot_type
+from ..store.format import HANDLE, OUT, RID, Slot, slot_type, slots_from_json
+from .lineage import SideGraph, source_pairs
+from .writing import materializer, publish_pairs
 
 
 class _Side:

@@ -23,6 +23,7 @@ from itertools import count
 import numpy as np
 
 from ..store.format import RID, ROW_BITS
+from ..store.layout import local_path
 
 # Hadoop decompresses these whole (one split per file); read back with a copy instead
 COMPRESSED = (".gz", ".bz2", ".deflate", ".lz4", ".snappy", ".zst", ".zstd", ".br", ".xz")
@@ -109,8 +110,6 @@ def number_lines(split: int, lines: Iterable[str]) -> Iterator[tuple[tuple[int],
 
 def split_rows(split: tuple[int, tuple[str, int, int]]) -> Iterator[tuple[str, int]]:
     """``(line, rid)`` for every line of one numbered split ``(number, (path, start, length))``."""
-    from ..query.embedded import local_path
-
     number, (path, start, length) = split
     base = number << ROW_BITS
     for n, line in enumerate(split_lines(local_path(path), start, length)):

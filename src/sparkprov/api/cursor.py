@@ -32,11 +32,11 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
 from ..capture.lineage import IN, OUT
-from ..capture.sources import RID
 from ..capture.workload import refuse_forward, warn_restricted
+from ..sources.identity import RID
 
 if TYPE_CHECKING:
-    from ..api import Capture
+    from .capture import Capture
 
 
 @dataclass(frozen=True)

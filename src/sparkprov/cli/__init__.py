@@ -15,7 +15,7 @@ import os
 import sys
 import warnings
 
-from .errors import SourceChangedWarning, SparkprovError
+from ..errors import SourceChangedWarning, SparkprovError
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -170,13 +170,13 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _store(args: argparse.Namespace):
-    from .store.catalog import Store
+    from ..store.catalog import Store
 
     return Store(args.store or os.environ.get("SPARKPROV_STORE") or ".sparkprov", create=False)
 
 
 def _trace(args: argparse.Namespace) -> int:
-    from .query.answers import derivations, drill_down, dumps, trace
+    from .answers import derivations, drill_down, dumps, trace
 
     store = _store(args)
     entry = store.load(args.name, args.version)
@@ -204,7 +204,7 @@ def _trace(args: argparse.Namespace) -> int:
 
 
 def _captures(args: argparse.Namespace) -> int:
-    from .store.listing import describe, table
+    from ..store.listing import describe, table
 
     store = _store(args)
     rows = []
@@ -241,40 +241,40 @@ def main(argv: list[str] | None = None) -> int:
 def _main(args: argparse.Namespace) -> int:
     try:
         if args.command == "demo":
-            from .demo import main as demo_main
+            from ..demo import main as demo_main
 
             return demo_main(args.store)
         if args.command == "captures":
             return _captures(args)
         if args.command == "run":
-            from .script.runner import run_script
+            from ..script.runner import run_script
 
             return run_script(args.script, args.args, args.store or os.environ.get("SPARKPROV_STORE") or ".sparkprov")
         if args.command == "trace":
             return _trace(args)
         if args.command == "bench" and args.bench_command == "trace":
-            from .bench.trace import main as trace_main
+            from ..bench.trace import main as trace_main
 
             return trace_main(args)
         if args.command == "bench" and args.bench_command == "aggregates":
-            from .bench.aggregates import main as aggregates_main
+            from ..bench.aggregates import main as aggregates_main
 
             return aggregates_main(args)
         if args.command == "bench" and args.bench_command == "drilldown":
-            from .bench.drill_down import main as drill_down_main
+            from ..bench.drill_down import main as drill_down_main
 
             return drill_down_main(args)
         if args.command == "bench" and args.bench_command == "coverage":
-            from .bench.coverage import main as coverage_main
+            from ..bench.coverage import main as coverage_main
 
             return coverage_main(args)
         if args.command == "bench" and args.suite == "titian":
-            from .bench.titian import main as titian_main
+            from ..bench.titian import main as titian_main
 
             args.data = args.data or "data/titian"
             return titian_main(args)
         if args.command == "bench":
-            from .bench.capture import main as bench_main
+            from ..bench.capture import main as bench_main
 
             args.data = args.data or f"data/{args.suite}"
             if args.suite == "tpch":

@@ -11,7 +11,7 @@ import random
 import pytest
 
 import sparkprov as sp
-from sparkprov.rdd.text import picked_lines, split_lines
+from sparkprov.sources.text import picked_lines, split_lines
 
 ENDS = ["\n", "\r\n", "\r", "\n\n"]
 TRICKY = (

@@ -13,9 +13,9 @@ from pyspark.sql import functions as F
 
 import sparkprov as sp
 from sparkprov import cli, demo
-from sparkprov.query.text_table import width
+from sparkprov.cli.text_table import width
 
-from .conftest import ROOT
+from ..conftest import ROOT
 
 
 def sparkprov_process(*args: str) -> subprocess.CompletedProcess:

@@ -1,0 +1,335 @@
+"""LineageSession: captures made and loaded over one SparkSession and one store.
+
+>>> import sparkprov as sp, tempfile
+>>> from pyspark.sql import SparkSession
+>>> spark = SparkSession.builder.getOrCreate()
+>>> session = sp.LineageSession(spark, store=tempfile.mkdtemp())
+>>> df = spark.createDataFrame([("a", 1), ("a", 2), ("b", 5)], ["k", "v"])
+>>> cap = session.capture(df.groupBy("k").sum("v"), name="sums")
+>>> top = cap.output.where("k = 'a'")
+>>> sorted(r.v for r in cap.backward(top, source="dataframe_0").collect())
+[1, 2]
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+import os
+import uuid
+from typing import Any
+
+from pyspark.sql import DataFrame, SparkSession
+
+from ..capture.marks import capture_marks, mark_names
+from ..capture.rewrite import STRATEGIES
+from ..capture.run import Write, run_capture
+from ..capture.workload import Workload
+from ..errors import StoreCorrupt, one_line
+from ..executors import ship
+from ..local import region_hint
+from ..plan.catalyst import Bridge
+from ..query import drill_down
+from ..sources.identity import SourceInfo
+from ..store.catalog import Store, check_name
+from . import front_ends
+from .capture import Capture
+
+DEFAULT_STORE = ".sparkprov"
+
+log = logging.getLogger("sparkprov")
+
+
+class LineageSession:
+    """Captures queries on ``spark`` into a store and reopens them.
+
+    ``store`` defaults to ``$SPARKPROV_STORE`` or ``./.sparkprov``.
+    """
+
+    def __init__(self, spark: SparkSession, store: str | os.PathLike | None = None) -> None:
+        if not isinstance(spark, SparkSession):
+            raise ValueError(f"spark must be a SparkSession, not {type(spark).__name__}")
+        self.spark = spark
+        self._bridge = Bridge(spark)
+        self.store = Store(store or os.environ.get("SPARKPROV_STORE") or DEFAULT_STORE)
+        # wrappers around applyInPandas-style functions run sparkprov's code in the workers
+        ship(spark.sparkContext)
+        self._named: list[tuple[Any, str]] = []
+        self._queries: dict[tuple[str, int], tuple[DataFrame, dict]] = {}
+        self._rdd_context: Any = None
+        hint = region_hint(self._bridge.g1_region_bytes())
+        if hint:
+            log.info(hint)
+
+    @property
+    def rdd(self) -> Any:
+        """A ``sparkprov.LineageContext`` over this session: RDD programs traced into its
+        store (the RDD front end, ``sparkprov.rdd``, makes it).
+
+        >>> words = session.rdd.parallelize(["a b", "b"]).flatMap(str.split)  # doctest: +SKIP
+        """
+        if self._rdd_context is None:
+            self._rdd_context = front_ends.made("rdd", self)
+        return self._rdd_context
+
+    def source(self, df: DataFrame, name: str) -> DataFrame:
+        """Name the relation ``df`` reads; captures then call it ``name``. Returns ``df``."""
+        if not isinstance(df, DataFrame):
+            raise ValueError(f"df must be a DataFrame, not {type(df).__name__}")
+        check_name(name)
+        plan = self._bridge.analyzed(df)
+        leaves = _leaves(self._bridge, plan)
+        if len(leaves) != 1:
+            raise ValueError(f"session.source() needs a DataFrame reading one relation; this one reads {len(leaves)}")
+        self._named = [(p, n) for p, n in self._named if n != name]
+        self._named.append((leaves[0], name))
+        return df
+
+    def capture(
+        self,
+        df: DataFrame,
+        name: str,
+        *,
+        path: str | os.PathLike | None = None,
+        table: str | None = None,
+        mode: str = "errorifexists",
+        witnesses: bool = False,
+        strategy: str = "auto",
+        workload: Workload | dict | None = None,
+    ) -> Capture:
+        """Run ``df`` once with capture; store its output and lineage under ``name``.
+
+        With ``path`` (Parquet files) or ``table`` (a Parquet table), the output rows
+        are also written there, as ``df.write`` would (``mode``: ``errorifexists``
+        or ``overwrite``). A later capture that reads them links to this one, so
+        ``backward(..., end_to_end=True)`` and ``forward(..., end_to_end=True)``
+        trace a pipeline of several jobs end to end.
+
+        ``witnesses=True`` also keeps how each output row was derived (which rows were
+        joined, grouped, matched), for :meth:`Capture.why` and :meth:`Capture.how`.
+        It stores each grouping operator's groups, which costs time and space.
+
+        ``strategy`` is how aggregates keep their groups' input rows (``explain()``
+        shows the choice per operator): ``"inject"`` collects the rids inside the
+        aggregate, ``"logical"`` names each group by its key and joins the aggregate's
+        input again afterwards, ``"auto"`` injects unless the relations below the
+        aggregate add up to more than the conf ``spark.sparkprov.injectMaxInputBytes``
+        (default ``1g``, by Spark's size estimate; one group's rids are one array in
+        memory). ``"defer"`` is logical, but the capture returns once the output is
+        written and the groups are resolved in the background (answers wait for it).
+        All give the same lineage. ``"lazy"`` captures nothing: the query
+        runs as it is, and the first answer that needs lineage (or
+        :meth:`Capture.build_lineage`) runs it again with capture, in this process;
+        a query that could give other rows the second time is refused.
+
+        ``workload`` declares the lineage queries to come (Smoke's workload-aware
+        capture): ``Workload(sources=[...])`` or ``{"sources": [...]}`` keeps lineage
+        only for those sources (traces reach them backward or start from them
+        forward); the query's other sources are read without rids, which costs less.
+        Tracing them raises an error saying so. ``"where": {source: predicate}``
+        pushes the predicate that backward traces to that source will apply into
+        capture (Spark SQL over the source's columns): only its rows that satisfy it
+        keep lineage, so less is collected and stored; backward answers to it hold
+        those rows alone (with a ``RestrictedLineageWarning``) and a forward trace from
+        it raises ``LineageRestricted``. ``"partition_by": {source: column}`` keeps
+        that source's lineage partitioned by the column's value, so a backward trace
+        with a ``where`` on that column (a value picked at query time) reads only its
+        partitions. ``"group_by": {source: [columns]}`` (or
+        ``{source: {"by": [...], "aggregates": ["sum(c)", ...]}}``; ``count(*)`` by
+        default; count, sum, min, max and avg) declares an aggregation the consuming
+        queries run over the backward lineage: capture computes it per output row, and
+        :meth:`Capture.drill_down` answers from that.
+
+        >>> cap = session.capture(df.groupBy("k").count(), "counts", strategy="inject")  # doctest: +SKIP
+        >>> cap = session.capture(joined, "j", workload={"sources": ["orders"]})  # doctest: +SKIP
+        >>> only = {"sources": ["lineitem"], "where": {"lineitem": "l_tax > 0.05"}}
+        >>> cap = session.capture(q, "q", workload=only)  # doctest: +SKIP
+        """
+        if not isinstance(df, DataFrame):
+            raise ValueError(f"df must be a DataFrame, not {type(df).__name__}")
+        check_name(name)
+        write = None
+        if path is not None or table is not None:
+            if path is not None and table is not None:
+                raise ValueError("give path or table, not both")
+            if mode not in ("errorifexists", "error", "overwrite"):
+                raise ValueError(
+                    f"mode {mode!r} is not supported: a capture writes a complete output "
+                    "(errorifexists or overwrite), so its rows keep their ids"
+                )
+            write = Write(str(path) if path is not None else None, table, mode)
+        if not isinstance(witnesses, bool):
+            raise ValueError(f"witnesses must be True or False, not {witnesses!r}")
+        if strategy not in STRATEGIES:
+            raise ValueError(f"strategy must be one of {', '.join(STRATEGIES)}, not {strategy!r}")
+        if strategy == "lazy" and witnesses:
+            raise ValueError("witnesses=True keeps what capture records; strategy='lazy' records nothing")
+        chosen = Workload.of(workload)
+        if witnesses and chosen is not None and chosen.where:
+            raise ValueError(
+                "witnesses=True keeps how every row was derived; a workload where drops the lineage of "
+                "the rows it does not select: give one or the other"
+            )
+        return Capture(
+            self, self._capture(df, name, write=write, witnesses=witnesses, strategy=strategy, workload=chosen)
+        )
+
+    def checkpoint(self, df: DataFrame, name: str) -> DataFrame:
+        """``df`` computed once and stored, as ``df.checkpoint()`` does, but traceable.
+
+        ``df.checkpoint()`` cuts the plan, so a capture over its result starts at its
+        rows. This captures ``df`` under ``name``, writing its rows into the store, and
+        returns a DataFrame reading them: a later capture over it traces on through
+        ``name`` with ``backward(..., end_to_end=True)`` and ``forward(..., end_to_end=True)``.
+
+        >>> stage = session.checkpoint(df.where("v > 1"), "stage")  # doctest: +SKIP
+        >>> cap = session.capture(stage.groupBy("k").count(), "counts")  # doctest: +SKIP
+        >>> list(cap.backward([0], end_to_end=True))  # doctest: +SKIP
+        ['stage/dataframe_0']
+        """
+        path = self.store.root / "checkpoints" / f"{check_name(name)}-{uuid.uuid4().hex}"
+        self.capture(df, name, path=path)
+        return self.spark.read.parquet(str(path))
+
+    def _capture(
+        self,
+        df: DataFrame,
+        name: str,
+        by_occurrence: bool = False,
+        write: Write | None = None,
+        witnesses: bool = False,
+        strategy: str = "auto",
+        workload: Workload | None = None,
+    ) -> dict:
+        leaves: dict = {}  # every source's leaf, marked parts' too: replay runs the whole query
+        # With marks, each part gets the workload, and keeps the lineage of the marks
+        # too (the steps to the sources it names); its tables are built by the part
+        # that reads their source, and the outer part checks that every name is read.
+        marks = mark_names(self._bridge, df) if workload is not None else []
+        if marks:
+            workload = dataclasses.replace(workload, sources=[*workload.sources, *marks])
+        read_below = set(marks)
+        parts: list[str] = []  # the marks' parts committed so far
+
+        def capture_mark(sub: DataFrame, mark_name: str, named: list, path: str) -> dict:
+            entry = run_capture(
+                self._bridge,
+                self.store,
+                sub,
+                mark_name,
+                named,
+                write=Write(path),
+                leaves=leaves,
+                witnesses=witnesses,
+                strategy=strategy,
+                workload=workload,
+                read_elsewhere=None,
+            )
+            parts.append(entry["name"])
+            read_below.update(entry["sources"])
+            self._build_workload_tables(entry, strategy)
+            return entry
+
+        query = df
+        try:
+            df, named = capture_marks(self._bridge, df, name, self._named, self.store.root, capture_mark)
+            entry = run_capture(
+                self._bridge,
+                self.store,
+                df,
+                name,
+                named,
+                by_occurrence,
+                write,
+                leaves,
+                witnesses,
+                strategy,
+                workload,
+                read_elsewhere=frozenset(read_below),
+            )
+        except BaseException as exc:
+            # the parts already committed belong to a capture that was not made: their
+            # newest version says so (load refuses it, naming the version before)
+            for part in parts:
+                self.store.commit_failed(part, f"part of capture {name!r}, which failed: {one_line(exc)}", part_of=name)
+            raise
+        self._queries[(entry["name"], entry["version"])] = (query, leaves)
+        self._build_workload_tables(entry, strategy)
+        return entry
+
+    def _build_workload_tables(self, entry: dict, strategy: str) -> None:
+        """The drill-down and partitioned tables of the sources ``entry`` reads that its
+        workload names; a lazy capture builds them with its lineage, on first use."""
+        workload = entry.get("workload", {})
+        if strategy == "lazy" or not (workload.get("group_by") or workload.get("partition_by")):
+            return
+        cap = Capture(self, entry)
+        for source in workload.get("group_by", {}):
+            cap._drill_table(source, drill_down.spec(entry, source))
+        for source in workload.get("partition_by", {}):
+            cap._partitioned(source)
+
+    def _entries(self, newest: bool = False, damaged: list | None = None):
+        """Every committed entry (``newest``: each name's newest version), newest first;
+        entries that cannot be read are added to ``damaged`` (raised when it is None)."""
+        for name in self.store.names():
+            versions = self.store.versions(name)
+            for version in reversed(versions[-1:] if newest else versions):
+                try:
+                    entry = self.store.load(name, version, failed_ok=True, verify_files=False)
+                except StoreCorrupt as exc:
+                    if damaged is None:
+                        raise
+                    damaged.append(exc)
+                    continue
+                if not entry.get("failed"):
+                    yield entry
+
+    def _writer_of(self, info: SourceInfo) -> Capture | None:
+        """The capture that wrote exactly the files ``info`` read, if any. A damaged entry
+        matters only when no other wrote them: it may have been the writer."""
+        if info.kind != "parquet" or not info.original:
+            return None
+        files = _fingerprint(info.original)
+        damaged: list[StoreCorrupt] = []
+        for entry in self._entries(damaged=damaged):
+            written = entry.get("written")
+            if written and _fingerprint(written["files"]) == files:
+                return Capture(self, entry)  # its own answers check its files
+        if damaged:
+            raise StoreCorrupt(f"cannot tell which capture wrote source {info.name!r}: {damaged[0]}")
+        return None
+
+    def _readers_of(self, cap: Capture) -> list[tuple[Capture, str]]:
+        """(later capture, its source name) for every capture that read what ``cap`` wrote."""
+        written = cap._entry.get("written")
+        if not written:
+            return []
+        files = _fingerprint(written["files"])
+        found = []
+        for entry in self._entries(newest=True):  # a damaged entry may be a reader: it raises
+            for name, src in entry["sources"].items():
+                if src["kind"] == "parquet" and _fingerprint(src["original"]) == files:
+                    found.append((Capture(self, entry), name))
+        return found
+
+    def load(self, name: str, version: int | None = None) -> Capture:
+        """Reopen a stored capture (the newest version unless ``version`` is given)."""
+        return Capture(self, self.store.load(name, version))
+
+    def captures(self) -> list[str]:
+        """Names of the captures in the store."""
+        return self.store.names()
+
+
+def _fingerprint(files) -> list[tuple]:
+    """File fingerprints (path, size, mtime) in one comparable form: the catalog's JSON
+    has lists, a fresh entry or a SourceInfo has tuples."""
+    return [tuple(f) for f in files]
+
+
+def _leaves(bridge: Bridge, plan: Any) -> list:
+    kids = bridge.children(plan)
+    if not kids:
+        return [plan]
+    return [leaf for k in kids for leaf in _leaves(bridge, k)]
