@@ -62,6 +62,16 @@ class CaptureFailed(SparkprovError):
     part of one of its marks, for that part."""
 
 
+class SparkUnsupported(SparkprovError):
+    """The SparkSession is not one sparkprov runs on: a Spark line it does not support,
+    or a Spark Connect session (which exposes no Catalyst plans)."""
+
+
+class JvmHelperUnavailable(SparkprovError):
+    """A Java helper sparkprov compiles at run time (with Janino, Spark's own compiler)
+    could not be compiled or shipped to the executors; the message says which."""
+
+
 class StoreCorrupt(SparkprovError):
     """The store holds an entry or a file this version of sparkprov cannot trust: a
     catalog entry that does not parse, or a file a capture names that is missing, of
@@ -71,6 +81,10 @@ class StoreCorrupt(SparkprovError):
 
 class StoreNotFound(SparkprovError, FileNotFoundError):
     """No sparkprov store exists at the given location."""
+
+
+class InputNotFound(SparkprovError, FileNotFoundError):
+    """A file or directory a traced program reads does not exist."""
 
 
 class ExecutorsLackModules(SparkprovError):

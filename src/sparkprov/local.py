@@ -16,7 +16,7 @@ from pyspark.sql import SparkSession
 # "humongous" to G1, allocated and collected one by one; an injected aggregate keeps a
 # group's rids in one array (TPC-H Q1 at SF 1: 1.5M rids a group), which at the default
 # region size (heap / 2048: 2 MB for 6 GiB) spent 2.0 of 3.8 s of Q1's final
-# aggregation in GC, 0.3 s with 32 MB regions (docs/benchmarks.md).
+# aggregation in GC, 0.3 s with 32 MB regions (docs/benchmarks-history.md).
 G1_REGION = "32m"
 
 

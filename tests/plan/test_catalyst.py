@@ -12,6 +12,7 @@ from pyspark.logger import PySparkLogger
 from pyspark.sql import Window
 from pyspark.sql import functions as F
 
+import sparkprov as sp
 from sparkprov.bench import tpch
 from sparkprov.plan import catalyst, references
 from sparkprov.plan.catalyst import Bridge, task_seconds
@@ -118,7 +119,7 @@ def test_a_one_file_leaf_built_in_the_jvm_reads_the_rids_python_builds(spark, tm
         if not helper:
             bridge._leaves = False
         leaf = _leaf(bridge, spark.read.parquet(hidden))
-        with pytest.raises(RuntimeError, match="hides the row index"):
+        with pytest.raises(sp.UnsupportedOperation, match="hides the row index"):
             bridge.with_file_rids(leaf, [p for p, _, _ in bridge.files(bridge.file_relation(leaf))], ROW_BITS, "rid")
 
 

@@ -27,7 +27,7 @@ from pyspark.sql.utils import AnalysisException
 
 from ..capture.lineage import IN, OUT
 from ..capture.workload import no_such_source, refuse_forward, restriction, warn_restricted
-from ..errors import EmbeddedUnsupported
+from ..errors import EmbeddedUnsupported, InvalidArgument
 from ..plan.catalyst import quiet_analysis
 from ..plan.predicate import check_predicate
 from ..query import drill_down, engines, partitioned, planner, trace
@@ -218,7 +218,7 @@ class Capture:
             result = self._through_writers(result)
             if source is not None:
                 if source not in result:
-                    raise ValueError(f"no source {source!r} end to end; sources: {', '.join(result)}")
+                    raise InvalidArgument(f"no source {source!r} end to end; sources: {', '.join(result)}")
                 return result[source]
         return result[source] if source is not None else result
 
@@ -226,7 +226,7 @@ class Capture:
         self, rows: RowsArg, source: str | None, end_to_end: bool, where: str, engine: str
     ) -> DataFrame:
         if source is None or end_to_end:
-            raise ValueError("where filters one source's rows: give source, without end_to_end")
+            raise InvalidArgument("where filters one source's rows: give source, without end_to_end")
         check_predicate(where)
         self._check_source(source)
         warn_restricted(self._entry, [source])
@@ -238,7 +238,7 @@ class Capture:
                 kept = source_rows.where(where)
                 kept.schema  # noqa: B018 - resolves the predicate now, to fail early
         except AnalysisException as exc:
-            raise ValueError(f"cannot evaluate predicate {where!r} on source {source!r}: {exc}") from None
+            raise InvalidArgument(f"cannot evaluate predicate {where!r} on source {source!r}: {exc}") from None
         out_rids = trace.rid_set(rows, self._output(), f"the output of capture {self.name!r}")
         pairs = None
         if partitioned.column(self._entry, source) is not None:
@@ -272,7 +272,7 @@ class Capture:
         self._check_source(source)
         group_by = drill_down.spec(self._entry, source)
         if group_by is None:
-            raise ValueError(
+            raise InvalidArgument(
                 f"capture {self.name!r} has no drill-down for source {source!r}: capture with "
                 f"workload={{'sources': [..., {source!r}], 'group_by': {{{source!r}: [columns]}}}}"
             )
@@ -429,7 +429,7 @@ class Capture:
             rows = self._output().where(rows)
         if isinstance(rows, DataFrame):
             if RID not in rows.columns:
-                raise ValueError(f"the DataFrame passed as rows has no {RID} column; pass rows of the output")
+                raise InvalidArgument(f"the DataFrame passed as rows has no {RID} column; pass rows of the output")
             found = [r[0] for r in rows.select(RID).limit(engines.ROWS_LIMIT + 1).collect()]
             engines.check_rows(len(found), f"the rows of capture {self.name!r} asked for")
             return found
@@ -480,7 +480,7 @@ class Capture:
         >>> fixed.changed.show()  # doctest: +SKIP
         """
         if self._query is None:
-            raise ValueError(
+            raise InvalidArgument(
                 f"capture {self.name!r} v{self.version} was not made in this session: replay needs the "
                 "captured DataFrame, which only the LineageSession that captured it holds"
             )

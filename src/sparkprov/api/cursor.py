@@ -33,6 +33,7 @@ from pyspark.sql import functions as F
 
 from ..capture.lineage import IN, OUT
 from ..capture.workload import refuse_forward, warn_restricted
+from ..errors import InvalidArgument
 from ..sources.identity import RID
 
 if TYPE_CHECKING:
@@ -154,7 +155,7 @@ class LineageCursor:
     def to_df(self) -> DataFrame:
         """The rows here (all their columns and ``_sp_rid``); one position only."""
         if len(self._at) != 1:
-            raise ValueError(
+            raise InvalidArgument(
                 f"the cursor is at {len(self._at)} positions ({', '.join(self.positions)}); "
                 "pick one with go_back(path=...) or use dataframes()"
             )
@@ -177,7 +178,7 @@ class LineageCursor:
         return getattr(self.to_df(), name)
 
 
-class _NowhereToGo(ValueError):
+class _NowhereToGo(InvalidArgument):
     """A step that no row can take."""
 
 
@@ -186,10 +187,10 @@ def _pick(capture: Capture, path: str | int | None) -> list[str]:
     if path is None:
         return names
     if isinstance(path, bool) or not isinstance(path, (str, int)):
-        raise ValueError(f"path must be a source name or position, not {path!r}")
+        raise InvalidArgument(f"path must be a source name or position, not {path!r}")
     if isinstance(path, int):
         if not 0 <= path < len(names):
-            raise ValueError(f"capture {capture.name!r} has {len(names)} sources; no position {path}")
+            raise InvalidArgument(f"capture {capture.name!r} has {len(names)} sources; no position {path}")
         return [names[path]]
     capture._check_source(path)
     return [path]

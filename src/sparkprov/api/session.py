@@ -25,7 +25,7 @@ from ..capture.marks import capture_marks, mark_names
 from ..capture.rewrite import STRATEGIES
 from ..capture.run import Write, run_capture
 from ..capture.workload import Workload
-from ..errors import StoreCorrupt, one_line
+from ..errors import InvalidArgument, StoreCorrupt, one_line
 from ..executors import ship
 from ..local import region_hint
 from ..plan.catalyst import Bridge
@@ -48,7 +48,7 @@ class LineageSession:
 
     def __init__(self, spark: SparkSession, store: str | os.PathLike | None = None) -> None:
         if not isinstance(spark, SparkSession):
-            raise ValueError(f"spark must be a SparkSession, not {type(spark).__name__}")
+            raise InvalidArgument(f"spark must be a SparkSession, not {type(spark).__name__}")
         self.spark = spark
         self._bridge = Bridge(spark)
         self.store = Store(store or os.environ.get("SPARKPROV_STORE") or DEFAULT_STORE)
@@ -75,12 +75,14 @@ class LineageSession:
     def source(self, df: DataFrame, name: str) -> DataFrame:
         """Name the relation ``df`` reads; captures then call it ``name``. Returns ``df``."""
         if not isinstance(df, DataFrame):
-            raise ValueError(f"df must be a DataFrame, not {type(df).__name__}")
+            raise InvalidArgument(f"df must be a DataFrame, not {type(df).__name__}")
         check_name(name)
         plan = self._bridge.analyzed(df)
         leaves = _leaves(self._bridge, plan)
         if len(leaves) != 1:
-            raise ValueError(f"session.source() needs a DataFrame reading one relation; this one reads {len(leaves)}")
+            raise InvalidArgument(
+                f"session.source() needs a DataFrame reading one relation; this one reads {len(leaves)}"
+            )
         self._named = [(p, n) for p, n in self._named if n != name]
         self._named.append((leaves[0], name))
         return df
@@ -146,27 +148,27 @@ class LineageSession:
         >>> cap = session.capture(q, "q", workload=only)  # doctest: +SKIP
         """
         if not isinstance(df, DataFrame):
-            raise ValueError(f"df must be a DataFrame, not {type(df).__name__}")
+            raise InvalidArgument(f"df must be a DataFrame, not {type(df).__name__}")
         check_name(name)
         write = None
         if path is not None or table is not None:
             if path is not None and table is not None:
-                raise ValueError("give path or table, not both")
+                raise InvalidArgument("give path or table, not both")
             if mode not in ("errorifexists", "error", "overwrite"):
-                raise ValueError(
+                raise InvalidArgument(
                     f"mode {mode!r} is not supported: a capture writes a complete output "
                     "(errorifexists or overwrite), so its rows keep their ids"
                 )
             write = Write(str(path) if path is not None else None, table, mode)
         if not isinstance(witnesses, bool):
-            raise ValueError(f"witnesses must be True or False, not {witnesses!r}")
+            raise InvalidArgument(f"witnesses must be True or False, not {witnesses!r}")
         if strategy not in STRATEGIES:
-            raise ValueError(f"strategy must be one of {', '.join(STRATEGIES)}, not {strategy!r}")
+            raise InvalidArgument(f"strategy must be one of {', '.join(STRATEGIES)}, not {strategy!r}")
         if strategy == "lazy" and witnesses:
-            raise ValueError("witnesses=True keeps what capture records; strategy='lazy' records nothing")
+            raise InvalidArgument("witnesses=True keeps what capture records; strategy='lazy' records nothing")
         chosen = Workload.of(workload)
         if witnesses and chosen is not None and chosen.where:
-            raise ValueError(
+            raise InvalidArgument(
                 "witnesses=True keeps how every row was derived; a workload where drops the lineage of "
                 "the rows it does not select: give one or the other"
             )

@@ -36,6 +36,7 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from ..errors import InvalidArgument
 from . import datagen, tpch
 from .session import run_workloads
 
@@ -126,7 +127,7 @@ def run(spark: SparkSession, sf: float, repeat: int, data_dir: str, names: list[
     rotated between rounds, after one warm-up round); returns the report."""
     unknown = sorted(set(names or ()) - set(WORKLOADS))
     if unknown:
-        raise ValueError(f"unknown aggregate workloads {unknown}; choose from {', '.join(WORKLOADS)}")
+        raise InvalidArgument(f"unknown aggregate workloads {unknown}; choose from {', '.join(WORKLOADS)}")
     rows = lineitem_with_rids(spark, tpch.generate(sf, data_dir))
     results = []
     for name in [w for w in WORKLOADS if not names or w in names]:

@@ -34,6 +34,7 @@ from typing import TYPE_CHECKING
 from pyspark.sql.types import StructType
 
 from ..capture import later
+from ..errors import InvalidArgument
 from ..plan.catalyst import task_seconds
 from . import tpch
 
@@ -127,7 +128,7 @@ def run_micro(spark: SparkSession, rows: int, repeat: int, data_dir: str, names=
     texts = micro.workloads(rows)
     unknown = sorted(set(names or ()) - set(texts))
     if unknown:
-        raise ValueError(f"unknown micro workloads {unknown}; choose from {', '.join(texts)}")
+        raise InvalidArgument(f"unknown micro workloads {unknown}; choose from {', '.join(texts)}")
     chosen = [(n, t) for n, t in texts.items() if not names or n in names]
     results = compare(spark, chosen, repeat, False, strategy)
     return {
@@ -282,7 +283,7 @@ def _result(spark, n, cap, plain_t, cap_t, output_t, default_t, witnesses: bool)
 
 def main(args: argparse.Namespace) -> int:
     if args.repeat < 1:
-        raise ValueError("--repeat must be at least 1")
+        raise InvalidArgument("--repeat must be at least 1")
     from ..local import local_session
 
     spark = local_session("sparkprov-bench", shuffle_partitions=8, driver_memory="6g")

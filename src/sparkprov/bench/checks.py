@@ -22,6 +22,7 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
 from ..api import Capture
+from ..errors import InvalidArgument
 
 RID = "_sp_rid"
 
@@ -62,7 +63,7 @@ def reexecution_holds(cap: Capture, rid: int, rerun: Rerun, traced: dict[str, Da
     """
     row = cap.output.where(f"{RID} = {int(rid)}").collect()
     if len(row) != 1:
-        raise ValueError(f"no output row with {RID} = {rid}")
+        raise InvalidArgument(f"no output row with {RID} = {rid}")
     want = _key(tuple(row[0])[:-1])
     traced = traced if traced is not None else cap.backward([rid])
     again = rerun({name: df.drop(RID) for name, df in traced.items()}).collect()

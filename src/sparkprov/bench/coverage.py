@@ -18,7 +18,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from ..errors import UnsupportedOperation
+from ..errors import InvalidArgument, UnsupportedOperation
 from ..plan.catalyst import Bridge
 from . import checks, tpcds, tpch
 
@@ -71,7 +71,7 @@ SUITES: dict[str, Callable[[], Suite]] = {"tpch": _tpch_suite, "tpcds": _tpcds_s
 def suite(name: str) -> Suite:
     """The suite called ``name`` (``tpch`` or ``tpcds``)."""
     if name not in SUITES:
-        raise ValueError(f"unknown suite {name!r}; choose from {', '.join(sorted(SUITES))}")
+        raise InvalidArgument(f"unknown suite {name!r}; choose from {', '.join(sorted(SUITES))}")
     return SUITES[name]()
 
 
@@ -161,7 +161,7 @@ def run(
     wanted = queries or s.queries()
     unknown = sorted(set(wanted) - set(s.queries()))
     if unknown:
-        raise ValueError(f"suite {suite_name} has no queries {', '.join(unknown)}")
+        raise InvalidArgument(f"suite {suite_name} has no queries {', '.join(unknown)}")
     data = s.generate(sf, data_dir)
     s.register(spark, data)
     results = []

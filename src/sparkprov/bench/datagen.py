@@ -20,6 +20,8 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from ..errors import InvalidArgument, SparkprovError
+
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
@@ -52,7 +54,7 @@ def executable(name: str, package: str) -> str:
         return str(beside)
     found = shutil.which(name)
     if found is None:
-        raise RuntimeError(
+        raise SparkprovError(
             f"{name} not found next to {sys.executable} or on PATH; install it with `pip install {package}`"
         )
     return found
@@ -70,7 +72,7 @@ def generate(
     ``command(scale factor label, output directory)`` is the generator's command line.
     """
     if scale_factor <= 0:
-        raise ValueError(f"scale_factor must be positive, got {scale_factor}")
+        raise InvalidArgument(f"scale_factor must be positive, got {scale_factor}")
     root = Path(directory)
     target = root / f"sf{sf_label(scale_factor)}"
     if complete(target, tables):
@@ -83,19 +85,19 @@ def generate(
         cmd = command(sf_label(scale_factor), str(tmp))
         proc = subprocess.run(cmd, capture_output=True, text=True)
         if proc.returncode != 0:
-            raise RuntimeError(
+            raise SparkprovError(
                 f"{label} data generation failed ({proc.returncode}): {' '.join(cmd)}\n{proc.stderr.strip()}"
             )
         missing = [t for t in tables if table_location(tmp, t) is None]
         if missing:
-            raise RuntimeError(f"{' '.join(cmd)} did not write tables {missing}\n{proc.stderr.strip()}")
+            raise SparkprovError(f"{' '.join(cmd)} did not write tables {missing}\n{proc.stderr.strip()}")
         try:
             os.rename(tmp, target)
         except OSError:
             # Another process may have finished the same scale factor first; its copy is as good as ours.
             if complete(target, tables):
                 return target
-            raise RuntimeError(f"{target} exists but lacks some {label} tables; remove it and retry") from None
+            raise SparkprovError(f"{target} exists but lacks some {label} tables; remove it and retry") from None
     finally:
         if tmp.exists():
             shutil.rmtree(tmp, ignore_errors=True)

@@ -34,6 +34,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+from ..errors import InvalidArgument
 from . import tpch
 from .session import run_workloads
 
@@ -64,7 +65,7 @@ def run(spark, sf: float, repeat: int, data_dir: str, names: list[str] | None = 
 
     unknown = sorted(set(names or ()) - set(WORKLOADS))
     if unknown:
-        raise ValueError(f"unknown drill-down workloads {unknown}; choose from {', '.join(WORKLOADS)}")
+        raise InvalidArgument(f"unknown drill-down workloads {unknown}; choose from {', '.join(WORKLOADS)}")
     tpch.register(spark, tpch.generate(sf, data_dir))
     work = Path(tempfile.mkdtemp(prefix="sparkprov-bench-"))
     results = []

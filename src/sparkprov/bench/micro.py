@@ -26,6 +26,8 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from ..errors import InvalidArgument
+
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
@@ -85,7 +87,7 @@ def generate(rows: int, directory: str | Path) -> Path:
     import pyarrow.parquet as pq
 
     if rows < 1:
-        raise ValueError(f"rows must be positive, got {rows}")
+        raise InvalidArgument(f"rows must be positive, got {rows}")
     target = Path(directory) / f"rows{rows}"
     if all((target / f"{t}.parquet").is_file() for t in table_names()):
         return target

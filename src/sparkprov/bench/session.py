@@ -13,6 +13,8 @@ from __future__ import annotations
 import argparse
 from collections.abc import Callable
 
+from ..errors import InvalidArgument
+
 
 def workload_names(text: str) -> list[str] | None:
     """The comma-separated names of ``--workloads``; None (all of them) when empty."""
@@ -23,7 +25,7 @@ def run_workloads(args: argparse.Namespace, app: str, run: Callable[..., dict]) 
     """``run(spark, args.sf, args.repeat, args.data, names)`` in a local session made for
     it (8 shuffle partitions, a 6 GiB driver), stopped afterwards; returns its report."""
     if args.repeat < 1:
-        raise ValueError("--repeat must be at least 1")
+        raise InvalidArgument("--repeat must be at least 1")
     from ..local import local_session
 
     spark = local_session(app, shuffle_partitions=8, driver_memory="6g")

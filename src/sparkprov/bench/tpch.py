@@ -24,6 +24,7 @@ from importlib import resources
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from ..errors import InvalidArgument
 from . import datagen
 
 if TYPE_CHECKING:
@@ -60,6 +61,6 @@ def register(spark: SparkSession, path: str | Path) -> None:
 def query(n: int) -> str:
     """Return the Spark SQL text of TPC-H query ``n`` (1..22), without a trailing semicolon."""
     if not 1 <= n <= N_QUERIES:
-        raise ValueError(f"TPC-H query number must be in 1..{N_QUERIES}, got {n}")
+        raise InvalidArgument(f"TPC-H query number must be in 1..{N_QUERIES}, got {n}")
     text = (resources.files("sparkprov.bench") / "tpch_queries" / f"q{n:02d}.sql").read_text(encoding="utf-8")
     return text.rstrip()

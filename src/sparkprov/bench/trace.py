@@ -29,7 +29,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ..errors import LineageTooLarge
+from ..errors import InvalidArgument, LineageTooLarge
 from ..query.embedded import EmbeddedEngine
 from . import tpch
 from .datagen import sf_label
@@ -278,7 +278,7 @@ def _derivation_summary(how: list[float], why: list[float], refused: dict[str, i
 def main(args: argparse.Namespace) -> int:
     queries = [int(q) for q in args.queries.split(",") if q.strip()] if args.queries else list(range(1, 23))
     if args.samples < 1:
-        raise ValueError("--samples must be at least 1")
+        raise InvalidArgument("--samples must be at least 1")
     with tempfile.TemporaryDirectory(prefix="sparkprov-bench-trace-") as tmp:
         store = args.store or str(Path(tmp) / "store")
         report = run(args.sf, queries, args.samples, args.data, store, args.spark_samples, args.witnesses)

@@ -24,7 +24,7 @@ from pathlib import Path
 
 from pyspark.sql import DataFrame
 
-from ..errors import UnsupportedOperation
+from ..errors import InvalidArgument, UnsupportedOperation
 from ..plan.catalyst import Bridge, JPlan
 from ..store.catalog import check_name
 
@@ -42,7 +42,7 @@ def mark(df: DataFrame, name: str) -> DataFrame:
     ['evens/cleaned']
     """
     if not isinstance(df, DataFrame):
-        raise ValueError(f"df must be a DataFrame, not {type(df).__name__}")
+        raise InvalidArgument(f"df must be a DataFrame, not {type(df).__name__}")
     check_name(name)
     return df.alias(_PREFIX + name)
 

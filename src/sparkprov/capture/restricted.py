@@ -11,19 +11,19 @@ from __future__ import annotations
 
 import warnings
 
-from ..errors import LineageRestricted, RestrictedLineageWarning
+from ..errors import InvalidArgument, LineageRestricted, RestrictedLineageWarning
 
 
-def no_such_source(entry: dict, source: object) -> ValueError:
+def no_such_source(entry: dict, source: object) -> InvalidArgument:
     """The error for a trace naming ``source``, which capture ``entry`` has no lineage
     for: not a source of its query, or one its workload left out."""
     name, kept = entry["name"], ", ".join(entry["sources"])
     if source in entry.get("workload", {}).get("pruned", []):
-        return ValueError(
+        return InvalidArgument(
             f"capture {name!r} kept no lineage for source {source!r}: its workload named only {kept}; "
             "capture again with that source in workload sources"
         )
-    return ValueError(f"capture {name!r} has no source {source!r}; sources: {kept}")
+    return InvalidArgument(f"capture {name!r} has no source {source!r}; sources: {kept}")
 
 
 def restriction(entry: dict, source: str) -> str | None:

@@ -33,7 +33,7 @@ from pyspark.sql import functions as F
 from pyspark.sql.types import IntegerType, StringType, StructField, StructType
 from pyspark.util import PythonEvalType
 
-from ..errors import UnsupportedOperation
+from ..errors import InvalidArgument, UnsupportedOperation
 from ..plan.catalyst import Bridge, JExpr, JPlan, quiet_analysis
 from ..sources import identity as S
 from ..store.format import Slot  # noqa: F401 - also imported from here
@@ -355,7 +355,7 @@ class Rewriter:
         read = sorted({u.info.name for u in self.sources} | self.read_elsewhere)
         unknown = sorted((self.keep or set()) - set(read))
         if unknown:
-            raise ValueError(f"the workload names source(s) {unknown} the query does not read; it reads {read}")
+            raise InvalidArgument(f"the workload names source(s) {unknown} the query does not read; it reads {read}")
 
     def _walk_lazy(self, node: JPlan, depth: int) -> None:
         b = self.bridge
@@ -706,12 +706,12 @@ class Rewriter:
                 selected = b.analyzed(df.withColumn(rid, F.when(F.expr(predicate), F.col(rid))))
         except PySparkException as exc:
             first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-            raise ValueError(
+            raise InvalidArgument(
                 f"workload where for source {name!r}: {predicate!r} is not a predicate over its columns "
                 f"({', '.join(columns)}): {first}"
             ) from None
         if not b.is_plan_deterministic(selected) or b.has_pattern(selected, "PLAN_EXPRESSION"):
-            raise ValueError(
+            raise InvalidArgument(
                 f"workload where for source {name!r}: {predicate!r} must be deterministic and hold no "
                 "subquery: it is evaluated on each row as capture reads it"
             )

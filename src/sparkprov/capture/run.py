@@ -21,6 +21,7 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql.types import CharType, LongType, StringType, StructField, StructType, VarcharType
 
+from ..errors import CaptureFailed, InvalidArgument
 from ..plan.catalyst import Bridge, JPlan
 from ..sources.identity import RID, ROW_BITS
 from ..store.catalog import Store
@@ -343,7 +344,7 @@ def _write_output(bridge, out: DataFrame, slot_count: int, data: Path, write: Wr
     was written for the user)."""
     display = out.columns[: len(out.columns) - slot_count]
     if RID in display:
-        raise ValueError(f"the query's output has a column named {RID}, which sparkprov reserves; rename it")
+        raise InvalidArgument(f"the query's output has a column named {RID}, which sparkprov reserves; rename it")
     output_path = str(data / "output")
     stored = storage_names(display)
     # renaming makes a new Dataset, analyzed again (milliseconds): only when names change
@@ -447,7 +448,9 @@ def write_for_user(bridge: Bridge, staged: DataFrame, display: list[str], write:
         for i, (path, _, _) in enumerate(files):
             m = _PART.match(path.rsplit("/", 1)[-1])
             if m is None or int(m.group(1)) in number:
-                raise RuntimeError(f"sparkprov: cannot tell which rows {path} holds; the written files are untraceable")
+                raise CaptureFailed(
+                    f"sparkprov: cannot tell which rows {path} holds; the written files are untraceable"
+                )
             number[int(m.group(1))] = i
         tmp = F.monotonically_increasing_id()
         pairs = [x for p, i in number.items() for x in (F.lit(p), F.lit(i).cast("long"))]
@@ -465,4 +468,4 @@ def _check_row_counts(spark, reread: DataFrame, output_path: str, paths: list[st
     stored = spark.read.parquet(output_path)
     by_number = stored.groupBy(F.shiftright(RID, ROW_BITS)).count().collect()
     if by_file != {paths[n]: count for n, count in by_number if n is not None and n < len(paths)}:
-        raise RuntimeError("sparkprov: the written files do not hold the rows capture stored; the capture is not kept")
+        raise CaptureFailed("sparkprov: the written files do not hold the rows capture stored; the capture is not kept")

@@ -56,7 +56,7 @@ from pyspark.sql.types import (
 )
 from pyspark.sql.utils import AnalysisException
 
-from ..errors import InvalidPredicate
+from ..errors import InvalidArgument, InvalidPredicate
 from ..plan.catalyst import quiet_analysis
 from ..plan.predicate import check_predicate
 from .restricted import (  # noqa: F401 - also imported from here
@@ -103,9 +103,9 @@ class GroupBy:
             or not by
             or not all(isinstance(c, str) and c for c in by)
         ):
-            raise ValueError(f"workload group_by columns must be a non-empty list of column names, not {by!r}")
+            raise InvalidArgument(f"workload group_by columns must be a non-empty list of column names, not {by!r}")
         if isinstance(aggregates, str) or not isinstance(aggregates, Sequence) or not aggregates:
-            raise ValueError(f"workload group_by aggregates must be a non-empty list, not {aggregates!r}")
+            raise InvalidArgument(f"workload group_by aggregates must be a non-empty list, not {aggregates!r}")
         object.__setattr__(self, "by", tuple(by))
         object.__setattr__(self, "aggregates", tuple(aggregates))
         self.parsed()
@@ -117,7 +117,7 @@ class GroupBy:
             match = _AGGREGATE.match(text) if isinstance(text, str) else None
             function = match.group(1).lower() if match else None
             if function not in AGGREGATES or (match.group(2) == "*" and function != "count"):
-                raise ValueError(
+                raise InvalidArgument(
                     f"workload group_by aggregate {text!r} is not one of count(*) or "
                     f"{', '.join(AGGREGATES)} of one column"
                 )
@@ -132,7 +132,7 @@ class GroupBy:
         if isinstance(value, Mapping):
             unknown = set(value) - {"by", "aggregates"}
             if unknown or "by" not in value:
-                raise ValueError(
+                raise InvalidArgument(
                     f"workload group_by takes a list of columns or {{'by': [...], 'aggregates': [...]}}, not {value!r}"
                 )
             return cls(**value)
@@ -158,12 +158,12 @@ class GroupBy:
                     if fn in ("sum", "avg")
                 ]
         except AnalysisException as exc:
-            raise ValueError(
+            raise InvalidArgument(
                 f"workload group_by for source {source!r} cannot be computed over its rows: {exc}"
             ) from None
         for fn, column, kind in summed:  # their partial sums are kept as numbers
             if not isinstance(kind, NumericType):
-                raise ValueError(
+                raise InvalidArgument(
                     f"workload group_by for source {source!r}: {fn} of column {column} ({kind.simpleString()}); "
                     "sum and avg are kept for numeric columns"
                 )
@@ -200,10 +200,10 @@ class Workload:
     def __post_init__(self) -> None:
         sources = self.sources
         if isinstance(sources, str) or not isinstance(sources, Sequence | set | frozenset):
-            raise ValueError(f"workload sources must be a list of source names, not {sources!r}")
+            raise InvalidArgument(f"workload sources must be a list of source names, not {sources!r}")
         names = tuple(dict.fromkeys(sources))
         if not names or not all(isinstance(n, str) and n for n in names):
-            raise ValueError(f"workload sources must be a non-empty list of source names, not {list(sources)!r}")
+            raise InvalidArgument(f"workload sources must be a non-empty list of source names, not {list(sources)!r}")
         object.__setattr__(self, "sources", names)
         where = _per_source(self.where, names, "where", "predicates")
         for name, predicate in where.items():
@@ -217,7 +217,9 @@ class Workload:
         partition_by = _per_source(self.partition_by, names, "partition_by", "a column")
         for name, column in partition_by.items():
             if not isinstance(column, str) or not column:
-                raise ValueError(f"workload partition_by for source {name!r} must be one column name, not {column!r}")
+                raise InvalidArgument(
+                    f"workload partition_by for source {name!r} must be one column name, not {column!r}"
+                )
         object.__setattr__(self, "partition_by", dict(partition_by))
 
     @classmethod
@@ -228,14 +230,14 @@ class Workload:
         if isinstance(value, Mapping):
             unknown = set(value) - set(FIELDS)
             if unknown:
-                raise ValueError(
+                raise InvalidArgument(
                     f"unknown workload field(s) {sorted(unknown)}; a workload declares 'sources' and may "
                     "declare 'where', 'group_by' and 'partition_by'"
                 )
             if "sources" not in value:
-                raise ValueError("a workload declares 'sources': the sources traces will reach")
+                raise InvalidArgument("a workload declares 'sources': the sources traces will reach")
             return cls(**value)
-        raise ValueError(f"workload must be a Workload or a dict, not {type(value).__name__}")
+        raise InvalidArgument(f"workload must be a Workload or a dict, not {type(value).__name__}")
 
 
 def check_partition_column(rows: DataFrame, source: str, column: str) -> None:
@@ -245,9 +247,9 @@ def check_partition_column(rows: DataFrame, source: str, column: str) -> None:
         with quiet_analysis():
             kind = rows.select(F.col(quoted(column))).schema[0].dataType
     except AnalysisException as exc:
-        raise ValueError(f"workload partition_by for source {source!r}: {exc}") from None
+        raise InvalidArgument(f"workload partition_by for source {source!r}: {exc}") from None
     if not isinstance(kind, PARTITION_TYPES):
-        raise ValueError(
+        raise InvalidArgument(
             f"workload partition_by for source {source!r}: column {column} is {kind.simpleString()}; "
             "partition by a string, whole-number, date or boolean column (discretize others first)"
         )
@@ -256,8 +258,8 @@ def check_partition_column(rows: DataFrame, source: str, column: str) -> None:
 def _per_source(value: object, names: tuple[str, ...], field: str, what: str) -> Mapping:
     """``value``, a workload field mapping some of ``names`` to ``what``, checked."""
     if not isinstance(value, Mapping):
-        raise ValueError(f"workload {field} must map source names to {what}, not {value!r}")
+        raise InvalidArgument(f"workload {field} must map source names to {what}, not {value!r}")
     outside = sorted(k for k in value if k not in names)
     if outside:
-        raise ValueError(f"workload {field} names source(s) {outside} not among its sources {list(names)}")
+        raise InvalidArgument(f"workload {field} names source(s) {outside} not among its sources {list(names)}")
     return value

@@ -18,7 +18,7 @@ import numpy as np
 import pyarrow as pa
 
 from ..capture.restricted import no_such_source, restricted_note
-from ..errors import EmbeddedUnsupported, LineageTooLarge
+from ..errors import EmbeddedUnsupported, InvalidArgument, LineageTooLarge
 from ..plan.predicate import check_predicate
 from ..query.embedded import EMBEDDED_LIMIT, EmbeddedEngine, check_engine
 from ..query.provenance import polynomials
@@ -93,7 +93,7 @@ def source_named(entry: dict, given: str | None) -> str | None:
         return matches[0]
     names = ", ".join(entry["sources"])
     if matches:
-        raise ValueError(f"source {given!r} of capture {entry['name']!r} is ambiguous: it could be {names}")
+        raise InvalidArgument(f"source {given!r} of capture {entry['name']!r} is ambiguous: it could be {names}")
     raise no_such_source(entry, given)
 
 
@@ -124,17 +124,17 @@ def trace(
         check_predicate(source_where)
     source = source_named(entry, source)
     if direction not in DIRECTIONS:
-        raise ValueError(f"direction must be one of {', '.join(DIRECTIONS)}, not {direction!r}")
+        raise InvalidArgument(f"direction must be one of {', '.join(DIRECTIONS)}, not {direction!r}")
     check_engine(engine)
     if direction == "forward" and source is None:
-        raise ValueError("a forward trace starts from one source: give its name")
+        raise InvalidArgument("a forward trace starts from one source: give its name")
     if limit < 0:
-        raise ValueError("limit must be at least 0")
+        raise InvalidArgument("limit must be at least 0")
     if source_where is not None and (direction != "backward" or source is None or end_to_end):
-        raise ValueError("a source predicate filters one source's rows of a backward trace: give the source")
+        raise InvalidArgument("a source predicate filters one source's rows of a backward trace: give the source")
     if end_to_end:
         if engine == "embedded":
-            raise ValueError("end-to-end traces run on Spark: leave the engine at auto or spark")
+            raise InvalidArgument("end-to-end traces run on Spark: leave the engine at auto or spark")
         return _spark(store_root, entry, direction, where, source, limit, end_to_end=True)
     if engine != "spark":
         try:
@@ -298,9 +298,9 @@ def derivations(entry: dict, kind: str, where: str, limit: int = 20) -> Derivati
     """Why (``kind="why"``) or how provenance of the output rows matching ``where``,
     read in this process (the capture must keep witnesses)."""
     if kind not in ("why", "how"):
-        raise ValueError(f"kind must be why or how, not {kind!r}")
+        raise InvalidArgument(f"kind must be why or how, not {kind!r}")
     if limit < 0:
-        raise ValueError("limit must be at least 0")
+        raise InvalidArgument("limit must be at least 0")
     engine = EmbeddedEngine(entry)
     outs = engine.output_rids(where)
     shown = outs[:limit]

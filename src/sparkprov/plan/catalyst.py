@@ -30,6 +30,7 @@ from pyspark.logger import PySparkLogger
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.types import StructType
 
+from ..errors import InvalidArgument, SparkUnsupported, UnsupportedOperation
 from . import rid_collector
 from .references import compiled, described, elements, release_in_batches
 
@@ -197,8 +198,10 @@ public class SparkprovOptimize {
 """
 
 
-def _hidden_index(column: str, leaf: Any) -> RuntimeError:
-    return RuntimeError(f"sparkprov: a Parquet column named {column} hides the row index: {leaf.simpleString(8)}")
+def _hidden_index(column: str, leaf: Any) -> UnsupportedOperation:
+    return UnsupportedOperation(
+        "LogicalRelation", leaf.simpleString(8), f"a Parquet column named {column} hides the row index"
+    )
 
 
 def _memo_entry(memo: dict, node: Any) -> list:
@@ -321,11 +324,11 @@ class Bridge:
 
     def __init__(self, spark: SparkSession) -> None:
         if not hasattr(spark, "_jsparkSession"):
-            raise TypeError(
+            raise SparkUnsupported(
                 "sparkprov needs a classic SparkSession with a JVM; Spark Connect sessions do not expose Catalyst plans"
             )
         if spark_version(spark) != SUPPORTED_SPARK:
-            raise RuntimeError(f"sparkprov supports Spark 4.3 (verified), found {spark.version}")
+            raise SparkUnsupported(f"sparkprov supports Spark 4.3 (verified), found {spark.version}")
         self.spark = spark
         release_in_batches(spark)  # a capture lets go of hundreds of proxies
         self.jvm = _Looked(spark._jvm)
@@ -653,7 +656,7 @@ class Bridge:
         if op == "Aggregate":
             exprs = [walk(e) for e in self.aggregate_expressions(node)]
             return self._logical.Aggregate(node.groupingExpressions(), self.seq(exprs), node.child(), node.hint())
-        raise ValueError(f"cannot replace a subquery in {op}")
+        raise InvalidArgument(f"cannot replace a subquery in {op}")
 
     @staticmethod
     def is_correlated(subquery: JExpr) -> bool:
@@ -889,7 +892,9 @@ class Bridge:
             metas = self.to_list(read.metadataOutput())
             found = [a for a in metas if a.dataType().getFieldIndex("file_path").isDefined()]
             if not found:
-                raise RuntimeError(f"sparkprov: the Parquet relation gives no file path: {leaf.simpleString(8)}")
+                raise UnsupportedOperation(
+                    "LogicalRelation", leaf.simpleString(8), "the Parquet relation gives no file path"
+                )
             meta = found[0]
             at = meta.dataType().fieldIndex("file_path")
             path = e.GetStructField(meta, at, self.jvm.scala.Option.apply("file_path"))
@@ -897,7 +902,7 @@ class Bridge:
             # trip per file (URIs spell a line break %0A)
             broken = [f for f in files if "\n" in f]
             if broken:
-                raise ValueError(f"a file path with a line break: {broken[0]!r}")
+                raise InvalidArgument(f"a file path with a line break: {broken[0]!r}")
             paths = self.jvm.java.util.regex.Pattern.compile("\n").split("\n".join(files))
             position = e.ArrayPosition(e.Literal.create(paths, types.createArrayType(types.StringType, False)), path)
             unknown = e.RaiseError(
@@ -1047,7 +1052,7 @@ class Bridge:
         """(function class name, function, WindowExpression) of an aliased window expression."""
         wexpr = named.child()
         if self.class_name(wexpr) != "WindowExpression":
-            raise ValueError(f"not a window expression: {named.sql()}")
+            raise InvalidArgument(f"not a window expression: {named.sql()}")
         fn = wexpr.windowFunction()
         return self.class_name(fn), fn, wexpr
 
@@ -1224,7 +1229,7 @@ class Bridge:
         try:
             return int(self.jvm.org.apache.spark.network.util.JavaUtils.byteStringAsBytes(value))
         except Exception as e:  # py4j wraps Java's NumberFormatException
-            raise ValueError(f"{key} must be a size in bytes such as 512m or 4g, not {value!r}") from e
+            raise InvalidArgument(f"{key} must be a size in bytes such as 512m or 4g, not {value!r}") from e
 
     def with_new_children(self, node: JPlan, children: list[JPlan]) -> JPlan:
         return node.withNewChildren(self.seq(children))

@@ -44,6 +44,7 @@ from typing import Any
 from pyspark import SparkContext
 from pyspark.sql import Column, DataFrame, SparkSession
 
+from ..errors import InvalidArgument, JvmHelperUnavailable
 from .references import bytecode, compiled
 
 log = logging.getLogger("sparkprov")
@@ -273,11 +274,11 @@ def rids_column(df: DataFrame, name: str, distinct: bool = False) -> Column:
     spark = df.sparkSession
     kind = df.schema[name].dataType.simpleString()
     if kind != "bigint":
-        raise ValueError(f"column {name} holds {kind}, not rids (bigint)")
+        raise InvalidArgument(f"column {name} holds {kind}, not rids (bigint)")
     utils = spark._jvm.org.apache.spark.sql.classic.ExpressionUtils
     made = collect_rids(spark, utils.expression(df[name]._jc), nested=False, distinct=distinct)
     if made is None:
-        raise RuntimeError("the rid collector could not be compiled or shipped (see the log)")
+        raise JvmHelperUnavailable("the rid collector could not be compiled or shipped (see the log)")
     return ClassicColumn(utils.column(made))
 
 

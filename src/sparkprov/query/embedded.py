@@ -35,7 +35,7 @@ import pyarrow.parquet as pq
 
 from ..capture import row_lineage
 from ..capture.restricted import no_such_source, refuse_forward
-from ..errors import EmbeddedUnsupported, LineageTooLarge, SourceChanged
+from ..errors import EmbeddedUnsupported, InvalidArgument, LineageTooLarge, SourceChanged
 from ..plan.predicate import check_predicate
 from ..sources.text import picked_lines
 from ..store.catalog import capture_dir
@@ -57,7 +57,7 @@ _ROW_MASK = (1 << ROW_BITS) - 1
 def check_engine(engine: str) -> str:
     """``engine`` when it names one (``ENGINES``); ``ValueError`` otherwise."""
     if engine not in ENGINES:
-        raise ValueError(f"engine must be one of {', '.join(ENGINES)}, not {engine!r}")
+        raise InvalidArgument(f"engine must be one of {', '.join(ENGINES)}, not {engine!r}")
     return engine
 
 
@@ -407,7 +407,7 @@ def _select_rids(relation: str, predicate: str, what: str, tables: dict[str, pa.
     except sqlglot.errors.SqlglotError as exc:
         errors = getattr(exc, "errors", None)
         reason = errors[0]["description"] if errors else str(exc).splitlines()[0]
-        raise ValueError(f"cannot parse predicate {predicate!r}: {reason}") from None
+        raise InvalidArgument(f"cannot parse predicate {predicate!r}: {reason}") from None
     with duckdb.connect() as con:
         for name, table in (tables or {}).items():
             con.register(name, table)
@@ -416,7 +416,7 @@ def _select_rids(relation: str, predicate: str, what: str, tables: dict[str, pa.
         except duckdb.Error as exc:
             message = str(exc).splitlines()[0]
             if isinstance(exc, duckdb.BinderException) and "Referenced column" in message:
-                raise ValueError(f"cannot evaluate predicate {predicate!r} on {what}: {message}") from None
+                raise InvalidArgument(f"cannot evaluate predicate {predicate!r} on {what}: {message}") from None
             # a function or conversion DuckDB treats differently: Spark decides
             raise EmbeddedUnsupported(f"DuckDB cannot evaluate predicate {predicate!r} on {what}: {message}") from None
     return rid_array(found[RID])

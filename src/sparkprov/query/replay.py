@@ -24,6 +24,7 @@ from typing import Any
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
+from ..errors import InvalidArgument
 from ..plan.catalyst import Bridge, JPlan
 from ..sources.identity import leaf_key
 
@@ -71,17 +72,17 @@ def replay(
 ) -> Replay:
     """Re-run ``query`` with the sources in ``replacements`` replaced; diff with ``original``."""
     if not isinstance(replacements, dict) or not replacements:
-        raise ValueError("replacements must be a non-empty dict {source name: DataFrame}")
+        raise InvalidArgument("replacements must be a non-empty dict {source name: DataFrame}")
     for name, df in replacements.items():
         if name not in leaves:
-            raise ValueError(f"no source {name!r} to replace; sources: {', '.join(leaves)}")
+            raise InvalidArgument(f"no source {name!r} to replace; sources: {', '.join(leaves)}")
         if not isinstance(df, DataFrame):
-            raise ValueError(f"the replacement of {name!r} must be a DataFrame, not {type(df).__name__}")
+            raise InvalidArgument(f"the replacement of {name!r} must be a DataFrame, not {type(df).__name__}")
     keys = [key] if isinstance(key, str) else list(key) if key is not None else None
     if keys is not None:
         missing = [k for k in keys if k not in original.columns]
         if missing:
-            raise ValueError(f"key columns {missing} are not output columns: {', '.join(original.columns)}")
+            raise InvalidArgument(f"key columns {missing} are not output columns: {', '.join(original.columns)}")
 
     found = set()
 
@@ -99,7 +100,9 @@ def replay(
     plan = swap(bridge.inline_ctes(bridge.analyzed(query)))
     unseen = set(replacements) - found
     if unseen:
-        raise ValueError(f"sources {sorted(unseen)} are not read directly by the query's plan; cannot replace them")
+        raise InvalidArgument(
+            f"sources {sorted(unseen)} are not read directly by the query's plan; cannot replace them"
+        )
     output = bridge.to_dataframe(plan)
     return diff(output, original, keys)
 
@@ -133,7 +136,7 @@ def _in_place_of(bridge: Bridge, leaf: JPlan, df: DataFrame, name: str) -> JPlan
     columns = {c.lower() for c in df.columns}
     missing = [bridge.attr_name(a) for a in outputs if bridge.attr_name(a).lower() not in columns]
     if missing:
-        raise ValueError(f"the replacement of {name!r} lacks its columns {missing}")
+        raise InvalidArgument(f"the replacement of {name!r} lacks its columns {missing}")
     typed = df.select(*[F.col(f"`{bridge.attr_name(a)}`").cast(_type_string(bridge, a)) for a in outputs])
     new = bridge.analyzed(typed)
     exprs = [bridge.alias(n, bridge.attr_name(o), bridge.jexpr_id(o)) for n, o in zip(bridge.output(new), outputs)]

@@ -19,6 +19,7 @@ from pyspark.sql import functions as F
 from pyspark.sql.utils import AnalysisException
 
 from ..capture.lineage import IN, OUT
+from ..errors import InvalidArgument
 from ..plan.catalyst import quiet_analysis
 from ..plan.predicate import check_predicate
 from ..sources.identity import RID
@@ -39,7 +40,7 @@ def rid_set(rows: RowsArg, relation: DataFrame, what: str) -> RidSet:
     """
     if isinstance(rows, DataFrame):
         if RID not in rows.columns:
-            raise ValueError(f"the DataFrame passed as rows has no {RID} column; pass rows of {what}")
+            raise InvalidArgument(f"the DataFrame passed as rows has no {RID} column; pass rows of {what}")
         return rows.select(F.col(RID).cast("long").alias(RID))
     if isinstance(rows, str):
         check_predicate(rows)
@@ -48,7 +49,7 @@ def rid_set(rows: RowsArg, relation: DataFrame, what: str) -> RidSet:
                 picked = relation.where(rows).select(RID)
                 picked.schema  # noqa: B018 - resolves the predicate now, to fail early
         except AnalysisException as exc:  # includes parse errors
-            raise ValueError(f"cannot evaluate predicate {rows!r} on {what}: {exc}") from None
+            raise InvalidArgument(f"cannot evaluate predicate {rows!r} on {what}: {exc}") from None
         return picked
     rids = rid_list(rows)
     if len(rids) <= _LITERAL_LIMIT:
@@ -59,7 +60,7 @@ def rid_set(rows: RowsArg, relation: DataFrame, what: str) -> RidSet:
 def rid_list(rows: Iterable[int] | Iterable[Row]) -> list[int]:
     """The rids of an iterable of rids (ints) or of Rows carrying ``_sp_rid``, checked."""
     if isinstance(rows, (str, bytes, dict)) or not isinstance(rows, Iterable):
-        raise ValueError(
+        raise InvalidArgument(
             f"rows must be a DataFrame, a SQL predicate string or a list of {RID} values, not {type(rows).__name__}"
         )
     rids = []
@@ -68,9 +69,9 @@ def rid_list(rows: Iterable[int] | Iterable[Row]) -> list[int]:
             try:
                 r = r[RID]
             except (KeyError, ValueError):
-                raise ValueError(f"a Row passed as rows has no {RID} field") from None
+                raise InvalidArgument(f"a Row passed as rows has no {RID} field") from None
         if isinstance(r, bool) or not isinstance(r, int):
-            raise ValueError(f"rids must be integers, got {r!r}")
+            raise InvalidArgument(f"rids must be integers, got {r!r}")
         rids.append(r)
     return rids
 

@@ -37,6 +37,7 @@ from pyspark.sql.utils import AnalysisException
 
 from ..api import LineageSession
 from ..capture.rewrite import Slot
+from ..errors import InputNotFound, InvalidArgument
 from ..executors import check_workers
 from ..sources.identity import RID, SourceInfo, file_fingerprint, rid_column, safe_id, snapshot_column
 from ..sources.text import COMPRESSED, number_lines
@@ -105,7 +106,7 @@ class LineageContext:
 
     def __init__(self, sc: SparkContext, store: str | os.PathLike | None = None, session: LineageSession | None = None):
         if not isinstance(sc, SparkContext):
-            raise ValueError(f"sc must be a SparkContext, not {type(sc).__name__}")
+            raise InvalidArgument(f"sc must be a SparkContext, not {type(sc).__name__}")
         if session is None:
             spark = SparkSession.getActiveSession() or SparkSession(sc)
             session = LineageSession(spark, store=store)
@@ -131,16 +132,16 @@ class LineageContext:
     def _text(self, name: str, minPartitions: int | None, use_unicode: bool, whole: bool) -> LineageRDD:
         what = "wholeTextFiles" if whole else "textFile"
         if not isinstance(name, str):
-            raise ValueError(f"{what} takes a path, not {type(name).__name__}")
+            raise InvalidArgument(f"{what} takes a path, not {type(name).__name__}")
         if not use_unicode:
-            raise ValueError(f"{what}(use_unicode=False) is not supported: text is read as str")
+            raise InvalidArgument(f"{what}(use_unicode=False) is not supported: text is read as str")
         spark, bridge = self.session.spark, self.session._bridge
         try:
             lines = spark.read.text(name, wholetext=whole)
             roots, original = file_fingerprint(bridge, bridge.analyzed(lines))
         except AnalysisException as exc:
             if "PATH_NOT_FOUND" in str(exc):
-                raise FileNotFoundError(f"{what}: no such file or directory: {name}") from None
+                raise InputNotFound(f"{what}: no such file or directory: {name}") from None
             raise
         if not whole and not any(p.endswith(COMPRESSED) for p, _, _ in original):
             return self._text_in_place(name, minPartitions, roots, original)
@@ -213,12 +214,15 @@ class LineageContext:
         ['k', 'n']
         """
         if not isinstance(rdd, LineageRDD) or rdd._ctx is not self:
-            raise ValueError("createDataFrame takes a LineageRDD of this LineageContext")
+            raise InvalidArgument("createDataFrame takes a LineageRDD of this LineageContext")
         return dataframe_from_rdd(rdd, schema, samplingRatio, verifySchema, name)
 
     def parallelize(self, c: Any, numSlices: int | None = None) -> LineageRDD:
         """The elements of ``c``, each identified by its position."""
-        data = list(c)
+        try:
+            data = list(c)
+        except TypeError:
+            raise InvalidArgument(f"parallelize takes a collection of elements, not {type(c).__name__}") from None
         state = self._state
         number = len(state.sources)
         source = state.source_name(f"parallelize_{number}")

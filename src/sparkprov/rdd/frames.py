@@ -20,6 +20,7 @@ from pyspark.sql import functions as F
 from pyspark.sql.types import ArrayType, DataType, LongType, StructField, StructType, _parse_datatype_string
 
 from ..capture.run import storage_names
+from ..errors import InvalidArgument
 from ..sources.identity import RID, SourceInfo, rid_column
 from .commit import ORDER, commit_frame
 from .lineage_rdd import LineageRDD
@@ -33,7 +34,7 @@ _VALUE = "__sp_value"
 def rdd_from_dataframe(ctx: LineageContext, df: DataFrame, name: str) -> LineageRDD:
     """The rows of ``df`` as a traced RDD of ``Row`` objects (see the module)."""
     if not isinstance(df, DataFrame):
-        raise ValueError(f"from_dataframe takes a DataFrame, not {type(df).__name__}")
+        raise InvalidArgument(f"from_dataframe takes a DataFrame, not {type(df).__name__}")
     state, session = ctx._state, ctx.session
     spark, bridge = session.spark, session._bridge
     number = len(state.sources)

@@ -29,7 +29,7 @@ from pyspark.rdd import portable_hash
 from pyspark.resultiterable import ResultIterable
 from pyspark.sql import DataFrame
 
-from ..errors import UnsupportedOperation
+from ..errors import InvalidArgument, UnsupportedOperation
 from . import worker
 from .commit import commit_action
 
@@ -244,9 +244,11 @@ class LineageRDD:
     # ---- two inputs ----------------------------------------------------------------
     def _check_other(self, other: Any, operator: str) -> None:
         if not isinstance(other, LineageRDD):
-            raise ValueError(f"{operator} takes a LineageRDD of the same LineageContext, not {type(other).__name__}")
+            raise InvalidArgument(
+                f"{operator} takes a LineageRDD of the same LineageContext, not {type(other).__name__}"
+            )
         if other._ctx is not self._ctx:
-            raise ValueError(f"{operator}: both RDDs must come from the same LineageContext")
+            raise InvalidArgument(f"{operator}: both RDDs must come from the same LineageContext")
 
     def _fresh(self, slots: list) -> list:
         # a second copy of an input (rdd.union(rdd)) needs slot columns of its own
@@ -348,7 +350,7 @@ class LineageRDD:
         """A cursor (as ``Capture.lineage``) at ``rows`` of the last action's records (all
         of them by default): ``go_back_all()``, ``show()``..."""
         if self.capture is None:
-            raise ValueError("get_lineage() follows an action (collect, count, take...): run one first")
+            raise InvalidArgument("get_lineage() follows an action (collect, count, take...): run one first")
         return self.capture.lineage(rows if rows is not None else self.capture.output)
 
 

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from pyspark import RDD
 
-from ..errors import UnsupportedOperation
+from ..errors import InvalidArgument, UnsupportedOperation
 from ..rdd.lineage_rdd import SUPPORTED, LineageRDD
 
 if TYPE_CHECKING:
@@ -116,7 +116,7 @@ class TracedRDD:
             if name == "first":
                 found = lineage.take(1, name=capture_name)
                 if not found:
-                    raise ValueError("RDD is empty")
+                    raise InvalidArgument("RDD is empty")
                 return found[0]
             if name == "collectAsMap":
                 return dict(lineage.collect(name=capture_name))

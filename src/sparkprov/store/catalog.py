@@ -49,7 +49,7 @@ from collections.abc import Callable
 from pathlib import Path
 from urllib.parse import quote
 
-from ..errors import CaptureFailed, CaptureNotFound, StoreCorrupt, StoreNotFound
+from ..errors import CaptureFailed, CaptureNotFound, InvalidArgument, StoreCorrupt, StoreNotFound
 from .files import listing, verify, write_manifest
 
 log = logging.getLogger("sparkprov")
@@ -97,7 +97,7 @@ def capture_dir(entry: dict) -> Path:
 
 def check_name(name: str) -> str:
     if not isinstance(name, str) or not _NAME.match(name) or ".." in name:
-        raise ValueError(
+        raise InvalidArgument(
             f"invalid capture name {name!r}: use letters, digits, '_', '-' and '.', starting with a letter or digit"
         )
     return name
@@ -108,6 +108,8 @@ class Store:
 
     def __init__(self, root: str | os.PathLike, create: bool = True) -> None:
         """Open the store at ``root``, creating it unless ``create`` is false (``StoreNotFound``)."""
+        if not isinstance(root, (str, os.PathLike)):
+            raise InvalidArgument(f"a store is a directory's path, not {type(root).__name__}")
         self.root = Path(root).expanduser().resolve()
         if self.root.exists() and not self.root.is_dir():
             raise StoreNotFound(f"{self.root} is a file, not a sparkprov store (a store is a directory)")
@@ -208,7 +210,7 @@ class Store:
         are checked (``StoreCorrupt``) unless ``verify_files`` is false."""
         check_name(name)
         if version is not None and (isinstance(version, bool) or not isinstance(version, int) or version < 1):
-            raise ValueError(f"a capture version is a whole number from 1, not {version!r}")
+            raise InvalidArgument(f"a capture version is a whole number from 1, not {version!r}")
         versions = self.versions(name)
         if not versions:
             known = ", ".join(self.names()) or "none"
