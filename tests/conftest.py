@@ -13,6 +13,10 @@ from sparkprov.local import local_session
 
 ROOT = Path(__file__).resolve().parents[1]
 
+# a Java helper that stops compiling fails the tests instead of leaving a slower path
+# in its place (the tests of those paths turn this off)
+os.environ.setdefault("SPARKPROV_STRICT_JVM", "1")
+
 
 @pytest.fixture(scope="session")
 def spark(tmp_path_factory) -> SparkSession:

@@ -67,6 +67,12 @@ class SparkUnsupported(SparkprovError):
     or a Spark Connect session (which exposes no Catalyst plans)."""
 
 
+class SparkFailed(SparkprovError):
+    """Spark's JVM raised an error sparkprov did not expect while it read, built or ran a
+    plan; the message is Spark's own (the Java exception's class and message), and the
+    Py4J error is its cause."""
+
+
 class JvmHelperUnavailable(SparkprovError):
     """A Java helper sparkprov compiles at run time (with Janino, Spark's own compiler)
     could not be compiled or shipped to the executors; the message says which."""

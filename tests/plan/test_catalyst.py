@@ -187,6 +187,7 @@ def test_a_plans_whole_tree_comes_in_one_round_trip(spark, monkeypatch):
 
 
 def test_without_the_compiled_walker_trees_are_read_node_by_node(spark, monkeypatch, caplog):
+    monkeypatch.delenv(references.STRICT)
     monkeypatch.setattr(references, "_COMPILED", {})
     monkeypatch.setattr(catalyst, "_TREE_SOURCE", "public class SparkprovTree { not java }")
     bridge = Bridge(spark)
@@ -253,6 +254,7 @@ def test_capture_optimizes_under_settings_of_its_own_leaving_the_sessions_alone(
 def test_without_the_compiled_optimizer_helper_settings_change_for_a_moment(spark, tpch_dir, monkeypatch, caplog):
     expected = Bridge(spark)
     assert expected.optimizes_apart()
+    monkeypatch.delenv(references.STRICT)
     monkeypatch.setattr(references, "_COMPILED", {})
     monkeypatch.setattr(catalyst, "_OPTIMIZE_SOURCE", "public class SparkprovOptimize { not java }")
     bridge = Bridge(spark)
@@ -265,3 +267,10 @@ def test_without_the_compiled_optimizer_helper_settings_change_for_a_moment(spar
         plan = bridge.inline_ctes(bridge.analyzed(df))
         assert bridge.tree_string(bridge.optimized(plan)) == expected.tree_string(expected.optimized(plan))
     assert spark.conf.get("spark.sql.optimizer.excludedRules", None) is None  # restored
+
+
+def test_an_error_of_the_jvm_is_a_sparkprov_error_naming_the_call(spark):
+    bridge = Bridge(spark)
+    with pytest.raises(sp.SparkFailed, match="Bridge.to_dataframe: .*Dataset.ofRows") as raised:
+        bridge.to_dataframe(bridge.jvm.java.lang.String("not a plan"))
+    assert type(raised.value.__cause__).__module__ == "py4j.protocol"

@@ -143,6 +143,7 @@ def test_values_py4j_converts_take_its_own_path(spark):
 
 
 def test_without_the_compiled_lister_lists_are_read_one_element_at_a_time(spark, monkeypatch, caplog):
+    monkeypatch.delenv(references.STRICT)
     monkeypatch.setattr(references, "_LISTERS", {})
     monkeypatch.setattr(references, "_COMPILED", {})
     monkeypatch.setattr(references, "_LISTER_SOURCE", "public class SparkprovElements { not java }")

@@ -89,7 +89,7 @@ class GroupBy:
     >>> GroupBy(["l_returnflag"], ["count(DISTINCT l_partkey)"])
     Traceback (most recent call last):
     ...
-    ValueError: workload group_by aggregate 'count(DISTINCT l_partkey)' is not one of count(*) or ...
+    sparkprov.errors.InvalidArgument: workload group_by aggregate 'count(DISTINCT l_partkey)' is not ...
     """
 
     by: Sequence[str]
@@ -189,7 +189,7 @@ class Workload:
     >>> Workload(sources=["lineitem"], where={"orders": "o_orderstatus = 'F'"})
     Traceback (most recent call last):
     ...
-    ValueError: workload where names source(s) ['orders'] not among its sources ['lineitem']
+    sparkprov.errors.InvalidArgument: workload where names source(s) ['orders'] not among its sources ['lineitem']
     """
 
     sources: Sequence[str]

@@ -32,7 +32,8 @@ from pyspark.sql.types import StructType
 
 from ..errors import InvalidArgument, SparkUnsupported, UnsupportedOperation
 from . import rid_collector
-from .references import compiled, described, elements, release_in_batches
+from .jvm_errors import translating
+from .references import compiled, described, elements, java_source, release_in_batches
 
 JPlan = Any
 JExpr = Any
@@ -68,134 +69,20 @@ def _spelled(uri: str) -> str:
     return _EMPTY_AUTHORITY.sub(r"\1:/", uri)
 
 
-# Java, compiled by Janino once per JVM (references.compiled): a one-file Parquet leaf
-# with its rid column built in the JVM, as Bridge._reading_row_index and
-# Bridge.with_file_rids build it from Python in about 15 round trips. Null when a data
-# column already has the row index column's name.
+# Java, compiled by Janino once per JVM (references.compiled): plan/java/SparkprovLeaves.java
 _LEAVES_CLASS = "SparkprovLeaves"
-_LEAVES_SOURCE = """
-import org.apache.spark.sql.catalyst.expressions.*;
-import org.apache.spark.sql.catalyst.plans.logical.*;
-import org.apache.spark.sql.execution.datasources.*;
-import org.apache.spark.sql.types.*;
-
-public class SparkprovLeaves {
-  public LogicalPlan rowIndexRid(LogicalRelation leaf, String column, String name) {
-    HadoopFsRelation rel = (HadoopFsRelation) leaf.relation();
-    StructType schema = rel.dataSchema();
-    if (schema.getFieldIndex(column).isDefined()) return null;
-    // nullable: the reader requires it of a column the files do not hold
-    StructField field = new StructField(column, DataTypes.LongType, true, Metadata.empty());
-    AttributeReference index = org.apache.spark.sql.catalyst.types.DataTypeUtils.toAttribute(field);
-    StructType partitions = rel.partitionSchema();
-    HadoopFsRelation relation = new HadoopFsRelation(
-        rel.location(), partitions, schema.add(field), rel.bucketSpec(), rel.fileFormat(), rel.options(),
-        rel.sparkSession());
-    // a relation's columns are its data columns, then its partition columns
-    scala.collection.immutable.Seq output = leaf.output();
-    int data = output.length() - partitions.length();
-    scala.collection.immutable.Seq first = (scala.collection.immutable.Seq) output.take(data);
-    scala.collection.immutable.Seq withIndex = (scala.collection.immutable.Seq) first.appended(index);
-    scala.collection.immutable.Seq readOutput =
-        (scala.collection.immutable.Seq) withIndex.appendedAll((scala.collection.IterableOnce) output.drop(data));
-    LogicalRelation read =
-        new LogicalRelation(relation, readOutput, leaf.catalogTable(), leaf.isStreaming(), leaf.stream());
-    scala.collection.immutable.Seq none = (scala.collection.immutable.Seq) scala.collection.immutable.Nil$.MODULE$;
-    Alias rid = new Alias(
-        new KnownNotNull(index), name, NamedExpression$.MODULE$.newExprId(), none, scala.Option.empty(), none);
-    return new Project((scala.collection.immutable.Seq) output.appended(rid), read);
-  }
-}
-"""
+_LEAVES_SOURCE = java_source(_LEAVES_CLASS)
 
 
-# Java, compiled by Janino once per JVM: a plan's whole tree in one round trip, where
-# Py4J takes one per node and question. Preorder; per node its id in the gateway's
-# bindings (empty for the root, whose proxy the caller holds), its number of children,
-# its name, its one-line description and whether it has each of three tree patterns.
+# Java, compiled by Janino once per JVM (references.compiled): plan/java/SparkprovTree.java
 _TREE_CLASS = "SparkprovTree"
 _TREE_PATTERNS = ("PLAN_EXPRESSION", "GENERATOR", "SCALAR_SUBQUERY")  # asked of every node walked
-_TREE_SOURCE = """
-import org.apache.spark.sql.catalyst.trees.TreeNode;
-
-public class SparkprovTree {
-  private final py4j.Gateway gateway;
-
-  public SparkprovTree(py4j.Gateway gateway) { this.gateway = gateway; }
-
-  public String walk(TreeNode root, int maxFields, scala.Enumeration.Value p1, scala.Enumeration.Value p2,
-      scala.Enumeration.Value p3) {
-    scala.Enumeration.Value[] patterns = new scala.Enumeration.Value[] {p1, p2, p3};
-    // everything read first: nothing is put in the bindings unless the whole answer is given
-    java.util.ArrayList nodes = new java.util.ArrayList();
-    java.util.ArrayList parts = new java.util.ArrayList();
-    java.util.ArrayDeque stack = new java.util.ArrayDeque();
-    stack.push(root);
-    while (!stack.isEmpty()) {
-      TreeNode node = (TreeNode) stack.pop();
-      java.util.ArrayList kids = new java.util.ArrayList();
-      scala.collection.Iterator it = node.children().iterator();
-      while (it.hasNext()) kids.add(it.next());
-      for (int i = kids.size() - 1; i >= 0; i--) stack.push(kids.get(i));
-      StringBuilder part = new StringBuilder();
-      part.append((char) 1).append(kids.size()).append((char) 1).append(clean(node.nodeName()));
-      part.append((char) 1).append(clean(node.simpleString(maxFields))).append((char) 1);
-      for (int i = 0; i < patterns.length; i++) part.append(node.containsPattern(patterns[i]) ? '1' : '0');
-      part.append((char) 1);
-      // a leaf's output, as Bridge.output_ids spells it: the key its source is known by
-      if (kids.isEmpty() && node instanceof org.apache.spark.sql.catalyst.plans.QueryPlan) {
-        scala.collection.Iterator attrs = ((org.apache.spark.sql.catalyst.plans.QueryPlan) node).output().iterator();
-        StringBuilder ids = new StringBuilder();
-        while (attrs.hasNext()) {
-          if (ids.length() > 0) ids.append(',');
-          ids.append(attrs.next().toString());
-        }
-        part.append(clean(ids.toString()));
-      }
-      nodes.add(node);
-      parts.add(part.toString());
-    }
-    StringBuilder out = new StringBuilder();
-    for (int k = 0; k < nodes.size(); k++) {
-      if (k > 0) out.append(gateway.putNewObject(nodes.get(k)));
-      out.append((String) parts.get(k)).append((char) 2);
-    }
-    return out.toString();
-  }
-
-  private static String clean(String text) {
-    return text.replace((char) 1, ' ').replace((char) 2, ' ');
-  }
-}
-"""
+_TREE_SOURCE = java_source(_TREE_CLASS)
 
 
-# Java, compiled by Janino once per JVM: a plan through the session's optimizer under
-# settings of its own, in this thread alone (SQLConf.withExistingConf; Catalyst's rules
-# read their settings through SQLConf.get, which answers that conf first). The
-# session's settings are not touched, so a query planned in another thread meanwhile
-# (a lazy capture's own output) is optimized as the user set it. ``changes`` is
-# "key=value" lines, applied to a copy of ``base``.
+# Java, compiled by Janino once per JVM (references.compiled): plan/java/SparkprovOptimize.java
 _OPTIMIZE_CLASS = "SparkprovOptimize"
-_OPTIMIZE_SOURCE = """
-import org.apache.spark.sql.catalyst.plans.logical.LogicalPlan;
-import org.apache.spark.sql.catalyst.rules.RuleExecutor;
-import org.apache.spark.sql.internal.SQLConf;
-
-public class SparkprovOptimize {
-  public LogicalPlan optimize(final RuleExecutor optimizer, SQLConf base, String changes, final LogicalPlan plan) {
-    SQLConf conf = base.clone();
-    String[] lines = changes.split("\\n");
-    for (int i = 0; i < lines.length; i++) {
-      int eq = lines[i].indexOf('=');
-      if (eq > 0) conf.setConfString(lines[i].substring(0, eq), lines[i].substring(eq + 1));
-    }
-    return (LogicalPlan) SQLConf.withExistingConf(conf, new scala.runtime.AbstractFunction0() {
-      public Object apply() { return optimizer.execute(plan.clone()); }
-    });
-  }
-}
-"""
+_OPTIMIZE_SOURCE = java_source(_OPTIMIZE_CLASS)
 
 
 def _hidden_index(column: str, leaf: Any) -> UnsupportedOperation:
@@ -319,6 +206,7 @@ def task_seconds(spark: SparkSession, after: int = -1) -> tuple[int, tuple[float
     return newest, (run, cpu, gc)
 
 
+@translating
 class Bridge:
     """Reads and builds Catalyst plans for one SparkSession."""
 

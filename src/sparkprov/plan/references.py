@@ -33,9 +33,11 @@ for the node's collection and its elements in the same round trip.
 from __future__ import annotations
 
 import logging
+import os
 import queue
 import threading
 import time
+from pathlib import Path
 from typing import Any
 
 import py4j.java_gateway as _gateway
@@ -43,6 +45,8 @@ from py4j.finalizer import ThreadSafeFinalizer
 from py4j.java_gateway import JavaObject
 from py4j.protocol import Py4JError, smart_decode
 from pyspark.sql import SparkSession
+
+from ..errors import JvmHelperUnavailable
 
 log = logging.getLogger("sparkprov")
 
@@ -115,61 +119,16 @@ class _Releaser:
             self._carried.append(proxy._target_id)
 
 
-# Java, compiled by Janino. A Scala collection's elements are put in the gateway's
-# bindings (as Py4J puts an object it returns), and their ids joined in one string,
-# each followed by the results of the element's named getters ("exprId.id": a chain
-# of public methods without arguments), which must not contain the separators. A
-# null element has an empty id. The answer is null when an element is a value Py4J
-# would convert (a string, a number): those take Py4J's own path.
+def java_source(name: str) -> str:
+    """The source of Java helper ``name``: ``plan/java/<name>.java``, shipped with the
+    package (``make test`` compiles every one with javac against PySpark's jars too)."""
+    return (Path(__file__).parent / "java" / f"{name}.java").read_text()
+
+
+# Java, compiled by Janino once per JVM (references.compiled): plan/java/SparkprovElements.java
 _LISTER_CLASS = "SparkprovElements"
 _ELEMENT, _VALUE = "\u0002", "\u0001"
-_LISTER_SOURCE = """
-public class SparkprovElements {
-  private final py4j.Gateway gateway;
-
-  public SparkprovElements(py4j.Gateway gateway) { this.gateway = gateway; }
-
-  public String idsOf(Object owner, String method, String getters) throws Exception {
-    return ids((scala.collection.Iterable) owner.getClass().getMethod(method).invoke(owner), getters);
-  }
-
-  public String ids(scala.collection.Iterable elements, String getters) throws Exception {
-    String[] chains = getters.isEmpty() ? new String[0] : getters.split(",");
-    // everything read first: nothing is put in the bindings (where only a proxy would
-    // release it) unless the whole answer can be given
-    java.util.ArrayList found = new java.util.ArrayList();
-    java.util.ArrayList values = new java.util.ArrayList();
-    scala.collection.Iterator it = elements.iterator();
-    while (it.hasNext()) {
-      Object element = it.next();
-      if (element instanceof String || element instanceof Number || element instanceof Boolean
-          || element instanceof Character) {
-        return null;
-      }
-      found.add(element);
-      for (int i = 0; element != null && i < chains.length; i++) {
-        Object value = element;
-        String[] names = chains[i].split("[.]");
-        for (int j = 0; j < names.length; j++) {
-          value = value.getClass().getMethod(names[j]).invoke(value);
-        }
-        values.add(String.valueOf(value));
-      }
-    }
-    StringBuilder out = new StringBuilder();
-    int at = 0;
-    for (int k = 0; k < found.size(); k++) {
-      Object element = found.get(k);
-      if (element != null) {
-        out.append(gateway.putNewObject(element));
-        for (int i = 0; i < chains.length; i++) out.append((char) 1).append((String) values.get(at++));
-      }
-      out.append((char) 2);
-    }
-    return out.toString();
-  }
-}
-"""
+_LISTER_SOURCE = java_source(_LISTER_CLASS)
 _LISTERS: dict[Any, Any] = {}  # by gateway client: the compiled lister, or None if it could not be made
 
 
@@ -219,6 +178,7 @@ def _lister(spark: SparkSession, client: Any) -> Any:
     return lister
 
 
+STRICT = "SPARKPROV_STRICT_JVM"  # 1: a helper that does not compile raises
 _COMPILED: dict[tuple[Any, str], Any] = {}  # by gateway client and class name
 _COMPILERS: dict[tuple[Any, str], Any] = {}  # the Janino compiler of each class compiled
 
@@ -226,7 +186,9 @@ _COMPILERS: dict[tuple[Any, str], Any] = {}  # the Janino compiler of each class
 def compiled(spark: SparkSession, name: str, source: str, *args: Any) -> Any:
     """An instance of Java class ``name`` (public, in the default package, one public
     constructor taking ``args``), compiled from ``source`` by Janino once per JVM; None,
-    logged, when it cannot be compiled or made."""
+    logged, when it cannot be compiled or made (each caller then takes a slower path
+    that gives the same answers). With ``SPARKPROV_STRICT_JVM=1`` (the tests set it) it
+    raises ``JvmHelperUnavailable`` instead, so a helper that stops compiling is seen."""
     key = (spark.sparkContext._gateway._gateway_client, name)
     with _LOCK:
         if key in _COMPILED:
@@ -242,7 +204,9 @@ def compiled(spark: SparkSession, name: str, source: str, *args: Any) -> Any:
                 passed[i] = arg
             made = cls.getConstructors()[0].newInstance(passed)
             _COMPILERS[key] = compiler
-        except Exception:  # no Janino, or source this Spark cannot compile
+        except Exception as exc:  # no Janino, or source this Spark cannot compile
+            if os.environ.get(STRICT) == "1":
+                raise JvmHelperUnavailable(f"could not compile the JVM helper {name}: {exc}") from exc
             log.warning("sparkprov: could not compile the JVM helper %s", name, exc_info=True)
             made = None
         _COMPILED[key] = made
