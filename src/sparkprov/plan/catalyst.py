@@ -71,18 +71,15 @@ def _spelled(uri: str) -> str:
 
 # Java, compiled by Janino once per JVM (references.compiled): plan/java/SparkprovLeaves.java
 _LEAVES_CLASS = "SparkprovLeaves"
-_LEAVES_SOURCE = java_source(_LEAVES_CLASS)
 
 
 # Java, compiled by Janino once per JVM (references.compiled): plan/java/SparkprovTree.java
 _TREE_CLASS = "SparkprovTree"
 _TREE_PATTERNS = ("PLAN_EXPRESSION", "GENERATOR", "SCALAR_SUBQUERY")  # asked of every node walked
-_TREE_SOURCE = java_source(_TREE_CLASS)
 
 
 # Java, compiled by Janino once per JVM (references.compiled): plan/java/SparkprovOptimize.java
 _OPTIMIZE_CLASS = "SparkprovOptimize"
-_OPTIMIZE_SOURCE = java_source(_OPTIMIZE_CLASS)
 
 
 def _hidden_index(column: str, leaf: Any) -> UnsupportedOperation:
@@ -229,9 +226,9 @@ class Bridge:
         self._classes: dict[str, Any] = {}  # expression classes by simple name
         self._empty: Any = None  # an empty Scala Seq, once needed
         self._row_index: tuple[str, Any] | None = None  # see _row_index_constants
-        self._leaves: Any = None  # the compiled _LEAVES_SOURCE (False: not compiled), once needed
-        self._tree: Any = None  # the compiled _TREE_SOURCE, likewise
-        self._optimize: Any = None  # the compiled _OPTIMIZE_SOURCE, likewise
+        self._leaves: Any = None  # the compiled SparkprovLeaves (False: not compiled), once needed
+        self._tree: Any = None  # the compiled SparkprovTree, likewise
+        self._optimize: Any = None  # the compiled SparkprovOptimize, likewise
         self._walk = threading.local()  # .memo while remembering(): see there
 
     @contextmanager
@@ -398,7 +395,7 @@ class Bridge:
     def _tree_walker(self) -> Any:
         if self._tree is None:
             gateway = self.spark.sparkContext._gateway.java_gateway_server.getGateway()
-            self._tree = compiled(self.spark, _TREE_CLASS, _TREE_SOURCE, gateway) or False
+            self._tree = compiled(self.spark, _TREE_CLASS, java_source(_TREE_CLASS), gateway) or False
         return self._tree
 
     def _pattern(self, pattern: str) -> Any:
@@ -754,7 +751,7 @@ class Bridge:
 
     def _leaves_helper(self) -> Any:
         if self._leaves is None:
-            self._leaves = compiled(self.spark, _LEAVES_CLASS, _LEAVES_SOURCE) or False
+            self._leaves = compiled(self.spark, _LEAVES_CLASS, java_source(_LEAVES_CLASS)) or False
         return self._leaves
 
     def with_file_rids(self, leaf: JPlan, files: list[str], row_bits: int, name: str) -> JPlan:
@@ -1155,7 +1152,7 @@ class Bridge:
 
     def _optimize_helper(self) -> Any:
         if self._optimize is None:
-            self._optimize = compiled(self.spark, _OPTIMIZE_CLASS, _OPTIMIZE_SOURCE) or False
+            self._optimize = compiled(self.spark, _OPTIMIZE_CLASS, java_source(_OPTIMIZE_CLASS)) or False
         return self._optimize
 
     def optimizes_apart(self) -> bool:
