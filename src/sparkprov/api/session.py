@@ -25,11 +25,11 @@ from ..capture.marks import capture_marks, mark_names
 from ..capture.run import Write, run_capture
 from ..capture.strategy import STRATEGIES
 from ..capture.workload import Workload
-from ..errors import InvalidArgument, StoreCorrupt, one_line
+from ..errors import InvalidArgument, one_line
 from ..executors import ship
 from ..local import region_hint
 from ..plan.catalyst import Bridge
-from ..query import drill_down
+from ..query import drill_down, planner
 from ..sources.identity import SourceInfo
 from ..store.catalog import Store, check_name
 from . import front_ends
@@ -271,49 +271,14 @@ class LineageSession:
         for source in workload.get("partition_by", {}):
             cap._partitioned(source)
 
-    def _entries(self, newest: bool = False, damaged: list | None = None):
-        """Every committed entry (``newest``: each name's newest version), newest first;
-        entries that cannot be read are added to ``damaged`` (raised when it is None)."""
-        for name in self.store.names():
-            versions = self.store.versions(name)
-            for version in reversed(versions[-1:] if newest else versions):
-                try:
-                    entry = self.store.load(name, version, failed_ok=True, verify_files=False)
-                except StoreCorrupt as exc:
-                    if damaged is None:
-                        raise
-                    damaged.append(exc)
-                    continue
-                if not entry.get("failed"):
-                    yield entry
-
     def _writer_of(self, info: SourceInfo) -> Capture | None:
-        """The capture that wrote exactly the files ``info`` read, if any. A damaged entry
-        matters only when no other wrote them: it may have been the writer."""
-        if info.kind != "parquet" or not info.original:
-            return None
-        files = _fingerprint(info.original)
-        damaged: list[StoreCorrupt] = []
-        for entry in self._entries(damaged=damaged):
-            written = entry.get("written")
-            if written and _fingerprint(written["files"]) == files:
-                return Capture(self, entry)  # its own answers check its files
-        if damaged:
-            raise StoreCorrupt(f"cannot tell which capture wrote source {info.name!r}: {damaged[0]}")
-        return None
+        """The capture that wrote exactly the files ``info`` read, if any."""
+        entry = planner.writer_of(self.store, info)
+        return Capture(self, entry) if entry is not None else None
 
     def _readers_of(self, cap: Capture) -> list[tuple[Capture, str]]:
         """(later capture, its source name) for every capture that read what ``cap`` wrote."""
-        written = cap._entry.get("written")
-        if not written:
-            return []
-        files = _fingerprint(written["files"])
-        found = []
-        for entry in self._entries(newest=True):  # a damaged entry may be a reader: it raises
-            for name, src in entry["sources"].items():
-                if src["kind"] == "parquet" and _fingerprint(src["original"]) == files:
-                    found.append((Capture(self, entry), name))
-        return found
+        return [(Capture(self, entry), name) for entry, name in planner.readers_of(self.store, cap._entry)]
 
     def load(self, name: str, version: int | None = None) -> Capture:
         """Reopen a stored capture (the newest version unless ``version`` is given)."""
@@ -322,12 +287,6 @@ class LineageSession:
     def captures(self) -> list[str]:
         """Names of the captures in the store."""
         return self.store.names()
-
-
-def _fingerprint(files) -> list[tuple]:
-    """File fingerprints (path, size, mtime) in one comparable form: the catalog's JSON
-    has lists, a fresh entry or a SourceInfo has tuples."""
-    return [tuple(f) for f in files]
 
 
 def _leaves(bridge: Bridge, plan: Any) -> list:

@@ -279,7 +279,7 @@ def _report(name: str, plain_t: list, traced_t: list, ctx: Any, cap: Any, data: 
     input_bytes = sum(data.input_bytes[k] for k in _INPUTS[name])
     # the capture's links to the side files the program's tasks wrote, and the records'
     # slot columns (pairs are resolved only when a Spark answer needs them: none has, yet)
-    from ..store.catalog import capture_dir
+    from ..store.layout import capture_dir
 
     sides = capture_dir(entry) / "sides"
     lineage_bytes = (_bytes(sides) if sides.exists() else 0) + _slot_bytes(entry)

@@ -20,8 +20,8 @@ from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.pandas.types import from_arrow_schema
 
-from ..store.catalog import capture_dir
 from ..store.format import HANDLE, OUT, RID, Slot, slot_type, slots_from_json
+from ..store.layout import capture_dir
 from .lineage import SideGraph, source_pairs
 from .writing import materializer, publish_pairs
 

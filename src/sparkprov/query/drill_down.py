@@ -39,7 +39,8 @@ from pyspark.sql.types import DecimalType
 from ..capture.lineage import IN, OUT
 from ..capture.workload import GroupBy, quoted
 from ..sources.identity import RID
-from ..store.catalog import capture_dir, publish_written
+from ..store.catalog import publish_written
+from ..store.layout import capture_dir
 from .trace import RidSet
 
 log = logging.getLogger("sparkprov")

@@ -38,10 +38,9 @@ from ..capture.restricted import no_such_source, refuse_forward
 from ..errors import EmbeddedUnsupported, InvalidArgument, LineageTooLarge, SourceChanged
 from ..plan.predicate import check_predicate
 from ..sources.text import picked_lines
-from ..store.catalog import capture_dir
 from ..store.files import parquet_files
 from ..store.format import IN, OUT, REF, RID, ROW_BITS, SRC, shared_path
-from ..store.layout import local_path
+from ..store.layout import capture_dir, local_path
 from ..store.parquet import PairTable, build_forward_index, distinct_sorted
 from ..store.source_info import SourceInfo, compare_fingerprint, snapshot_column
 from .sides import SideLineage

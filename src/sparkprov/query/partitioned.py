@@ -31,7 +31,8 @@ from ..capture.lineage import IN, OUT
 from ..capture.workload import quoted
 from ..plan.catalyst import quiet_analysis
 from ..sources.identity import RID
-from ..store.catalog import capture_dir, publish_written
+from ..store.catalog import publish_written
+from ..store.layout import capture_dir
 
 PART = "__sp_p"
 _META = "_sp_partitioned.json"  # Spark skips files starting with "_"

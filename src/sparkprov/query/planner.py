@@ -1,5 +1,7 @@
 """What an answer needs before it reads a capture's files: lineage completed when the
-capture left it for later, and the pair table of one source as Spark reads it.
+capture left it for later, the pair table of one source as Spark reads it, and the
+captures linked to this one through the datasets they wrote and read (the store's
+index of links names them).
 
 One place decides how a capture's lineage is finished (an RDD capture's sides resolved,
 lineage kept in the output rows turned into pairs, a lazy capture run again, a deferred
@@ -16,7 +18,11 @@ from pyspark.sql import functions as F
 
 from ..capture import later, rdd_pairs, row_lineage
 from ..capture.lineage import expand_shared
+from ..errors import CaptureNotFound, StoreCorrupt
+from ..store.catalog import Store
 from ..store.format import IN, OUT, PAIRS_SCHEMA, SHARED_SCHEMA, SRC, shared_path
+from ..store.links import fingerprint
+from ..store.source_info import SourceInfo
 
 
 def needs_building(entry: dict) -> bool:
@@ -54,3 +60,61 @@ def source_pairs(spark: SparkSession, entry: dict, source: str) -> DataFrame:
         return direct
     table = spark.read.schema(SHARED_SCHEMA).parquet(shared)
     return direct.unionByName(expand_shared(pairs, table, stored["sources"][source])).distinct()
+
+
+def writer_of(store: Store, info: SourceInfo) -> dict | None:
+    """The entry of the capture that wrote exactly the files ``info`` read, if any (the
+    store's index of links names the candidates). A damaged candidate matters only when
+    no other wrote them: it may have been the writer (``StoreCorrupt``)."""
+    if info.kind != "parquet" or not info.original:
+        return None
+    files = fingerprint(info.original)
+    damaged: list[StoreCorrupt] = []
+    for entry in _candidates(store, files, damaged, lambda r: r["wrote"], newest=False):
+        written = entry.get("written")
+        if written and fingerprint(written["files"]) == files:
+            return entry  # its own answers check its files
+    if damaged:
+        raise StoreCorrupt(f"cannot tell which capture wrote source {info.name!r}: {damaged[0]}")
+    return None
+
+
+def readers_of(store: Store, entry: dict) -> list[tuple[dict, str]]:
+    """(entry, source name) for the newest version of every capture that read what
+    capture ``entry`` wrote, as that source."""
+    written = entry.get("written")
+    if not written:
+        return []
+    files = fingerprint(written["files"])
+    found = []
+    for reader in _candidates(store, files, None, lambda r: bool(r["read_as"]), newest=True):
+        for name, src in reader["sources"].items():
+            if src["kind"] == "parquet" and fingerprint(src["original"]) == files:
+                found.append((reader, name))
+    return found
+
+
+def _candidates(store: Store, files: list[tuple], damaged: list | None, wanted, newest: bool):
+    """The committed entries that may have written or read ``files`` (``wanted`` of
+    their index record), by name, newest version first (``newest``: each name's newest
+    only); every entry when the index is not complete. Entries that cannot be read are
+    added to ``damaged`` (raised when it is None); failed attempts are skipped."""
+    records = store.links_of(files)
+    if records is None:  # an index not complete (a store that cannot build it): read them all
+        pairs = [(n, v) for n in store.names() for v in reversed(store.versions(n))]
+    else:
+        pairs = [(r["name"], r["version"]) for r in records if wanted(r)]
+    if newest:
+        pairs = [(n, v) for n, v in pairs if v == store.latest_version(n)]
+    for name, version in pairs:
+        try:
+            entry = store.load(name, version, failed_ok=True, verify_files=False)
+        except CaptureNotFound:  # indexed before a commit that did not happen
+            continue
+        except StoreCorrupt as exc:
+            if damaged is None:
+                raise
+            damaged.append(exc)
+            continue
+        if not entry.get("failed"):
+            yield entry

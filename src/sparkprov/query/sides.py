@@ -23,9 +23,9 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ..store.catalog import capture_dir
 from ..store.files import parquet_files
 from ..store.format import HANDLE, RID, Slot, slots_from_json
+from ..store.layout import capture_dir
 from ..store.parquet import PairTable, distinct_sorted
 
 _EMPTY = np.array([], np.int64)

@@ -7,6 +7,8 @@ Layout of a store directory::
     data/<capture id>/output/       output rows (Parquet) with _sp_rid
     data/<capture id>/lineage/src=<i>/  (out_rid, in_rid) pairs for source i (Parquet)
     data/<capture id>/snapshots/    copies of sources without stable row positions
+    links/<dataset key>/<name>.v000001.json  which capture versions wrote or read a
+                                    dataset (``store/links.py``); links/COMPLETE
 
 Paths inside the store are kept relative to it (``{store}`` in the entry stands for
 its root, ``{store-uri}`` for the root as Hadoop spells it in ``file:`` URIs), so a
@@ -47,10 +49,11 @@ import time
 import uuid
 from collections.abc import Callable
 from pathlib import Path
-from urllib.parse import quote
 
 from ..errors import CaptureFailed, CaptureNotFound, InvalidArgument, StoreCorrupt, StoreNotFound
 from .files import listing, verify, write_manifest
+from .layout import inside_store, relative_to_store
+from .links import Links
 
 log = logging.getLogger("sparkprov")
 _SAID_READ_ONLY: set[Path] = set()  # stores this process said it reads through a cache
@@ -58,9 +61,6 @@ _SAID_READ_ONLY: set[Path] = set()  # stores this process said it reads through 
 FORMAT_VERSION = 1
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$")
 _ENTRY = re.compile(r"^v(\d{6,})\.json$")
-_ROOT, _ROOT_URI = "{store}", "{store-uri}"
-# characters a URI path keeps as they are (Hadoop encodes the others, a space as %20)
-_URI_SAFE = "/~!$&'()*+,;=:@-._"
 
 
 def publish_dir(tmp: Path, path: Path) -> None:
@@ -88,11 +88,6 @@ def publish_written(path: Path, write: Callable[[Path], None]) -> None:
         publish_dir(tmp, path)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
-
-
-def capture_dir(entry: dict) -> Path:
-    """The directory of capture ``entry``'s files in the store (its output is always there)."""
-    return Path(entry["output"]["path"]).parent
 
 
 def check_name(name: str) -> str:
@@ -127,6 +122,9 @@ class Store:
             self._write_atomic(fmt, json.dumps({"format_version": FORMAT_VERSION}))
         (self.root / "catalog").mkdir(exist_ok=True)
         (self.root / "data").mkdir(exist_ok=True)
+        self.links = Links(self.root)
+        if not self.names() and self.writable and not self.links.complete:
+            self.links.mark_complete()  # a new store: its index holds every entry from the first
 
     @property
     def writable(self) -> bool:
@@ -174,6 +172,7 @@ class Store:
             while True:
                 entry = {**entry, "format_version": FORMAT_VERSION, "name": name, "version": version}
                 tmp.write_text(json.dumps(relative_to_store(entry, self.root), indent=1))
+                self.links.record(entry)  # first: an index file whose entry did not commit is ignored
                 try:
                     os.link(tmp, folder / f"v{version:06d}.json")  # fails if another writer won
                     return entry
@@ -249,6 +248,27 @@ class Store:
         what = f"capture {entry['name']!r} version {entry['version']}"
         verify(self.root / "data" / entry["id"], entry.get("files"), what)
 
+    def links_of(self, files: list) -> list[dict] | None:
+        """What the index of links holds for the dataset made of ``files`` (``Links.of``);
+        None when it may not hold every committed entry (a store written before the
+        index, with an entry that cannot be read, or that this process cannot write):
+        then callers read every entry. A store without the index builds it here."""
+        if not self.links.complete and not (self.writable and self._index_links()):
+            return None
+        return self.links.of(files)
+
+    def _index_links(self) -> bool:
+        """Index every committed entry; whether every one could be read."""
+        for name in self.names():
+            for version in self.versions(name):
+                try:
+                    entry = self.load(name, version, failed_ok=True, verify_files=False)
+                except StoreCorrupt:
+                    return False
+                self.links.record(entry)
+        self.links.mark_complete()
+        return True
+
     def names(self) -> list[str]:
         folder = self.root / "catalog"
         return sorted(p.name for p in folder.iterdir() if p.is_dir() and self.latest_version(p.name))
@@ -261,52 +281,6 @@ class Store:
         tmp = path.with_name(f".{path.name}.{uuid.uuid4().hex}")
         tmp.write_text(text)
         os.replace(tmp, path)
-
-
-def _relocated(value, rewrite):
-    """``value`` (an entry's JSON) with ``rewrite`` applied to every string in it."""
-    if isinstance(value, str):
-        return rewrite(value)
-    if isinstance(value, dict):  # keys too: a source read without a name is named by its path
-        return {rewrite(k): _relocated(v, rewrite) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_relocated(v, rewrite) for v in value]
-    return value
-
-
-def _spellings(root: Path) -> list[tuple[str, str]]:
-    """(token, how ``root`` is spelled there): the URI spelling first, as it may hold the other."""
-    plain, uri = str(root), quote(str(root), safe=_URI_SAFE)
-    return ([(_ROOT_URI, uri)] if uri != plain else []) + [(_ROOT, plain)]
-
-
-def relative_to_store(entry: dict, root: Path) -> dict:
-    """``entry`` with ``root`` (a path, or a directory's ``file:`` URI) replaced by tokens
-    wherever it starts a path: a path inside the store is kept relative to the store."""
-    patterns = [(token, re.compile(re.escape(spelled) + r"(?=/|$)")) for token, spelled in _spellings(root)]
-
-    def rewrite(text: str) -> str:
-        for token, pattern in patterns:
-            text = pattern.sub(token, text)
-        return text
-
-    return _relocated(entry, rewrite)
-
-
-def inside_store(entry: dict, root: Path) -> dict:
-    """``entry`` as stored, its paths inside the store made absolute under ``root``. An
-    entry written before paths were relative names its store by its output's path
-    (``<store>/data/<id>/output``): that store's root is replaced, so a copied store
-    reads its own files, not the original's."""
-    spelled = dict(_spellings(root))
-    spelled.setdefault(_ROOT_URI, spelled[_ROOT])
-    output = (entry.get("output") or {}).get("path") or ""
-    suffix = f"/data/{entry.get('id')}/output"
-    if entry.get("id") and output.endswith(suffix) and not output.startswith(_ROOT):
-        old = Path(output[: -len(suffix)])
-        if old != root:
-            entry = relative_to_store(entry, old)
-    return _relocated(entry, lambda text: text.replace(_ROOT_URI, spelled[_ROOT_URI]).replace(_ROOT, spelled[_ROOT]))
 
 
 def _spans(versions: list[int]) -> str:
