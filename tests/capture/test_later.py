@@ -15,7 +15,7 @@ import sparkprov as sp
 from sparkprov.plan.catalyst import Bridge
 
 from ..cli.test_main import sparkprov_process
-from .test_rewrite import lineage_by_output
+from .test_rules import lineage_by_output
 
 
 @pytest.fixture

@@ -12,7 +12,8 @@ import pytest
 
 from sparkprov.capture import lineage
 from sparkprov.capture.lineage import HANDLE, OUT, POS, SideGraph, shared_pairs, source_pairs, union_pairs
-from sparkprov.capture.rewrite import SideRelation, Slot
+from sparkprov.capture.shapes import SideRelation
+from sparkprov.store.format import Slot
 
 
 def _pairs(found: dict) -> dict[int, set[tuple[int, int]]]:

@@ -11,10 +11,11 @@ from pyspark.sql import functions as F
 import sparkprov as sp
 from sparkprov.bench import tpch
 from sparkprov.capture import row_lineage
-from sparkprov.capture.rewrite import INJECT_MAX_INPUT_BYTES, STRATEGIES, Rewriter
+from sparkprov.capture.rules import join
+from sparkprov.capture.strategy import INJECT_MAX_INPUT_BYTES, STRATEGIES
 from sparkprov.sources.identity import RID
 
-from .test_rewrite import lineage_by_output
+from .test_rules import lineage_by_output
 
 
 def _pairs(cap: sp.Capture) -> dict[str, list[tuple]]:
@@ -256,7 +257,7 @@ def test_tpch_aggregates_reduced_to_the_keys_a_join_meets_keep_their_lineage(spa
     reduced = {n: session.capture(spark.sql(tpch.query(n)), f"q{n}") for n in (2, 20)}
     notes = {n: [ln[3] for ln in c._entry["explain"] if "first reduced" in (ln[3] or "")] for n, c in reduced.items()}
     assert [len(notes[2]), len(notes[20])] == [1, 1]
-    monkeypatch.setattr(Rewriter, "_plan_reductions", lambda *args: None)
+    monkeypatch.setattr(join, "plan_reductions", lambda *args: None)
     for n, cap in reduced.items():
         pairs = _pairs(cap)
         assert sum(len(p) for p in pairs.values()) > 0

@@ -14,7 +14,7 @@ from pyspark.sql import functions as F
 
 import sparkprov as sp
 from sparkprov.bench import tpch
-from sparkprov.plan import catalyst, optimizer, reading, references
+from sparkprov.plan import catalyst, references
 from sparkprov.plan.catalyst import Bridge, task_seconds
 from sparkprov.sources.identity import ROW_BITS, rid_column
 
@@ -189,7 +189,7 @@ def test_a_plans_whole_tree_comes_in_one_round_trip(spark, monkeypatch):
 def test_without_the_compiled_walker_trees_are_read_node_by_node(spark, monkeypatch, caplog):
     monkeypatch.delenv(references.STRICT)
     monkeypatch.setattr(references, "_COMPILED", {})
-    monkeypatch.setattr(reading, "_TREE_SOURCE", "public class SparkprovTree { not java }")
+    monkeypatch.setattr(references, "_SOURCES", {"SparkprovTree": "public class SparkprovTree { not java }"})
     bridge = Bridge(spark)
     plan = bridge.analyzed(_query(spark))
     expected = _walk(Bridge(spark), plan, [])
@@ -256,7 +256,7 @@ def test_without_the_compiled_optimizer_helper_settings_change_for_a_moment(spar
     assert expected.optimizes_apart()
     monkeypatch.delenv(references.STRICT)
     monkeypatch.setattr(references, "_COMPILED", {})
-    monkeypatch.setattr(optimizer, "_OPTIMIZE_SOURCE", "public class SparkprovOptimize { not java }")
+    monkeypatch.setattr(references, "_SOURCES", {"SparkprovOptimize": "public class SparkprovOptimize { not java }"})
     bridge = Bridge(spark)
     with caplog.at_level("WARNING", logger="sparkprov"):
         assert not bridge.optimizes_apart()

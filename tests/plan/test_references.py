@@ -146,7 +146,7 @@ def test_without_the_compiled_lister_lists_are_read_one_element_at_a_time(spark,
     monkeypatch.delenv(references.STRICT)
     monkeypatch.setattr(references, "_LISTERS", {})
     monkeypatch.setattr(references, "_COMPILED", {})
-    monkeypatch.setattr(references, "_LISTER_SOURCE", "public class SparkprovElements { not java }")
+    monkeypatch.setattr(references, "_SOURCES", {"SparkprovElements": "public class SparkprovElements { not java }"})
     bridge = Bridge(spark)
     plan = bridge.analyzed(spark.range(3).union(spark.range(2)))
     with caplog.at_level("WARNING", logger="sparkprov"):

@@ -22,8 +22,8 @@ from typing import Any
 from pyspark.sql import DataFrame, SparkSession
 
 from ..capture.marks import capture_marks, mark_names
-from ..capture.rewrite import STRATEGIES
 from ..capture.run import Write, run_capture
+from ..capture.strategy import STRATEGIES
 from ..capture.workload import Workload
 from ..errors import InvalidArgument, StoreCorrupt, one_line
 from ..executors import ship

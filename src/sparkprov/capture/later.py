@@ -24,7 +24,7 @@ That run's rows are matched to the stored output rows by value (every column, NU
 equal to NULL, floating-point values within ``FLOAT_TOLERANCE``); rows with equal
 values are paired in order. Every stored row must find its equal and the other way
 round, else nothing is built and ``LineageNotBuilt`` says why. Parquet sources must
-be unchanged (``SourceChanged``). ``Rewriter.check_lazy`` refuses at capture what
+be unchanged (``SourceChanged``). ``CaptureContext.check_lazy`` refuses at capture what
 could give other rows in the second run (non-deterministic expressions, LIMIT without
 ORDER BY, samples). Where a query picks among rows that tie (a LIMIT over an order
 with equal keys), a row's lineage is that of an equal row in the same place of the
@@ -54,8 +54,8 @@ from ..errors import LineageNotBuilt
 from ..plan.catalyst import Bridge
 from ..sources.identity import RID, check_unchanged
 from ..store.format import shared_path  # noqa: F401 - also imported from here
+from .context import CaptureContext
 from .lineage import OUT, source_pairs
-from .rewrite import Rewriter
 from .writing import lineage_settings, materializer, side_graph, store_lineage, unique_pairs
 
 
@@ -66,7 +66,7 @@ class Pending:
 
     bridge: Bridge
     df: DataFrame
-    rewriter: Rewriter  # after check_lazy
+    rewriter: CaptureContext  # after check_lazy
 
 
 log = logging.getLogger("sparkprov")
@@ -141,7 +141,7 @@ def _build(entry: dict, pending: Pending) -> None:
     data = path.parent
     work = data / f".lazy-{uuid.uuid4().hex}"
     # the sources as registered at capture: their copies are read, not made again
-    rewriter = Rewriter(
+    rewriter = CaptureContext(
         bridge,
         str(work / "snapshots"),
         named=seen.named,

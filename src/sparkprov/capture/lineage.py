@@ -38,7 +38,7 @@ from ..store.format import (  # noqa: F401 - the store's names, used here and by
     slots_from_json,
     slots_json,
 )
-from .rewrite import ARRAY_SLOTS
+from .shapes import ARRAY_SLOTS
 
 HANDLE = "__sp_h"
 _PROBE = "__sp_probe"
@@ -107,7 +107,7 @@ def source_pairs(rows: DataFrame, slots: list[Slot], graph: SideGraph) -> dict[i
             if getattr(graph.sides[k], "combine", None) == "matches":
                 # A semi join's matches: its left rows the output reached, first, as a
                 # semi join on the handle, which Catalyst pushes down to the left input
-                # the handle is made on (Rewriter._semi_join), below the side's own
+                # the handle is made on (rules/semi_join.py), below the side's own
                 # join: that join then runs for those rows only (TPC-H Q21 at SF 1: a
                 # few thousand of 3.8M lineitem rows). Spark cannot know they are few
                 # before both sides of that join have been shuffled, so for a few

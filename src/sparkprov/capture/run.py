@@ -26,12 +26,13 @@ from ..plan.catalyst import Bridge, JPlan
 from ..sources.identity import RID, ROW_BITS
 from ..store.catalog import Store
 from . import later
+from .context import CaptureContext
 from .lineage import (
     OUT,
     slots_json,
     source_pairs,
 )
-from .rewrite import PRUNED, Rewriter
+from .shapes import PRUNED
 from .workload import Workload, check_partition_column
 from .writing import (
     in_output_slots,
@@ -125,17 +126,17 @@ def run_capture(
 
 def rewritten(
     bridge: Bridge, df: DataFrame, snapshot_dir: str, named=(), by_occurrence: bool = False, restrict=None
-) -> tuple[DataFrame, Rewriter]:
+) -> tuple[DataFrame, CaptureContext]:
     """``df`` with capture: the user's columns followed by the slot columns.
 
     ``restrict`` (with ``by_occurrence``) limits occurrence ``i`` of a source to the
     rows of ``restrict[i]`` (by ``_sp_rid``): the query re-run on traced rows only.
     """
-    rewriter = Rewriter(bridge, snapshot_dir, list(named), by_occurrence=by_occurrence, restrict=restrict)
+    rewriter = CaptureContext(bridge, snapshot_dir, list(named), by_occurrence=by_occurrence, restrict=restrict)
     return _rewrite(bridge, df, rewriter), rewriter
 
 
-def _rewrite(bridge: Bridge, df: DataFrame, rewriter: Rewriter) -> DataFrame:
+def _rewrite(bridge: Bridge, df: DataFrame, rewriter: CaptureContext) -> DataFrame:
     result = rewriter.rewrite_root(bridge.inline_ctes(bridge.analyzed(df)))
     return bridge.checked_dataframe(result.plan)
 
@@ -155,7 +156,7 @@ def _capture_into(
     workload,
     read_elsewhere: frozenset[str] | None,
 ) -> dict:
-    rewriter = Rewriter(
+    rewriter = CaptureContext(
         bridge,
         snapshot_dir=str(data / "snapshots"),
         named=list(named),
@@ -255,10 +256,10 @@ def _run_rewritten(
 
 
 def _run_plain(
-    bridge, name, capture_id, data: Path, df: DataFrame, rewriter: Rewriter, write, check_more: Callable[[], None]
+    bridge, name, capture_id, data: Path, df: DataFrame, rewriter: CaptureContext, write, check_more: Callable[[], None]
 ) -> dict:
     """A lazy capture: the user's query run as it is, its output stored with rids, while
-    ``Rewriter.check_lazy`` (then ``check_more``) checks it and registers its sources."""
+    ``CaptureContext.check_lazy`` (then ``check_more``) checks it and registers its sources."""
     log.info("sparkprov: running %r (lazy capture: lineage on first use)", name)
     plan = bridge.inline_ctes(bridge.analyzed(df))
     started = time.perf_counter()
@@ -286,7 +287,7 @@ def _run_plain(
     return _entry(bridge, capture_id, rewriter, output_path, display, staged, lineage, written, timings)
 
 
-def _workload(rewriter: Rewriter) -> dict:
+def _workload(rewriter: CaptureContext) -> dict:
     """The catalog entry's ``workload``: the sources kept, and those read without lineage."""
     if rewriter.keep is None:
         return {}

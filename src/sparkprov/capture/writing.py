@@ -19,17 +19,17 @@ from pyspark.sql import functions as F
 from ..plan.catalyst import Bridge
 from ..store.catalog import publish_written
 from ..store.format import IN, OUT, PAIRS_SCHEMA, REF, SHARED_REF, SHARED_SCHEMA, SRC, Slot, ref_source
+from .context import CaptureContext
 from .lineage import ROW_SLOTS, SideGraph, shared_pairs, union_pairs
-from .rewrite import Rewriter
 
 
-def names_rows(rewriter: Rewriter) -> bool:
+def names_rows(rewriter: CaptureContext) -> bool:
     """Whether every output slot names source rows (a rid, a rid array) or refers to a
     scalar subquery's lineage: the output rows then hold the whole lineage."""
     return all(s.kind in ROW_SLOTS or rewriter.refers_to_shared(s) for s in rewriter.root.slots)
 
 
-def in_output_slots(rewriter: Rewriter) -> list[Slot]:
+def in_output_slots(rewriter: CaptureContext) -> list[Slot]:
     """The output's slots as lineage kept in output rows records them: by source
     number, and references to shared sides by their pseudo-source number."""
     return [
@@ -115,7 +115,7 @@ def store_lineage(spark, pairs: dict, graph: SideGraph, lineage: Path, shared: P
     return str(shared) if referenced else None
 
 
-def unique_pairs(rewriter: Rewriter) -> bool:
+def unique_pairs(rewriter: CaptureContext) -> bool:
     """Whether every ``(output, input)`` pair is found once, so none need removing."""
     # one scan and no join: every path is unique
     if len(rewriter.instances) == 1 and "Join" not in rewriter.operators:

@@ -113,7 +113,7 @@ def build_parser() -> argparse.ArgumentParser:
     cap.add_argument("--rows", type=int, default=1_000_000, help="micro: rows per table (default 1,000,000)")
     cap.add_argument(
         "--strategy",
-        choices=("auto", "inject", "logical", "defer", "lazy"),  # capture.rewrite.STRATEGIES (light startup)
+        choices=("auto", "inject", "logical", "defer", "lazy"),  # capture.strategy.STRATEGIES (light startup)
         default="auto",
         help="how aggregates keep their groups: auto (per operator), inject or logical; defer resolves logical "
         "groups after the output is written; lazy captures nothing and builds lineage on first use, timed "

@@ -76,7 +76,7 @@ class Bridge(
         self._classes: dict[str, Any] = {}  # expression classes by simple name
         self._empty: Any = None  # an empty Scala Seq, once needed
         self._row_index: tuple[str, Any] | None = None  # see _row_index_constants
-        self._leaves: Any = None  # the compiled files._LEAVES_SOURCE (False: not compiled), once needed
-        self._tree: Any = None  # the compiled reading._TREE_SOURCE, likewise
-        self._optimize: Any = None  # the compiled optimizer._OPTIMIZE_SOURCE, likewise
+        self._leaves: Any = None  # the compiled SparkprovLeaves (False: not compiled), once needed
+        self._tree: Any = None  # the compiled SparkprovTree, likewise
+        self._optimize: Any = None  # the compiled SparkprovOptimize, likewise
         self._walk = threading.local()  # .memo while remembering(): see there

@@ -46,7 +46,6 @@ def _spelled(uri: str) -> str:
 
 # Java, compiled by Janino once per JVM (references.compiled): plan/java/SparkprovLeaves.java
 _LEAVES_CLASS = "SparkprovLeaves"
-_LEAVES_SOURCE = java_source(_LEAVES_CLASS)
 
 
 def _hidden_index(column: str, leaf: Any) -> UnsupportedOperation:
@@ -129,7 +128,7 @@ class Files:
 
     def _leaves_helper(self) -> Any:
         if self._leaves is None:
-            self._leaves = compiled(self.spark, _LEAVES_CLASS, _LEAVES_SOURCE) or False
+            self._leaves = compiled(self.spark, _LEAVES_CLASS, java_source(_LEAVES_CLASS)) or False
         return self._leaves
 
     def with_file_rids(self, leaf: JPlan, files: list[str], row_bits: int, name: str) -> JPlan:

@@ -43,7 +43,6 @@ _HIDING_RULES = (
 
 # Java, compiled by Janino once per JVM (references.compiled): plan/java/SparkprovOptimize.java
 _OPTIMIZE_CLASS = "SparkprovOptimize"
-_OPTIMIZE_SOURCE = java_source(_OPTIMIZE_CLASS)
 
 
 class Optimizing:
@@ -83,7 +82,7 @@ class Optimizing:
 
     def _optimize_helper(self) -> Any:
         if self._optimize is None:
-            self._optimize = compiled(self.spark, _OPTIMIZE_CLASS, _OPTIMIZE_SOURCE) or False
+            self._optimize = compiled(self.spark, _OPTIMIZE_CLASS, java_source(_OPTIMIZE_CLASS)) or False
         return self._optimize
 
     def optimizes_apart(self) -> bool:

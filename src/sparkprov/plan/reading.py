@@ -28,7 +28,6 @@ from .references import compiled, java_source
 # Java, compiled by Janino once per JVM (references.compiled): plan/java/SparkprovTree.java
 _TREE_CLASS = "SparkprovTree"
 _TREE_PATTERNS = ("PLAN_EXPRESSION", "GENERATOR", "SCALAR_SUBQUERY")  # asked of every node walked
-_TREE_SOURCE = java_source(_TREE_CLASS)
 
 
 class Reading:
@@ -84,7 +83,7 @@ class Reading:
     def _tree_walker(self) -> Any:
         if self._tree is None:
             gateway = self.spark.sparkContext._gateway.java_gateway_server.getGateway()
-            self._tree = compiled(self.spark, _TREE_CLASS, _TREE_SOURCE, gateway) or False
+            self._tree = compiled(self.spark, _TREE_CLASS, java_source(_TREE_CLASS), gateway) or False
         return self._tree
 
     def _pattern(self, pattern: str) -> Any:

@@ -119,16 +119,21 @@ class _Releaser:
             self._carried.append(proxy._target_id)
 
 
+_SOURCES: dict[str, str] = {}  # by class name, once read
+
+
 def java_source(name: str) -> str:
     """The source of Java helper ``name``: ``plan/java/<name>.java``, shipped with the
-    package (``make test`` compiles every one with javac against PySpark's jars too)."""
-    return (Path(__file__).parent / "java" / f"{name}.java").read_text()
+    package (``make test`` compiles every one with javac against PySpark's jars too).
+    Read when first compiled, on the driver: executors import this module from a zip."""
+    if name not in _SOURCES:
+        _SOURCES[name] = (Path(__file__).parent / "java" / f"{name}.java").read_text()
+    return _SOURCES[name]
 
 
 # Java, compiled by Janino once per JVM (references.compiled): plan/java/SparkprovElements.java
 _LISTER_CLASS = "SparkprovElements"
 _ELEMENT, _VALUE = "\u0002", "\u0001"
-_LISTER_SOURCE = java_source(_LISTER_CLASS)
 _LISTERS: dict[Any, Any] = {}  # by gateway client: the compiled lister, or None if it could not be made
 
 
@@ -171,7 +176,7 @@ def described(
 
 def _lister(spark: SparkSession, client: Any) -> Any:
     gateway = spark.sparkContext._gateway.java_gateway_server.getGateway()  # where ids are put
-    lister = compiled(spark, _LISTER_CLASS, _LISTER_SOURCE, gateway)
+    lister = compiled(spark, _LISTER_CLASS, java_source(_LISTER_CLASS), gateway)
     if lister is None:
         log.warning("sparkprov: plan lists are read one element per JVM call (lister not compiled)")
     _LISTERS[client] = lister

@@ -53,7 +53,6 @@ JExpr = Any
 
 # Java, compiled by Janino once per JVM (references.compiled): plan/java/SparkprovRidCollector.java
 _CLASS = "SparkprovRidCollector"
-_SOURCE = java_source(_CLASS)
 
 _LOCK = threading.Lock()
 _SHIPPED: weakref.WeakKeyDictionary[SparkContext, bool] = weakref.WeakKeyDictionary()
@@ -64,7 +63,7 @@ def collect_rids(spark: SparkSession, attr: JExpr, nested: bool, distinct: bool)
     when ``nested``) into one array per group, sorted and without repeats when
     ``distinct``; None when ``attr`` holds something else, or the function cannot be
     compiled or shipped to the executors (logged once)."""
-    maker = compiled(spark, _CLASS, _SOURCE)
+    maker = compiled(spark, _CLASS, java_source(_CLASS))
     if maker is None or not _shipped(spark):
         return None
     return maker.of(attr, nested, distinct)

@@ -9,7 +9,7 @@ then the handles they name, side by side down to the sources: each side is read
 once, for the union of the handles every path brings to it. A forward trace scans
 the sides from the sources up. ``within(rows)`` is the caller's limit on rows read.
 
->>> from sparkprov.capture.rewrite import Slot
+>>> from sparkprov.store.format import Slot
 >>> sorted(reached_sources([Slot("g", "groups", 0)], {0: [Slot("s", "source", 3)]}))
 [3]
 """

@@ -36,11 +36,11 @@ from pyspark.sql.types import StringType, StructField, StructType
 from pyspark.sql.utils import AnalysisException
 
 from ..api import LineageSession
-from ..capture.rewrite import Slot
 from ..errors import InputNotFound, InvalidArgument
 from ..executors import check_workers
 from ..sources.identity import RID, SourceInfo, file_fingerprint, rid_column, safe_id, snapshot_column
 from ..sources.text import COMPRESSED, number_lines
+from ..store.format import Slot
 from . import worker
 from .frames import dataframe_from_rdd, rdd_from_dataframe
 from .lineage_rdd import LineageRDD

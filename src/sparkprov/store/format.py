@@ -42,7 +42,7 @@ class Slot:
     # aggregate's input rows): "rids" (an array of rids of one source occurrence) or
     # "groups" (an array of handles)
     kind: str
-    ref: int  # index into Rewriter.instances (source) or Rewriter.sides (group)
+    ref: int  # index into CaptureContext.instances (source) or .sides (group)
     attr: Any = None  # the attribute in the rewritten plan (a Catalyst expression, at capture)
 
 

@@ -14,7 +14,7 @@ from pyspark.sql import Observation
 from pyspark.sql import functions as F
 
 import sparkprov as sp
-from sparkprov.capture.rewrite import Rewriter
+from sparkprov.capture.rules import join
 
 
 def lineage_by_output(cap: sp.Capture, key: str = "k") -> dict[tuple, set]:
@@ -500,7 +500,7 @@ def test_an_aggregate_joined_to_a_filtered_side_collects_only_groups_it_meets(se
     assert any("first reduced" in (line[3] or "") for line in logical._entry["explain"])
     assert lineage_by_output(logical) == found["inner"]
     # the same lineage without the reduction
-    monkeypatch.setattr(Rewriter, "_plan_reductions", lambda *args: None)
+    monkeypatch.setattr(join, "plan_reductions", lambda *args: None)
     for name, (df, _, _) in queries.items():
         cap = session.capture(df, f"{name}_unreduced")
         assert not any("first reduced" in (line[3] or "") for line in cap._entry["explain"])

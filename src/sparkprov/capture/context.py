@@ -1,0 +1,406 @@
+"""The capture context: one capture's rewrite of its plan, and what the rules share.
+
+``CaptureContext.rewrite_root`` prepares and optimizes the user's plan, checks that
+every operator is supported, then rewrites it bottom-up: each operator through its rule
+(``capture/rules``, one module per kind of operator), so that the output carries *slot*
+columns beside the user's columns:
+
+* a **source slot** holds the rid of the source row the output row came from
+  (set by the leaf rule, carried unchanged through 1:1 operators, concatenated by
+  joins, padded with NULL by union branches that do not have it);
+* a **group slot** holds a *handle* (the struct of the grouping key values) that
+  names the group an aggregate, DISTINCT or dropDuplicates output row stands for.
+  The rule also records a *side relation* ``(handle, slots of the operator's input)``
+  so the group's rows can be found later (see ``lineage.py``).
+
+The rewritten plan is plain Catalyst: it is optimised and code-generated like the
+user's query, so capture keeps push-down, pruning and broadcast joins. Scalar
+subqueries are computed once and kept here, for every rule.
+
+>>> import tempfile
+>>> from pyspark.sql import SparkSession
+>>> from sparkprov.plan.catalyst import Bridge
+>>> spark = SparkSession.builder.getOrCreate()
+>>> df = spark.createDataFrame([("a", 1), ("a", 2)], ["k", "v"]).groupBy("k").count()
+>>> cx = CaptureContext(Bridge(spark), tempfile.mkdtemp())
+>>> [(s.kind, len(cx.sources)) for s in cx.rewrite_root(Bridge(spark).analyzed(df)).slots]
+[('rids', 1)]
+"""
+
+from __future__ import annotations
+
+import itertools
+from dataclasses import dataclass, field
+
+from pyspark import StorageLevel
+
+from ..errors import InvalidArgument, UnsupportedOperation
+from ..plan.catalyst import Bridge, JExpr, JPlan
+from ..store.format import Slot
+from . import explain, lazy_check, prepare, support
+from .explain import ORDER_WHEN_READ, SUBQUERY_STRATEGY
+from .rules import RULES
+from .rules import leaf as leaves
+from .shapes import ARRAY_SLOTS, LEAVES, ExplainLine, Instance, Rewritten, SideRelation, SourceUse
+from .strategy import COLLECTED, INJECT_MAX_DEFAULT, INJECT_MAX_INPUT_BYTES
+
+
+@dataclass
+class CaptureContext:
+    """One capture's rewrite: the analyzed plan rewritten bottom-up by the rules
+    (``capture/rules``), its sources, side relations and explain lines collected."""
+
+    bridge: Bridge
+    snapshot_dir: str
+    named: list[tuple[JPlan, str]] = field(default_factory=list)  # session.source() names
+    sources: list[SourceUse] = field(default_factory=list)
+    instances: list[Instance] = field(default_factory=list)
+    sides: list[SideRelation] = field(default_factory=list)
+    checkpoints: list = field(default_factory=list)  # DataFrames to release after the capture
+    analyzed: JPlan = None  # the user's plan (CTEs inlined)
+    optimized: JPlan = None  # the plan as captured: the analyzed plan through Spark's optimizer
+    leaf_names: dict[str, str] = field(default_factory=dict)  # view names, by leaf attribute ids
+    subqueries: dict[int, int] = field(default_factory=dict)  # shared side relation per scalar subquery id
+    root: Rewritten | None = None
+    # for the re-execution check: every occurrence of a source is a source of its own,
+    # and occurrence i reads only the rids in restrict[i] (a DataFrame with _sp_rid)
+    by_occurrence: bool = False
+    restrict: dict | None = None
+    report: list[ExplainLine] = field(default_factory=list)  # one line per operator, for explain()
+    operators: set[str] = field(default_factory=set)  # the captured plan's operator names, subqueries' too
+    # operator names in the optimized plan (subqueries included), gathered by
+    # check_supported, to skip walks that cannot find anything; None when unknown (then
+    # everything is walked)
+    checked: set[str] | None = None
+    # how grouping operators keep their groups (STRATEGIES): "auto" picks per operator
+    strategy: str = "auto"
+    # a declared workload's sources (capture/workload.py): only these keep lineage
+    keep: frozenset[str] | None = None
+    # its predicates by source name: rows that fail one get a NULL rid (selection push-down)
+    where: dict[str, str] = field(default_factory=dict)
+    # the sources other parts of the capture read (its marks, capture/marks.py), which
+    # the workload may name too; None for a mark's part: the outer part checks the names
+    read_elsewhere: frozenset[str] | None = frozenset()
+    # a global sort at the top may be left out, its order kept for when the output is
+    # read: (output position, ascending, nulls first) per key, in ``order``
+    order_when_read: bool = False
+    order: list[tuple[int, bool, bool]] = field(default_factory=list)
+    inject_max_bytes: int = 0  # from INJECT_MAX_INPUT_BYTES, read by rewrite_root
+    unknown_bytes: int = 0  # spark.sql.defaultSizeInBytes, read by rewrite_root
+    depth: int = 0  # of the operator being rewritten, for its explain line
+    ids: itertools.count = field(default_factory=itertools.count)
+    # aggregates whose input is first reduced to the keys a join above can match, by
+    # the aggregate node (``rules.join.node_key``): (grouping keys, the join's values, their plan)
+    reductions: dict[tuple[int, str], tuple[list, list, JPlan]] = field(default_factory=dict)
+
+    def rewrite_root(self, plan: JPlan) -> Rewritten:
+        """The user's analyzed ``plan`` rewritten with its slots (user columns first), checked first."""
+        with self.bridge.remembering():  # the plans are walked several times
+            return self._rewrite_root(plan)
+
+    def _rewrite_root(self, plan: JPlan) -> Rewritten:
+        self.analyzed = plan
+        self.inject_max_bytes = self.bridge.conf_bytes(INJECT_MAX_INPUT_BYTES, INJECT_MAX_DEFAULT)
+        self.unknown_bytes = self.bridge.conf_bytes("spark.sql.defaultSizeInBytes", str(2**63 - 1))
+        prepare.collect_view_names(self, plan, None)
+        self.optimized = self.bridge.optimized(prepare.prepared(self, plan))
+        support.check_supported(self, self.optimized)  # fail before any work (snapshots, checkpoints) is done
+        rw = self._rewrite_top(self.optimized)
+        self.check_workload()
+        # user columns first, then the slots, whatever order joins left them in
+        b = self.bridge
+        self.root = Rewritten(b.project(self.user_output(rw) + [s.attr for s in rw.slots], rw.plan), rw.slots)
+        return self.root
+
+    def _rewrite_top(self, plan: JPlan) -> Rewritten:
+        # A global sort at the top only orders the output rows. Sorting rows that carry
+        # their lineage moves every rid array through a sampling job, a shuffle and the
+        # sort (TPC-H Q1 at SF 1: its four rows hold 6M rids, and sorting them costs
+        # more than the query's whole aggregation). With order_when_read, the rows are
+        # stored as they come and the order is kept with them, applied when read.
+        b = self.bridge
+        keys = b.global_sort_keys(plan) if self.order_when_read else None
+        if not keys:
+            return self.rewrite(plan)
+        positions = {b.expr_id(a): i for i, a in enumerate(b.output(plan))}
+        if any(attr is None or b.expr_id(attr) not in positions for attr, _, _ in keys):
+            return self.rewrite(plan)
+        self.operators.add("Sort")
+        self.report.append(ExplainLine(1, b.simple_string(plan), "exact", ORDER_WHEN_READ))
+        (child,) = b.children(plan)
+        self.depth += 1
+        try:
+            rw = self.rewrite(child)
+        finally:
+            self.depth -= 1
+        self.order = [(positions[b.expr_id(attr)], ascending, nulls_first) for attr, ascending, nulls_first in keys]
+        return rw
+
+    def optimize_lazy(self, plan: JPlan) -> None:
+        """What a lazy capture does instead of rewriting, first part (``lazy_check.optimize``)."""
+        return lazy_check.optimize(self, plan)
+
+    def check_lazy(self) -> None:
+        """The second part: the plan checked, its sources registered (``lazy_check.check``)."""
+        return lazy_check.check(self)
+
+    def check_workload(self) -> None:
+        """Refuse a workload naming a source neither this plan nor the capture's other parts read."""
+        if self.read_elsewhere is None:
+            return
+        read = sorted({u.info.name for u in self.sources} | self.read_elsewhere)
+        unknown = sorted((self.keep or set()) - set(read))
+        if unknown:
+            raise InvalidArgument(f"the workload names source(s) {unknown} the query does not read; it reads {read}")
+
+    def user_output(self, rw: Rewritten) -> list[JExpr]:
+        """The rewritten plan's output without its slot columns, in the user's order."""
+        b = self.bridge
+        slot_ids = {b.expr_id(s.attr) for s in rw.slots}
+        return [a for a in b.output(rw.plan) if b.expr_id(a) not in slot_ids]
+
+    def rewrite(self, node: JPlan) -> Rewritten:
+        """``node`` rewritten by its operator's rule, with the slots of its scalar subqueries."""
+        b = self.bridge
+        op = b.node_name(node)
+        self.operators.add(op)
+        line = len(self.report)
+        self.report.append(None)  # filled in below: the report lists operators top-down
+        self.depth += 1
+        try:
+            subqueries = []
+            if op in LEAVES:
+                rw = leaves.rule(self, node)
+            else:
+                rule = RULES.get(op)
+                if rule is None:
+                    raise UnsupportedOperation(op, self.plan_text(node))
+                subqueries = self._scalar_subqueries(node)
+                if subqueries:
+                    node = self._pin_subqueries(node, subqueries)
+                    subqueries = self._scalar_subqueries(node)  # now reading their kept rows
+                rw = rule(self, node)
+        finally:
+            self.depth -= 1
+        self.report[line] = explain.explain_line(self, node, op, rw)
+        return self._add_subquery_slots(rw, subqueries) if subqueries else rw
+
+    def _scalar_subqueries(self, node: JPlan) -> list[JExpr]:
+        b = self.bridge
+        if not b.has_pattern(node, "SCALAR_SUBQUERY"):
+            return []
+        return [sq for e in b.expressions(node) for sq in b.scalar_subqueries(e)]
+
+    def subquery_plans(self, node: JPlan) -> list[JPlan]:
+        """The plans of the subqueries in ``node``'s expressions."""
+        b = self.bridge
+        if not b.has_pattern(node, "PLAN_EXPRESSION"):
+            return []
+        return b.to_list(node.subqueries())  # the plans of its expressions' subqueries
+
+    def leaf_id(self, leaf: JPlan) -> str:
+        """A leaf's identity in this plan: its output attributes' ids."""
+        return self.bridge.output_ids(leaf)
+
+    def plan_text(self, node: JPlan) -> str:
+        """``node``'s tree as an error shows where in the plan an operator is."""
+        return self.bridge.tree_string(node)[:2000]
+
+    def _pin_subqueries(self, node: JPlan, subqueries: list[JExpr]) -> JPlan:
+        # A scalar subquery's row is computed once, with its lineage, and kept: the
+        # query reads its value from that row and the shared lineage its slots, so the
+        # subquery does not run again to resolve them. A deterministic one is kept when
+        # the query's job first computes it (a cached relation), beside the stages that
+        # do not wait for it, as Spark runs it without capture; one whose row could
+        # differ between runs (LIMIT, rand()) is computed and kept before the query,
+        # so no second computation can ever replace it. One without sources
+        # (constants) has no lineage to keep.
+        b = self.bridge
+        for sq in subqueries:
+            key = b.expr_id(sq)
+            if key in self.subqueries:
+                continue
+            plan = b.subquery_plan(sq)
+            why = self.nondeterminism(plan)
+            kept = " (row kept from this run)" if why else " (computed once by the query; lineage read from its row)"
+            # called while the host's rule runs: the depth is already one below the host
+            line = ExplainLine(self.depth, f"scalar subquery #{key}", "exact", SUBQUERY_STRATEGY + kept)
+            self.report.append(line)
+            inner = self.rewrite(plan)
+            if not inner.slots and not why:
+                line.strategy = "scalar subquery: over constants only, no lineage"
+                self.subqueries[key] = -1
+                continue
+            kept_plan = self.kept(inner.plan) if why else self._cached(inner.plan)
+            value = self.user_output(inner)[0]
+            self.subqueries[key] = (
+                self.side(
+                    "scalar subquery",
+                    b.int_literal(0),
+                    Rewritten(kept_plan, inner.slots),
+                    shared=True,
+                    combine="matches",
+                )
+                if inner.slots
+                else -1
+            )
+            node = b.replace_subquery(node, sq, b.project([value], kept_plan))
+        return node
+
+    def _add_subquery_slots(self, rw: Rewritten, subqueries: list[JExpr]) -> Rewritten:
+        # Every row of this operator depends on the subquery's one result row. That
+        # row's lineage is kept once, as a shared side relation with a constant handle;
+        # rows carry only the handle.
+        b = self.bridge
+        added = []
+        for sq in subqueries:
+            ref = self.subqueries[b.expr_id(sq)]  # registered by _pin_subqueries; -1: no lineage (constants)
+            if ref >= 0 and all(s.ref != ref for s in added):
+                added.append(self.new_slot("group", ref))
+        if not added:
+            return rw
+        exprs = b.output(rw.plan) + [b.alias(b.int_literal(0), s.name) for s in added]
+        plan = b.project(exprs, rw.plan)
+        out = b.output(plan)[-len(added) :]
+        return Rewritten(plan, rw.slots + [Slot(s.name, s.kind, s.ref, a) for s, a in zip(added, out)])
+
+    def new_slot(self, kind: str, ref: int) -> Slot:
+        """A new slot of ``kind`` naming instance or side ``ref``, under a fresh column name."""
+        prefix = "__sp_s" if kind == "source" else "__sp_g"
+        return Slot(name=f"{prefix}{next(self.ids)}", kind=kind, ref=ref)
+
+    def user_first(self, rw: Rewritten) -> Rewritten:
+        """``rw`` with the user's columns first, then its slots (a projection only if needed)."""
+        b = self.bridge
+        user = self.user_output(rw)
+        out = b.output(rw.plan)
+        if [b.expr_id(a) for a in out[: len(user)]] == [b.expr_id(a) for a in user]:
+            return rw
+        return Rewritten(b.project(user + [s.attr for s in rw.slots], rw.plan), rw.slots)
+
+    def collected_slots(self, arrays: list[JExpr], slots: list[Slot]) -> list[Slot]:
+        """The slots of ``arrays``, the attributes ``_collected`` made for ``slots``."""
+        b = self.bridge
+        return [Slot(b.attr_name(a), self.collected_kind(s), s.ref, a) for a, s in zip(arrays, slots)]
+
+    def collected(self, child: JPlan, slots: list[Slot]) -> list[JExpr]:
+        """Aggregate expressions collecting each of ``slots`` into an array over the rows
+        of a group of ``child``'s output."""
+        b = self.bridge
+        # A join, a generator or an Expand (distinct aggregates) can bring one input row
+        # into a group more than once; its rid is kept once, so pairs need no distinct.
+        # (Catalyst has no tree pattern for Expand: any Expand in the plan counts.)
+        expand = self.checked is None or "Expand" in self.checked
+        repeats = expand or any(b.has_pattern(child, p) for p in ("JOIN", "GENERATE"))
+        # Handles are not made distinct here: array_distinct compares structs pairwise
+        # (quadratic in the group's size); resolving drops repeated probes instead.
+        return [
+            b.alias(
+                b.any_value(s.attr)
+                if self.collected_kind(s) == "group"
+                else b.collect_rids(s.attr, s.kind in ARRAY_SLOTS, repeats and COLLECTED[s.kind] == "rids"),
+                f"__sp_r{next(self.ids)}",
+            )
+            for s in slots
+        ]
+
+    def refers_to_shared(self, slot: Slot) -> bool:
+        """Whether ``slot`` is a handle of a shared side (a scalar subquery's row)."""
+        return slot.kind == "group" and self.sides[slot.ref].shared
+
+    def collected_kind(self, slot: Slot) -> str:
+        """The kind of slot an aggregate makes when it collects ``slot``."""
+        # A reference to a scalar subquery's lineage (a constant handle) is the same for
+        # every row: the group keeps one, a scalar, as the subquery's other rows do, and
+        # none (NULL) when it has no rows. Everything else is collected into an array.
+        return "group" if self.refers_to_shared(slot) else COLLECTED[slot.kind]
+
+    def group_slot(
+        self, operator: str, handle: JExpr, inner: Rewritten, combine: str, narrow: JPlan | None = None
+    ) -> Slot:
+        """A group slot whose side relation maps ``handle`` to the rows of ``inner``."""
+        return self.new_slot("group", self.side(operator, handle, inner, combine=combine, narrow=narrow))
+
+    def side(
+        self,
+        operator: str,
+        handle: JExpr,
+        inner: Rewritten,
+        shared: bool = False,
+        combine: str = "values",
+        narrow: JPlan | None = None,
+    ) -> int:
+        """A side relation ``(handle, slots)`` over ``inner``; ``narrow``: the same
+        input in its broadcasting form (``SideRelation.narrow``)."""
+        b = self.bridge
+
+        def side(plan: JPlan) -> JPlan:
+            return b.project([b.alias(handle, "__sp_h")] + [s.attr for s in inner.slots], plan)
+
+        self.sides.append(
+            SideRelation(
+                len(self.sides),
+                operator,
+                side(inner.plan),
+                inner.slots,
+                shared,
+                combine=combine,
+                narrow=side(narrow) if narrow is not None else None,
+            )
+        )
+        return len(self.sides) - 1
+
+    def rewrite_stable(self, child: JPlan, parent: JPlan) -> Rewritten:
+        """``child`` rewritten, computed once and kept if two runs could give other rows."""
+        # The side relation re-runs the input and must see the same rows as the query:
+        # an input that could differ between runs (LIMIT, rand()) is computed once and kept.
+        inner = self.rewrite(child)
+        if self.nondeterminism(child):
+            inner = Rewritten(self.kept(inner.plan), inner.slots)
+        return inner
+
+    def kept(self, plan: JPlan) -> JPlan:
+        """``plan`` computed now and kept (localCheckpoint keeps the attribute ids, so
+        the operators above still resolve); released after the capture."""
+        df = self.bridge.to_dataframe(plan).localCheckpoint(eager=True)
+        self.checkpoints.append(df)
+        return self.bridge.analyzed(df)
+
+    def _cached(self, plan: JPlan) -> JPlan:
+        """``plan`` kept when first computed (a cached relation), not now: a scalar
+        subquery's row is then computed inside the query's own job, beside the stages
+        that do not wait for it, as Spark runs it without capture, and its lineage is
+        read from the same row. Only for deterministic plans: a cache evicted and
+        computed again gives a deterministic plan's row again (released after the
+        capture)."""
+        df = self.bridge.to_dataframe(plan).persist(StorageLevel.MEMORY_AND_DISK)
+        self.checkpoints.append(df)
+        return self.bridge.cached_relation(df)
+
+    def nondeterminism(self, node: JPlan) -> str | None:
+        """What could make ``node`` give other rows in another run (None: nothing)."""
+        b = self.bridge
+        # Catalyst's own summaries first: one call each instead of a walk of the subtree
+        if not b.is_plan_deterministic(node):
+            return "a non-deterministic expression"
+        if b.has_pattern(node, "LIMIT"):
+            return "LIMIT"
+        if self.checked is not None and self.checked.isdisjoint(("Sample", "AttachDistributedSequence", "Offset")):
+            return None
+        op = b.node_name(node)
+        if op in ("GlobalLimit", "LocalLimit"):
+            return "LIMIT"
+        if op == "Offset":
+            return "OFFSET"
+        if op == "Sample":
+            return "sample"
+        if op == "AttachDistributedSequence":  # numbers rows in the order they arrive
+            return "a row number (pandas API on Spark's default index)"
+        for e in b.expressions(node):
+            if not b.is_deterministic(e):
+                return f"non-deterministic expression {b.expr_sql(e)[:80]}"
+        for c in b.children(node):
+            found = self.nondeterminism(c)
+            if found:
+                return found
+        return None

@@ -1,0 +1,162 @@
+"""The join rule: inner, cross and outer joins concatenate both sides' slots (NULL on a
+padded side); an anti join keeps the left row's. An aggregate on one side whose keys the
+join equates with a filtered, small other side is first reduced to the keys that side
+holds (``plan_reductions``): the groups the join would drop are never computed.
+
+>>> import tempfile, sparkprov as sp
+>>> from pyspark.sql import SparkSession
+>>> spark = SparkSession.builder.getOrCreate()
+>>> session = sp.LineageSession(spark, store=tempfile.mkdtemp())
+>>> left = session.source(spark.createDataFrame([(1, "x"), (2, "y")], ["k", "a"]), "left")
+>>> right = session.source(spark.createDataFrame([(1, "p"), (1, "q")], ["k", "b"]), "right")
+>>> cap = session.capture(left.join(right, "k"), "joined")
+>>> sorted(r.b for r in cap.backward("b = 'q'", "right").collect())
+['q']
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from ...errors import UnsupportedOperation
+from ...plan.catalyst import JExpr, JPlan
+from ...sources import identity as S
+from ...store.format import Slot
+from ..shapes import JOIN_TYPES, Rewritten
+from . import semi_join
+
+if TYPE_CHECKING:
+    from ..context import CaptureContext
+
+
+def rule(cx: CaptureContext, node: JPlan) -> Rewritten:
+    """A join: both sides' slots (a semi or existence join: ``semi_join.rule``)."""
+    b = cx.bridge
+    kind = b.join_type(node)
+    left, right = b.children(node)
+    if kind == "LeftSemi" or kind.startswith("ExistenceJoin"):
+        return semi_join.rule(cx, node, left, right)
+    if kind.split("(")[0] not in JOIN_TYPES:
+        raise UnsupportedOperation(f"Join ({kind})", cx.plan_text(node))
+    plan_reductions(cx, node, kind, left, right)
+    lw, rw = cx.rewrite(left), cx.rewrite(right)
+    plan = b.with_new_children(node, [lw.plan, rw.plan])
+    if kind == "LeftAnti":  # the left row only: an absence of matches is not a dependency
+        return Rewritten(plan, lw.slots)
+    # inner, cross, outer: a NULL-padded side has NULL slots, so that row keeps only
+    # its preserved side. The slots are the join's own output attributes: an outer
+    # join makes the padded side's nullable, and operators above (Expand's generated
+    # code) must not assume they are never NULL.
+    if kind == "Inner" or kind == "Cross":
+        return Rewritten(plan, lw.slots + rw.slots)
+    by_id = {b.expr_id(a): a for a in b.output(plan)}
+    slots = [Slot(s.name, s.kind, s.ref, by_id.get(b.expr_id(s.attr), s.attr)) for s in lw.slots + rw.slots]
+    return Rewritten(plan, slots)
+
+
+def plan_reductions(cx: CaptureContext, join: JPlan, kind: str, left: JPlan, right: JPlan) -> None:
+    """Register a reduction for an aggregate on one side of ``join`` (through
+    projections and filters) whose grouping keys the join equates with the other
+    side: its input is first filtered to the keys the other side holds. A group
+    whose key is not there cannot meet a row of it, so the join drops that group
+    anyway, with every value it computed and every rid it collected (TPC-H Q17
+    averages lineitem per part for the 0.1% of parts the other side keeps). The
+    groups kept have all their rows: their values and lineage are unchanged. The
+    filter is added below the rewritten aggregate (``rule_aggregate``), so it
+    brings no lineage of its own, and only when the keys come from a filtered part
+    of the other side small enough to broadcast: that part is read once more."""
+    b = cx.bridge
+    pairs = ([(left, right)] if kind in ("Inner", "RightOuter") else []) + (
+        [(right, left)] if kind in ("Inner", "LeftOuter") else []
+    )
+    found = []  # (the aggregate, its side, the other side): cheap questions first
+    for side, other in pairs:  # other: the side whose rows every kept group meets
+        agg = side
+        while b.node_name(agg) in ("Project", "Filter"):
+            (agg,) = b.children(agg)
+        if b.node_name(agg) == "Aggregate":
+            found.append((agg, side, other))
+    cond = join.condition()
+    if not found or cond.isEmpty():
+        return
+    limit = b.conf_bytes("spark.sql.autoBroadcastJoinThreshold", "10m")
+    conjuncts = [c for c in b.conjuncts(cond.get()) if b.class_name(c) == "EqualTo"]
+    if limit <= 0 or not conjuncts:
+        return
+    for agg, side, other in found:
+        passed = {b.expr_id(a) for a in b.output(side)}
+        other_ids = {b.expr_id(a) for a in b.output(other)}
+        keys, values, used = [], [], set()
+        for c in conjuncts:
+            for mine, theirs in ((c.left(), c.right()), (c.right(), c.left())):
+                if b.class_name(mine) != "AttributeReference" or b.expr_id(mine) not in passed:
+                    continue
+                refs = {b.expr_id(a) for a in b.to_list(theirs.references().toSeq())}
+                key = _grouping_key(cx, agg, mine)
+                if key is not None and refs and refs <= other_ids and b.is_deterministic(theirs):
+                    keys.append(key)
+                    values.append(theirs)
+                    used |= refs
+                    break
+        if not keys:
+            continue
+        source = _narrowest(cx, other, used)
+        # a part without a filter likely holds every key (a foreign key's table):
+        # reading it again would drop nothing
+        if (
+            _selects(cx, source)
+            and _parquet_only(cx, source)
+            and b.leaf_bytes(source) <= limit
+            and not b.has_pattern(source, "PLAN_EXPRESSION")
+            and b.is_plan_deterministic(source)
+        ):
+            cx.reductions[node_key(cx, agg)] = (keys, values, source)
+
+
+def _selects(cx: CaptureContext, plan: JPlan) -> bool:
+    """Whether ``plan`` holds a filter that can drop rows with values: a condition
+    other than the ``IS NOT NULL`` ones Catalyst infers for join keys (Q15's
+    supplier table has only those, and every supplier is a key)."""
+    b = cx.bridge
+    if not b.has_pattern(plan, "FILTER"):
+        return False
+    if b.node_name(plan) == "Filter" and any(b.class_name(c) != "IsNotNull" for c in b.conjuncts(plan.condition())):
+        return True
+    return any(_selects(cx, child) for child in b.children(plan))
+
+
+def node_key(cx: CaptureContext, node: JPlan) -> tuple[int, str]:
+    """This very plan node: its JVM identity, and its output attributes (unique to
+    it in a plan) in case two nodes' identity numbers coincide."""
+    b = cx.bridge
+    return b.identity(node), b.output_ids(node)
+
+
+def _parquet_only(cx: CaptureContext, plan: JPlan) -> bool:
+    """Whether every leaf of ``plan`` is Parquet files, which the query reads in place
+    too: a second read sees the rows it sees. (Other sources are read from the copy
+    the capture makes; a second read of the original could see other rows.)"""
+    b = cx.bridge
+    return all(S.leaf_format(b, leaf) == "parquet" for leaf in b.to_list(plan.collectLeaves()))
+
+
+def _grouping_key(cx: CaptureContext, agg: JPlan, attr: JExpr) -> JExpr | None:
+    """The grouping expression behind ``attr``, one of ``agg``'s output columns."""
+    b = cx.bridge
+    for named in b.aggregate_expressions(agg):
+        if b.expr_id(named) == b.expr_id(attr):
+            value = named if b.class_name(named) == "AttributeReference" else named.child()
+            return next((g for g in b.grouping_expressions(agg) if g.semanticEquals(value)), None)
+    return None
+
+
+def _narrowest(cx: CaptureContext, plan: JPlan, used: set[int]) -> JPlan:
+    """The smallest part of ``plan`` that still yields every value of the columns
+    ``used``: down through projections and inner joins, to the child that has them."""
+    b = cx.bridge
+    while b.node_name(plan) == "Project" or (b.node_name(plan) == "Join" and b.join_type(plan) in ("Inner", "Cross")):
+        below = [c for c in b.children(plan) if used <= {b.expr_id(a) for a in b.output(c)}]
+        if not below:
+            break
+        plan = below[0]
+    return plan

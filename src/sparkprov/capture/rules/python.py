@@ -1,0 +1,169 @@
+"""Rules of Python functions over groups and partitions: applyInPandas / applyInArrow and
+their cogrouped forms (an output row comes from its group: the group's handle is copied
+through the function by a wrapper), mapInPandas / mapInArrow and Python UDTFs that see
+whole partitions (coarse: every row of the input partition).
+
+>>> import tempfile, sparkprov as sp
+>>> from pyspark.sql import SparkSession
+>>> spark = SparkSession.builder.getOrCreate()
+>>> session = sp.LineageSession(spark, store=tempfile.mkdtemp())
+>>> import pandas as pd
+>>> nums = session.source(spark.createDataFrame([("a", 1), ("a", 2), ("b", 3)], ["k", "v"]), "nums")
+>>> top = nums.groupBy("k").applyInPandas(lambda p: p.nlargest(1, "v"), "k string, v long")
+>>> cap = session.capture(top, "tops")
+>>> sorted(r.v for r in cap.backward("k = 'a'", "nums").collect())
+[1, 2]
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from pyspark.sql import Window
+from pyspark.sql import functions as F
+from pyspark.sql.types import IntegerType, StringType, StructField, StructType
+from pyspark.util import PythonEvalType
+
+from ...plan.catalyst import JExpr, JPlan
+from ...store.format import Slot
+from .. import python_functions as P
+from ..explain import UDTF_COARSE
+from ..shapes import Rewritten
+
+if TYPE_CHECKING:
+    from ..context import CaptureContext
+
+_HANDLE = "__sp_handle"
+_GROUPED_ITER = (PythonEvalType.SQL_GROUPED_MAP_PANDAS_ITER_UDF, PythonEvalType.SQL_GROUPED_MAP_ARROW_ITER_UDF)
+
+
+def flat_map_groups(cx: CaptureContext, node: JPlan) -> Rewritten:
+    """applyInPandas / applyInArrow over groups: each output row names its group."""
+    # applyInPandas / applyInArrow: an output row may come from any row of its
+    # group. Each input row gets the group's handle (see _keyed_input), the wrapper
+    # copies it to the group's output rows, and the side relation maps it back to
+    # the group's rows. The function is called in the form the user's call used.
+    b = cx.bridge
+    (child,) = b.children(node)
+    func, _, args = b.python_function(node)
+    grouping = b.grouping_attributes(node)
+    keyed, slot = _keyed_input(cx, node, grouping, args, cx.rewrite_stable(child, node))
+    names, offset = [b.attr_name(a) for a in args], len(grouping)
+    arrow = b.node_name(node) == "FlatMapGroupsInArrow"
+    if b.python_eval_type(node) in _GROUPED_ITER:
+        wrapped = P.grouped_map_iter(func, names, offset, _HANDLE, arrow)
+    else:
+        wrapped = P.grouped_map(func, names, offset, _HANDLE, arrow)
+    grouped = keyed.groupBy(*keyed.columns[:offset])
+    schema = _python_schema(cx, node, StringType())
+    result = grouped.applyInArrow(wrapped, schema) if arrow else grouped.applyInPandas(wrapped, schema)
+    return _python_output(cx, node, result, [slot])
+
+
+def flat_map_cogroups(cx: CaptureContext, node: JPlan) -> Rewritten:
+    """cogroup().applyInPandas / applyInArrow: each output row names both groups."""
+    # cogroup().applyInPandas / applyInArrow: an output row may come from any row of
+    # both groups with its key; each side's group is named as for applyInPandas.
+    b = cx.bridge
+    func, _, _ = b.python_function(node)
+    sides, slots, names = [], [], []
+    for child, n in zip(b.children(node), (node.leftGroupingLen(), node.rightGroupingLen())):
+        out = b.output(child)
+        keyed, slot = _keyed_input(cx, node, out[:n], out[n:], cx.rewrite_stable(child, node))
+        sides.append(keyed.groupBy(*keyed.columns[:n]))
+        slots.append(slot)
+        names.append([b.attr_name(a) for a in out[n:]])
+    arrow = b.node_name(node) == "FlatMapCoGroupsInArrow"
+    wrapped = P.cogrouped_map(func, names[0], names[1], node.leftGroupingLen(), _HANDLE, arrow)
+    schema = _python_schema(cx, node, StringType(), StringType())
+    cogrouped = sides[0].cogroup(sides[1])
+    result = cogrouped.applyInArrow(wrapped, schema) if arrow else cogrouped.applyInPandas(wrapped, schema)
+    return _python_output(cx, node, result, slots)
+
+
+def _keyed_input(cx: CaptureContext, node: JPlan, grouping: list[JExpr], args: list[JExpr], inner: Rewritten):
+    """The grouped function's input as a DataFrame of keys, arguments and a group
+    handle, and the group slot whose side relation maps the handle to its rows.
+
+    The handle is the smallest JSON spelling of the key among the group's rows:
+    the same for every row Spark groups together (-0.0 and 0.0 included) and
+    different between groups.
+    """
+    b = cx.bridge
+    keys = [f"__sp_k{i}" for i in range(len(grouping))]
+    cols = [f"__sp_a{i}" for i in range(len(args))]
+    named = [b.alias(e, n) for e, n in zip(grouping + args, keys + cols)]
+    base = b.to_dataframe(b.project(named + [s.attr for s in inner.slots], inner.plan))
+    handle = F.min(F.to_json(F.struct(*keys))).over(Window.partitionBy(*keys)) if keys else F.lit("{}")
+    keyed = base.withColumn(_HANDLE, handle)
+    plan = b.analyzed(keyed)
+    out = b.output(plan)
+    moved = [Slot(s.name, s.kind, s.ref, a) for s, a in zip(inner.slots, out[len(named) : len(out) - 1])]
+    slot = cx.new_slot("group", cx.side(b.node_name(node), out[-1], Rewritten(plan, moved)))
+    return keyed.select(*keys, *cols, _HANDLE), slot
+
+
+def _python_schema(cx: CaptureContext, node: JPlan, *handles) -> StructType:
+    fields = list(cx.bridge.to_dataframe(node).schema.fields)
+    return StructType(fields + [StructField(f"{_HANDLE}{i}", t) for i, t in enumerate(handles)])
+
+
+def map_in_batches(cx: CaptureContext, node: JPlan) -> Rewritten:
+    """mapInPandas / mapInArrow: each output row names its input partition (coarse)."""
+    # mapInPandas / mapInArrow: the function sees whole partitions, so an output row
+    # may come from any row of its input partition (coarse). The input is computed
+    # once, so the function and the side relation see the same partitions.
+    b = cx.bridge
+    (child,) = b.children(node)
+    func, _, args = b.python_function(node)
+    inner = cx.rewrite(child)
+    kept = cx.kept(b.project(args + [s.attr for s in inner.slots], inner.plan))
+    out = b.output(kept)
+    moved = [Slot(s.name, s.kind, s.ref, a) for s, a in zip(inner.slots, out[len(args) :])]
+    slot = cx.new_slot("group", cx.side(b.node_name(node), b.partition_id(), Rewritten(kept, moved)))
+    schema = _python_schema(cx, node, IntegerType())
+    data = b.to_dataframe(b.project(out[: len(args)], kept))
+    barrier = bool(node.isBarrier())
+    if b.node_name(node) == "MapInPandas":
+        result = data.mapInPandas(P.pandas_batches(func, f"{_HANDLE}0"), schema, barrier=barrier)
+    else:
+        result = data.mapInArrow(P.arrow_batches(func, f"{_HANDLE}0"), schema, barrier=barrier)
+    return _python_output(cx, node, result, [slot])
+
+
+def python_udtf(cx: CaptureContext, node: JPlan) -> Rewritten:
+    """A Python UDTF: 1:N from the row eval() was called on, else its partition (coarse)."""
+    # Spark pairs the rows eval() yields with the input row it was called on, so
+    # each such row comes from that one row (1:N, like a generator). Rows yielded by
+    # terminate() come after the whole partition (Spark pairs them with its last
+    # row), and a table argument hands the function whole partitions: then every
+    # output row may come from any row of its input partition (coarse, as for
+    # mapInPandas: the input is computed once so both sides see the same partitions).
+    b = cx.bridge
+    (child,) = b.children(node)
+    handler, takes_table = b.python_udtf(node)
+    inner = cx.rewrite(child)
+    if not takes_table and not callable(getattr(handler, "terminate", None)):
+        passed = b.udtf_passed_columns(node) + [s.attr for s in inner.slots]
+        return Rewritten(b.udtf_generate(node, passed, inner.plan), inner.slots)
+    kept = cx.kept(inner.plan)
+    slot = cx.new_slot("group", cx.side(b.node_name(node), b.partition_id(), Rewritten(kept, inner.slots)))
+    called = b.udtf_generate(node, b.udtf_passed_columns(node), kept)
+    plan = b.project(b.output(called) + [b.alias(b.partition_id(), slot.name)], called)
+    slot.attr = b.output(plan)[-1]
+    why = "takes a table argument" if takes_table else "has terminate()"
+    return Rewritten(plan, [slot], coarse=UDTF_COARSE.format(why))
+
+
+def _python_output(cx: CaptureContext, node: JPlan, result, slots: list[Slot]) -> Rewritten:
+    # the function's columns under the node's own attribute ids, so the operators
+    # above still resolve, then the handles as group slots
+    b = cx.bridge
+    plan = b.analyzed(result)
+    out = b.output(plan)
+    user = len(out) - len(slots)
+    exprs = [b.alias(new, b.attr_name(old), b.jexpr_id(old)) for new, old in zip(out[:user], b.output(node))]
+    plan = b.project([*exprs, *[b.alias(a, s.name) for a, s in zip(out[user:], slots)]], plan)
+    for s, a in zip(slots, b.output(plan)[user:]):
+        s.attr = a
+    return Rewritten(plan, slots)

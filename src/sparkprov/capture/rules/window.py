@@ -1,0 +1,112 @@
+"""The window rule: each output row keeps its own slots and gets, per window function,
+a range of positions in its partition (the rows the function read), resolved through a
+side relation of (partition, position, input slots).
+
+>>> import tempfile, sparkprov as sp
+>>> from pyspark.sql import SparkSession
+>>> spark = SparkSession.builder.getOrCreate()
+>>> session = sp.LineageSession(spark, store=tempfile.mkdtemp())
+>>> from pyspark.sql import Window, functions as F
+>>> nums = session.source(spark.createDataFrame([(1, 5), (1, 7), (2, 1)], ["g", "v"]), "nums")
+>>> w = Window.partitionBy("g").orderBy("v").rowsBetween(Window.unboundedPreceding, Window.currentRow)
+>>> cap = session.capture(nums.withColumn("run", F.sum("v").over(w)), "running")
+>>> sorted(r.v for r in cap.backward("run = 12", "nums").collect())
+[5, 7]
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from ...errors import UnsupportedOperation
+from ...plan.catalyst import JExpr, JPlan
+from ...store.format import Slot
+from ..shapes import Rewritten, SideRelation
+
+if TYPE_CHECKING:
+    from ..context import CaptureContext
+
+RANK_LIKE = ("RowNumber", "Rank", "DenseRank")
+WHOLE_PARTITION = ("PercentRank", "CumeDist", "NTile")
+WINDOW_FUNCTIONS = (*RANK_LIKE, *WHOLE_PARTITION, "Lag", "Lead", "AggregateExpression", "NthValue")
+_POS = "__sp_pos"  # lineage.POS
+
+
+def rule(cx: CaptureContext, node: JPlan) -> Rewritten:
+    """A window: own slots kept, a window slot (partition, lo, hi) per function."""
+    # Each output row keeps its own slots and gets, per window function, a *window
+    # slot* (partition key, lo, hi): the rows of its partition at sorted positions
+    # lo..hi. Positions and bounds are counts computed in the same Window node as
+    # the user's functions, so they see the rows in the order the functions saw them:
+    #   frame aggregates   hi = count over (UNBOUNDED PRECEDING .. frame end),
+    #                      lo = hi - count over the frame + 1 (frames are contiguous)
+    #   row_number, rank   1 .. count over (RANGE UNBOUNDED PRECEDING .. CURRENT ROW)
+    #   percent_rank, cume_dist, ntile   the whole partition
+    #   lag / lead         the one position pos + offset
+    # The side relation (partition key, position, input slots) resolves them.
+    b = cx.bridge
+    (child,) = b.children(node)
+    named, partition, _ = b.window_parts(node)
+    inner = cx.user_first(cx.rewrite(child))
+    like = b.window_function(named[0])[2]
+    counts: list[JExpr] = []
+
+    def count(frame_type: str, lower, upper) -> JExpr:
+        alias = b.alias(b.count_over(like, frame_type, lower, upper), f"__sp_w{next(cx.ids)}")
+        counts.append(alias)
+        return alias
+
+    pos = count("RowFrame", "unbounded_preceding", "current_row")
+    bounds: list[tuple[JExpr, JExpr]] = []  # (lo, hi) expressions over the counts
+    unstable = False  # positions among ties differ between runs: keep this run's
+    for e in named:
+        kind, fn, wexpr = b.window_function(e)
+        if kind in RANK_LIKE:
+            peers = count("RangeFrame", "unbounded_preceding", "current_row")
+            bounds.append((b.long_literal(1), b.to_attribute(peers)))
+        elif kind in WHOLE_PARTITION:
+            size = count("RowFrame", "unbounded_preceding", "unbounded_following")
+            bounds.append((b.long_literal(1), b.to_attribute(size)))
+        elif kind in ("Lag", "Lead"):
+            if fn.ignoreNulls():
+                raise UnsupportedOperation(f"Window ({kind.lower()} IGNORE NULLS)", cx.plan_text(node))
+            at = b.arithmetic("+", b.to_attribute(pos), b.long_literal(b.offset_value(fn)))
+            bounds.append((at, at))
+            unstable = True
+        elif kind in ("AggregateExpression", "NthValue"):
+            ftype, lower, upper = b.frame(wexpr)
+            if b.is_unbounded(lower) and b.is_unbounded(upper):
+                size = count("RowFrame", "unbounded_preceding", "unbounded_following")
+                bounds.append((b.long_literal(1), b.to_attribute(size)))
+                continue
+            hi = count(ftype, "unbounded_preceding", upper)
+            size = count(ftype, lower, upper)
+            lo = b.arithmetic("+", b.arithmetic("-", b.to_attribute(hi), b.to_attribute(size)), b.long_literal(1))
+            bounds.append((lo, b.to_attribute(hi)))
+            unstable = unstable or ftype == "RowFrame"
+        else:
+            raise UnsupportedOperation(f"Window ({kind})", cx.plan_text(node), "this window function is not verified")
+    window = b.window_like(node, named + counts, inner.plan)
+    handle = b.struct(partition) if partition else b.int_literal(0)
+    side_index = len(cx.sides)  # the side relation appended below
+    slots, window_cols = [], []
+    for lo, hi in bounds:
+        slot = cx.new_slot("window", side_index)
+        value = b.named_struct([("h", handle), ("lo", lo), ("hi", hi)])
+        window_cols.append(b.alias(value, slot.name))
+        slots.append(slot)
+    user = cx.user_output(Rewritten(b.with_new_children(node, [inner.plan]), inner.slots))
+    exprs = user + [s.attr for s in inner.slots] + [b.alias(b.to_attribute(pos), _POS)] + window_cols
+    plan = b.project(exprs, window)
+    if unstable or cx.nondeterminism(child):
+        plan = cx.kept(plan)
+    out = b.output(plan)
+    pos_attr = out[len(user) + len(inner.slots)]
+    for slot, attr in zip(slots, out[len(out) - len(slots) :]):
+        slot.attr = attr
+    side_exprs = [b.alias(handle, "__sp_h"), b.alias(pos_attr, _POS)]
+    side_plan = b.project(side_exprs + out[len(user) : len(user) + len(inner.slots)], plan)
+    side_slots = [Slot(s.name, s.kind, s.ref, a) for s, a in zip(inner.slots, out[len(user) :])]
+    cx.sides.append(SideRelation(side_index, "Window", side_plan, side_slots, ranged=True))
+    result = b.project(out[: len(user)] + out[len(user) : len(user) + len(inner.slots)] + [s.attr for s in slots], plan)
+    return Rewritten(result, side_slots + slots)
