@@ -274,3 +274,13 @@ def test_an_error_of_the_jvm_is_a_sparkprov_error_naming_the_call(spark):
     with pytest.raises(sp.SparkFailed, match="Bridge.to_dataframe: .*Dataset.ofRows") as raised:
         bridge.to_dataframe(bridge.jvm.java.lang.String("not a plan"))
     assert type(raised.value.__cause__).__module__ == "py4j.protocol"
+
+
+def test_every_method_of_the_bridges_mixins_raises_jvm_errors_as_sparkprov_errors():
+    # the mixins are not decorated themselves: Bridge's decorator wraps what they define
+    for mixin in Bridge.__mro__[1:-1]:
+        for name, defined in vars(mixin).items():
+            if name.startswith("__"):
+                continue
+            wrapper = vars(Bridge)[name]
+            assert getattr(wrapper, "__func__", wrapper).__wrapped__ is getattr(defined, "__func__", defined), name

@@ -1,0 +1,147 @@
+"""Building Catalyst expressions and plan nodes: aliases, literals, arithmetic,
+structs, the aggregate expressions an injected aggregate collects rids with, and
+Project, Aggregate, Deduplicate, Expand and Join nodes, most made like a node of the
+plan being rewritten.
+
+>>> from pyspark.sql import SparkSession
+>>> from sparkprov.plan.catalyst import Bridge
+>>> spark = SparkSession.builder.getOrCreate()
+>>> b = Bridge(spark)
+>>> seven = b.alias(b.int_literal(7), "seven")
+>>> b.expr_sql(seven)
+'7 AS seven'
+>>> b.checked_dataframe(b.project([seven], b.analyzed(spark.range(2)))).collect()
+[Row(seven=7), Row(seven=7)]
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from . import rid_collector
+from .handles import JExpr, JPlan
+
+
+class Building:
+    """What ``Bridge`` builds of expressions and nodes (a mixin: ``Bridge.__init__``
+    sets the ``spark``, ``jvm``, ``_expr``, ``_logical`` and ``_empty`` it uses)."""
+
+    def alias(self, expr: JExpr, name: str, expr_id: Any | None = None) -> JExpr:
+        eid = expr_id if expr_id is not None else self._expr.NamedExpression.newExprId()
+        if self._empty is None:
+            self._empty = self.seq([])  # immutable: one for every alias
+        return self._expr.Alias(expr, name, eid, self._empty, self.none(), self._empty)
+
+    def string_literal(self, value: str) -> JExpr:
+        return self._expr.Literal.create(value, self.jvm.org.apache.spark.sql.types.DataTypes.StringType)
+
+    def null_literal(self, data_type: Any) -> JExpr:
+        return self._expr.Literal.create(None, data_type)
+
+    def int_literal(self, value: int) -> JExpr:
+        return self._expr.Literal.create(int(value), self.jvm.org.apache.spark.sql.types.DataTypes.IntegerType)
+
+    def long_literal(self, value: int) -> JExpr:
+        # py4j passes small Python ints as Integer, which a bigint Literal refuses: let SQL build it
+        project = self.analyzed(self.spark.range(1).selectExpr(f"{int(value)}L AS v"))
+        return self._listed(project, "projectList")[0].child()
+
+    def arithmetic(self, op: str, left: JExpr, right: JExpr) -> JExpr:
+        """``left + right`` or ``left - right`` on longs."""
+        return {"+": self._expr.Add, "-": self._expr.Subtract}[op](left, right)
+
+    def named_struct(self, fields: list[tuple[str, JExpr]]) -> JExpr:
+        args = []
+        for name, value in fields:
+            args.extend([self.string_literal(name), value])
+        return self._expr.CreateNamedStruct(self.seq(args))
+
+    def struct(self, exprs: list[JExpr]) -> JExpr:
+        """A struct of ``exprs`` with positional field names (``_0``, ``_1``...): the
+        expressions' own names may repeat (two ``ca_city`` of two joined tables), and
+        Parquet cannot read back a struct with repeated field names."""
+        return self.named_struct([(f"_{i}", e) for i, e in enumerate(exprs)])
+
+    @staticmethod
+    def new_instance(attr: JExpr) -> JExpr:
+        """A copy of ``attr`` with a fresh id (same name and type)."""
+        return attr.newInstance()
+
+    @staticmethod
+    def to_attribute(named: JExpr) -> JExpr:
+        return named.toAttribute()
+
+    def partition_id(self) -> JExpr:
+        return self._expr.SparkPartitionID()
+
+    def row_id(self) -> JExpr:
+        """``monotonically_increasing_id()``: a number unique to each row of one run."""
+        return self._expr.MonotonicallyIncreasingID()
+
+    def collect_rids(self, attr: JExpr, nested: bool, repeats: bool) -> JExpr:
+        """An aggregate expression collecting ``attr``'s values into one array per group,
+        flattened when ``attr`` is itself an array (rids collected by an inner
+        aggregate), without repeated values when the input may repeat a row
+        (``repeats``). NULLs are skipped. Rids (longs) are collected by
+        ``rid_collector``'s function, anything else by ``collect_list``."""
+        made = rid_collector.collect_rids(self.spark, attr, nested, repeats)
+        if made is not None:
+            return made
+        e = self._expr
+        agg = e.aggregate.CollectList(attr).toAggregateExpression()
+        if nested:
+            agg = e.Flatten(agg)
+        return e.ArrayDistinct(agg) if repeats else agg
+
+    def any_value(self, attr: JExpr) -> JExpr:
+        """``max(attr)`` as an aggregate expression: one of the group's values when
+        they are all equal, NULL over no rows (or only NULLs)."""
+        return self._expr.aggregate.Max(attr).toAggregateExpression()
+
+    def first(self, attr: JExpr) -> JExpr:
+        """``first(attr)`` as an aggregate expression, NULLs kept: the value of a group
+        whose rows are all one row's copies (any type; ``max`` needs an ordered one)."""
+        return self._expr.aggregate.First(attr, False).toAggregateExpression()
+
+    def project(self, exprs: list[JExpr], child: JPlan) -> JPlan:
+        return self._logical.Project(self.seq(exprs), child)
+
+    def aggregate_like(self, agg: JPlan, aggregate_exprs: list[JExpr], child: JPlan) -> JPlan:
+        return self._logical.Aggregate(agg.groupingExpressions(), self.seq(aggregate_exprs), child, agg.hint())
+
+    def group_by(self, keys: list[JExpr], aggregate_exprs: list[JExpr], child: JPlan) -> JPlan:
+        return self._logical.Aggregate(self.seq(keys), self.seq(aggregate_exprs), child, self.none())
+
+    def deduplicate(self, keys: list[JExpr], child: JPlan) -> JPlan:
+        # Spark 4.3 added a third constructor argument (Option[DeduplicateSpec]).
+        return self._logical.Deduplicate(self.seq(keys), child, self.none())
+
+    def expand_like(self, expand: JPlan, extra: list[JExpr], extra_output: list[JExpr], child: JPlan) -> JPlan:
+        """``expand`` over ``child`` with ``extra`` appended to every projection and output."""
+        projections = [self.seq(self.to_list(p) + extra) for p in self.to_list(expand.projections())]
+        return expand.copy(self.seq(projections), self.seq(self.output(expand) + extra_output), child)
+
+    def with_new_children(self, node: JPlan, children: list[JPlan]) -> JPlan:
+        return node.withNewChildren(self.seq(children))
+
+    def key_join(self, join: JPlan, left: JPlan, right: JPlan, left_keys: list, right_keys: list) -> JPlan:
+        """An inner join of ``left`` and ``right`` on ``left_keys[i] = right_keys[i]``,
+        with ``join``'s hint."""
+        cond = None
+        for lk, rk in zip(left_keys, right_keys, strict=True):
+            eq = self._expr.EqualTo(lk, rk)
+            cond = eq if cond is None else self._expr.And(cond, eq)
+        inner = self.jvm.org.apache.spark.sql.catalyst.plans.JoinType.apply("inner")
+        return self._logical.Join(left, right, inner, self.jvm.scala.Option.apply(cond), join.hint())
+
+    def inner_join_like(self, join: JPlan, left: JPlan, right: JPlan, broadcast_left: bool = False) -> JPlan:
+        """An inner join with ``join``'s condition and hint over ``left`` and ``right``;
+        ``broadcast_left`` hints Spark to broadcast ``left`` instead (for a left side
+        that will be reduced to a few rows before the join runs)."""
+        inner = self.jvm.org.apache.spark.sql.catalyst.plans.JoinType.apply("inner")
+        hint = join.hint()
+        if broadcast_left:
+            some = self.jvm.scala.Option.apply
+            broadcast = getattr(getattr(self._logical, "BROADCAST$"), "MODULE$")
+            hint = self._logical.JoinHint(some(self._logical.HintInfo(some(broadcast))), hint.rightHint())
+        return self._logical.Join(left, right, inner, join.condition(), hint)

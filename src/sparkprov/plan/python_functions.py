@@ -1,0 +1,66 @@
+"""The user's Python functions plan nodes call (applyInPandas, mapInPandas, mapInArrow,
+Python UDTFs), unpickled as PySpark pickled them, and a Python UDTF node made the
+Generate it was.
+
+>>> from pyspark.sql import SparkSession
+>>> from sparkprov.plan.catalyst import Bridge
+>>> spark = SparkSession.builder.getOrCreate()
+>>> b = Bridge(spark)
+>>> def doubled(batches):
+...     for batch in batches:
+...         yield batch * 2
+>>> node = b.analyzed(spark.range(3).mapInPandas(doubled, "id long"))
+>>> function, return_type, arguments = b.python_function(node)
+>>> function.__name__, b.python_eval_type(node), len(arguments)
+('doubled', 205, 1)
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .handles import JExpr, JPlan
+
+
+class PythonFunctions:
+    """What ``Bridge`` reads of the nodes that call Python (a mixin: ``Bridge.__init__``
+    sets the ``jvm`` and ``_logical`` it uses)."""
+
+    def python_function(self, node: JPlan) -> tuple[Any, Any, list[JExpr]]:
+        """The user's Python function of applyInPandas / mapInPandas / mapInArrow:
+        ``(function, return type, argument expressions)``, unpickled as PySpark pickled it."""
+        udf = node.functionExpr()
+        func, return_type = self._unpickled(udf.func())
+        return func, return_type, self.to_list(udf.children())
+
+    def _unpickled(self, python_function: Any) -> Any:
+        # what PySpark pickled into a JVM PythonFunction: (function, type) or a UDTF class
+        from pyspark.serializers import CloudPickleSerializer
+
+        raw = python_function.command().toArray(self.jvm.scala.reflect.ClassTag.Byte())
+        return CloudPickleSerializer().loads(bytes(raw))
+
+    @staticmethod
+    def python_eval_type(node: JPlan) -> int:
+        """How PySpark calls a node's Python function (``pyspark.util.PythonEvalType``)."""
+        return int(node.functionExpr().evalType())
+
+    def python_udtf(self, node: JPlan) -> tuple[type, bool]:
+        """A Python UDTF node's handler class (unpickled as PySpark pickled it) and
+        whether it takes a table argument (``f(TABLE(t))``: whole partitions)."""
+        udtf = node.udtf()
+        table_args = udtf.tableArguments()
+        takes_table = not table_args.isEmpty() and any(self.to_list(table_args.get()))
+        return self._unpickled(udtf.func()), takes_table
+
+    def udtf_generate(self, node: JPlan, passed: list[JExpr], child: JPlan) -> JPlan:
+        """A Python UDTF node as the Generate it was before the optimizer took the call
+        out (a plan holding the extracted node is refused by the analyzer); ``passed``
+        child columns come through, followed by the function's. The optimizer extracts
+        the call again when the plan runs."""
+        wanted = {self.expr_id(a) for a in passed}
+        dropped = [i for i, a in enumerate(self.output(child)) if self.expr_id(a) not in wanted]
+        return self._logical.Generate(node.udtf(), self.seq(dropped), False, self.none(), node.resultAttrs(), child)
+
+    def udtf_passed_columns(self, node: JPlan) -> list[JExpr]:
+        return self.to_list(node.requiredChildOutput())
