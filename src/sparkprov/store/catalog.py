@@ -51,6 +51,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from ..errors import CaptureFailed, CaptureNotFound, InvalidArgument, StoreCorrupt, StoreNotFound
+from .entry import CaptureEntry
 from .files import listing, verify, write_manifest
 from .layout import inside_store, relative_to_store
 from .links import Links
@@ -171,6 +172,7 @@ class Store:
         try:
             while True:
                 entry = {**entry, "format_version": FORMAT_VERSION, "name": name, "version": version}
+                CaptureEntry.from_json(entry, f"{name} v{version} (being committed)")  # one that loads
                 tmp.write_text(json.dumps(relative_to_store(entry, self.root), indent=1))
                 self.links.record(entry)  # first: an index file whose entry did not commit is ignored
                 try:
@@ -231,6 +233,7 @@ class Store:
                 f"catalog entry {path} holds capture {entry.get('name')!r} version {entry.get('version')}, "
                 f"not {name!r} version {version}"
             )
+        CaptureEntry.from_json(entry, str(path))  # every field it knows present and of its type
         if entry.get("failed") and not failed_ok:
             raise CaptureFailed(
                 f"capture {name!r} version {version} was not made: {entry['failed']['reason']}"

@@ -1,0 +1,88 @@
+"""The typed catalog entry (store/entry.py): every kind of entry sparkprov writes reads
+back field for field, and an entry with a field missing or of another type is refused
+by name when it is loaded."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from pyspark.sql import functions as F
+
+import sparkprov as sp
+from sparkprov.store.entry import CaptureEntry
+
+
+def _without_nones(entry: dict) -> dict:
+    """``entry`` without the fields of no value the typed entry leaves out (its own, its
+    output's and its lineage's; values inside them are kept as they are)."""
+    out = {k: v for k, v in entry.items() if v is not None}
+    for part in ("output", "lineage"):
+        if isinstance(out.get(part), dict):
+            out[part] = {k: v for k, v in out[part].items() if v is not None}
+    return out
+
+
+@pytest.fixture(scope="module")
+def store(spark, tmp_path_factory):
+    """One store holding every kind of entry: default, logical with witnesses, lazy,
+    defer, a workload, a write for the user, a checkpoint, an RDD action, a failed attempt."""
+    tmp = tmp_path_factory.mktemp("entries")
+    session = sp.LineageSession(spark, store=tmp / "store")
+    nums = session.source(spark.createDataFrame([("a", 1), ("a", 2), ("b", 3)], ["k", "v"]), "nums")
+    summed = nums.groupBy("k").agg(F.sum("v").alias("total"))
+    session.capture(summed, "auto")
+    session.capture(summed, "witnessed", witnesses=True)
+    session.capture(summed, "lazy", strategy="lazy")
+    session.capture(summed, "defer", strategy="defer").build_lineage()
+    session.capture(summed, "workload", workload={"sources": ["nums"], "where": {"nums": "v > 1"}})
+    session.capture(nums.orderBy("v"), "written", path=tmp / "written")
+    session.checkpoint(nums, "kept")
+    session.rdd.parallelize(["a b", "b"]).flatMap(str.split).collect()
+    session.store.commit_failed("broken", "ValueError: boom")
+    return session.store
+
+
+def test_every_kind_of_entry_reads_back_field_for_field(store):
+    names = store.names()
+    assert {"auto", "witnessed", "lazy", "defer", "workload", "written", "kept", "broken"} <= set(names)
+    for name in names:
+        raw = store.load(name, failed_ok=True, verify_files=False)
+        typed = CaptureEntry.from_json(raw, name)
+        assert typed.to_json() == _without_nones(raw), name
+        assert CaptureEntry.from_json(typed.to_json(), name) == typed
+        assert (typed.failed is None) == (name != "broken")
+    assert CaptureEntry.from_json(store.load("lazy"), "lazy").lineage.later == "lazy"
+
+
+@pytest.mark.parametrize(
+    ("damage", "says"),
+    [
+        (lambda e: e["lineage"].pop("path"), "lineage.path is missing"),
+        (lambda e: e.update(created=5), "created is int, not str"),
+        (lambda e: e["lineage"].update(later="soon"), "lineage.later is 'soon', not 'defer' or 'lazy'"),
+        (lambda e: e["lineage"]["sources"].update(nums="0"), "lineage.sources holds a source number"),
+        (lambda e: e.update(output=[]), "output is list, not dict"),
+        (lambda e: e["output"].update(columns="k"), "output.columns is str, not list"),
+        (lambda e: e.pop("sources"), "sources is missing"),
+    ],
+)
+def test_an_entry_with_a_field_missing_or_mistyped_is_refused_by_name(store, damage, says):
+    path = store.root / "catalog" / "auto" / "v000001.json"
+    kept = path.read_text()
+    try:
+        entry = json.loads(kept)
+        damage(entry)
+        path.write_text(json.dumps(entry))
+        with pytest.raises(sp.StoreCorrupt, match=f"catalog entry {path}: {says}"):
+            store.load("auto")
+    finally:
+        path.write_text(kept)
+
+
+def test_keys_a_later_sparkprov_adds_are_kept(store):
+    raw = {**store.load("auto"), "new_field": {"a": 1}}
+    raw["lineage"] = {**raw["lineage"], "new_lineage_field": 2}
+    typed = CaptureEntry.from_json(raw, "auto")
+    assert typed.extra == {"new_field": {"a": 1}} and typed.lineage.extra == {"new_lineage_field": 2}
+    assert typed.to_json()["lineage"]["new_lineage_field"] == 2
