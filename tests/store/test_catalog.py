@@ -30,12 +30,24 @@ def test_names_are_checked(tmp_path):
         store.load("missing")
 
 
+def _attempt(x: int) -> dict:
+    # the smallest entry a store takes: an attempt without data (see store/entry.py)
+    return {"id": None, "created": "2026-11-26T00:00:00Z", "failed": {"reason": "a test"}, "sources": {}, "x": x}
+
+
 def test_versions_never_overwrite(tmp_path):
     store = Store(tmp_path)
-    assert store.commit("a", {"x": 1})["version"] == 1
-    assert store.commit("a", {"x": 2})["version"] == 2
-    assert store.load("a")["x"] == 2 and store.load("a", 1)["x"] == 1
+    assert store.commit("a", _attempt(1))["version"] == 1
+    assert store.commit("a", _attempt(2))["version"] == 2
+    assert store.load("a", failed_ok=True)["x"] == 2 and store.load("a", 1, failed_ok=True)["x"] == 1
     assert store.names() == ["a"]
+
+
+def test_an_entry_that_would_not_load_is_not_committed(tmp_path):
+    store = Store(tmp_path)
+    with pytest.raises(sp.StoreCorrupt, match="output is missing"):
+        store.commit("a", {"id": "abc", "created": "2026-11-26T00:00:00Z", "sources": {}})
+    assert store.names() == []
 
 
 def test_unknown_format_is_refused(tmp_path):

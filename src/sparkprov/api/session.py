@@ -32,6 +32,7 @@ from ..plan.catalyst import Bridge
 from ..query import drill_down, planner
 from ..sources.identity import SourceInfo
 from ..store.catalog import Store, check_name
+from ..store.layout import StoreFolders
 from . import front_ends
 from .capture import Capture
 
@@ -189,7 +190,7 @@ class LineageSession:
         >>> list(cap.backward([0], end_to_end=True))  # doctest: +SKIP
         ['stage/dataframe_0']
         """
-        path = self.store.root / "checkpoints" / f"{check_name(name)}-{uuid.uuid4().hex}"
+        path = StoreFolders(self.store.root).checkpoint(check_name(name), uuid.uuid4().hex)
         self.capture(df, name, path=path)
         return self.spark.read.parquet(str(path))
 

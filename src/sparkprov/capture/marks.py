@@ -27,6 +27,7 @@ from pyspark.sql import DataFrame
 from ..errors import InvalidArgument, UnsupportedOperation
 from ..plan.catalyst import Bridge, JPlan
 from ..store.catalog import check_name
+from ..store.layout import StoreFolders
 
 _PREFIX = "__sp_mark__"
 
@@ -81,7 +82,7 @@ def capture_marks(
             return node
         mark_name = alias[len(_PREFIX) :]
         if mark_name not in done:
-            path = str(store_root / "marks" / f"{name}.{mark_name}-{uuid.uuid4().hex}")
+            path = str(StoreFolders(store_root).mark(name, mark_name, uuid.uuid4().hex))
             (sub,) = new_kids
             capture(bridge.to_dataframe(sub), f"{name}.{mark_name}", named, path)
             done[mark_name] = path

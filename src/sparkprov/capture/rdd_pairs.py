@@ -21,7 +21,7 @@ from pyspark.sql import functions as F
 from pyspark.sql.pandas.types import from_arrow_schema
 
 from ..store.format import HANDLE, OUT, RID, Slot, slot_type, slots_from_json
-from ..store.layout import capture_dir
+from ..store.layout import CaptureFolders
 from .lineage import SideGraph, source_pairs
 from .writing import materializer, publish_pairs
 
@@ -49,7 +49,7 @@ def ensure_pairs(spark: SparkSession, entry: dict) -> None:
     sides = {int(k): _Side(slots_from_json(d["slots"])) for k, d in stored["sides"].items()}
 
     def relation(k: int):
-        folder = capture_dir(entry) / "sides" / str(k)  # in the store, even when the pairs go to a cache
+        folder = CaptureFolders.of(entry).side(k)  # in the store, even when the pairs go to a cache
         if not any(folder.glob("part-*.parquet")):  # the operator saw no partition
             columns = [(HANDLE, pa.int64()), *((s.name, slot_type(s.kind)) for s in sides[k].slots)]
             return spark.createDataFrame([], from_arrow_schema(pa.schema(columns)))

@@ -25,6 +25,7 @@ from ..errors import CaptureFailed, InvalidArgument
 from ..plan.catalyst import Bridge, JPlan
 from ..sources.identity import RID, ROW_BITS
 from ..store.catalog import Store
+from ..store.layout import CaptureFolders
 from . import later
 from .context import CaptureContext
 from .lineage import (
@@ -158,7 +159,7 @@ def _capture_into(
 ) -> dict:
     rewriter = CaptureContext(
         bridge,
-        snapshot_dir=str(data / "snapshots"),
+        snapshot_dir=str(CaptureFolders(data).snapshots),
         named=list(named),
         by_occurrence=by_occurrence,
         strategy="logical" if witnesses else strategy,
@@ -211,7 +212,7 @@ def _run_rewritten(
     slots = rewriter.root.slots
     slot_names = [s.name for s in slots]
     spark = bridge.spark
-    lineage_path = str(data / "lineage")
+    lineage_path = str(CaptureFolders(data).lineage)
     shared_path, structure, in_output, deferred = None, None, None, {}
     in_rows = bool(slots) and not witnesses and names_rows(rewriter)
     # the output's slot columns are the whole lineage (with a scalar subquery's, stored
@@ -224,19 +225,19 @@ def _run_rewritten(
         # small job and driver work the query's tasks need not wait for
         shared = None
         if referenced:
-            shared_path = str(data / "shared")
-            graph = side_graph(bridge, rewriter, data / "work")
+            shared_path = str(CaptureFolders(data).shared)
+            graph = side_graph(bridge, rewriter, CaptureFolders(data).work)
             shared = pool.submit(write_shared, spark, graph, referenced, shared_path)
         output_path, display, staged, written = _write_output(bridge, out, len(slot_names), data, write)
         output_done = time.perf_counter()
         if shared is not None:
             shared.result()
-            shutil.rmtree(data / "work", ignore_errors=True)
+            shutil.rmtree(CaptureFolders(data).work, ignore_errors=True)
     if in_rows:
         in_output = {"slots": slots_json(in_output_slots(rewriter)), "unique": unique_pairs(rewriter)}
     elif rewriter.strategy == "defer" and not witnesses:
         # the capture returns now; the slots are resolved in the background
-        shared_path, deferred = str(data / "shared"), {"later": "defer"}
+        shared_path, deferred = str(CaptureFolders(data).shared), {"later": "defer"}
         kept, rewriter.checkpoints = rewriter.checkpoints, []  # read by the side relations: released after
 
         def resolve() -> None:
@@ -283,7 +284,7 @@ def _run_plain(
     output_path, display, staged, written = result
     timings = {"output_s": round(time.perf_counter() - started, 3), "lineage_s": 0.0, "check_s": round(checked[0], 3)}
     # where the built lineage will be; "later" says it may not be there yet
-    lineage = {"path": str(data / "lineage"), "shared": str(data / "shared"), "later": "lazy"}
+    lineage = {"path": str(CaptureFolders(data).lineage), "shared": str(CaptureFolders(data).shared), "later": "lazy"}
     return _entry(bridge, capture_id, rewriter, output_path, display, staged, lineage, written, timings)
 
 

@@ -40,7 +40,7 @@ from ..capture.lineage import IN, OUT
 from ..capture.workload import GroupBy, quoted
 from ..sources.identity import RID
 from ..store.catalog import publish_written
-from ..store.layout import capture_dir
+from ..store.layout import CaptureFolders
 from .trace import RidSet
 
 log = logging.getLogger("sparkprov")
@@ -53,7 +53,7 @@ MERGED_HERE_MAX = 10_000
 
 def table_path(entry: dict, source: str) -> Path:
     """Where capture ``entry`` keeps ``source``'s drill-down table."""
-    return capture_dir(entry) / "drill" / str(entry["lineage"]["sources"][source])
+    return CaptureFolders.of(entry).drill(entry["lineage"]["sources"][source])
 
 
 def spec(entry: dict, source: str) -> GroupBy | None:

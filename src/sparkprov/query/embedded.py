@@ -40,7 +40,7 @@ from ..plan.predicate import check_predicate
 from ..sources.text import picked_lines
 from ..store.files import parquet_files
 from ..store.format import IN, OUT, REF, RID, ROW_BITS, SRC, shared_path
-from ..store.layout import capture_dir, local_path
+from ..store.layout import CaptureFolders, local_path
 from ..store.parquet import PairTable, build_forward_index, distinct_sorted
 from ..store.source_info import SourceInfo, compare_fingerprint, snapshot_column
 from .sides import SideLineage
@@ -112,7 +112,7 @@ class EmbeddedEngine:
                 found = backward
             else:
                 # a read-only store's index is built in the cache (lineage.forward)
-                index = capture_dir(self.entry) / "forward" / f"{SRC}={src}"
+                index = CaptureFolders.of(self.entry).forward(src)
                 if not index.is_dir() and self.entry["lineage"].get("forward"):
                     index = Path(self.entry["lineage"]["forward"]) / f"{SRC}={src}"
                 files = parquet_files(index)

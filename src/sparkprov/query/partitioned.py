@@ -32,7 +32,7 @@ from ..capture.workload import quoted
 from ..plan.catalyst import quiet_analysis
 from ..sources.identity import RID
 from ..store.catalog import publish_written
-from ..store.layout import capture_dir
+from ..store.layout import CaptureFolders
 
 PART = "__sp_p"
 _META = "_sp_partitioned.json"  # Spark skips files starting with "_"
@@ -40,7 +40,7 @@ _META = "_sp_partitioned.json"  # Spark skips files starting with "_"
 
 def table_path(entry: dict, source: str) -> Path:
     """Where capture ``entry`` keeps ``source``'s partitioned pairs."""
-    return capture_dir(entry) / "partitioned" / str(entry["lineage"]["sources"][source])
+    return CaptureFolders.of(entry).partitioned(entry["lineage"]["sources"][source])
 
 
 def column(entry: dict, source: str) -> str | None:

@@ -25,7 +25,7 @@ import pyarrow.compute as pc
 
 from ..store.files import parquet_files
 from ..store.format import HANDLE, RID, Slot, slots_from_json
-from ..store.layout import capture_dir
+from ..store.layout import CaptureFolders
 from ..store.parquet import PairTable, distinct_sorted
 
 _EMPTY = np.array([], np.int64)
@@ -52,7 +52,7 @@ class SideLineage:
     def __init__(self, entry: dict, within: Callable[[int], None]) -> None:
         lineage = entry["lineage"]
         stored = lineage["rdd"]
-        self._data = capture_dir(entry)
+        self._data = CaptureFolders.of(entry)
         self._output = entry["output"]["path"]
         self._slots = slots_from_json(stored["slots"])
         self._sides = {int(k): slots_from_json(d["slots"]) for k, d in stored["sides"].items()}
@@ -68,7 +68,7 @@ class SideLineage:
                 found = PairTable(parquet_files(self._output), RID, (RID, *(s.name for s in self._slots)))
             else:
                 names = (HANDLE, *(s.name for s in self._sides[k]))
-                found = PairTable(parquet_files(self._data / "sides" / str(k)), HANDLE, names)
+                found = PairTable(parquet_files(self._data.side(k)), HANDLE, names)
             self._tables[k] = found
         return found
 

@@ -33,6 +33,7 @@ from ..capture.lineage import slots_json
 from ..capture.run import Write, write_for_user
 from ..sources.identity import RID
 from ..store.catalog import check_name
+from ..store.layout import CaptureFolders
 from . import worker
 
 ORDER = "_sp_order"  # toDF writes the records' order with them (frames.py): not a value column
@@ -77,7 +78,7 @@ def commit_frame(ctx: LineageContext, staged: DataFrame, display: list[str], slo
     (stored names) then the records' slots. Its rows are written as Parquet files for
     the DataFrame to read (as ``capture(..., path=...)`` writes them), so a DataFrame
     capture reading those files traces on through this one."""
-    path = ctx._state.root / "frames" / uuid.uuid4().hex
+    path = ctx._state.folders.frame(uuid.uuid4().hex)
 
     def write(out_path: Path) -> tuple[None, dict]:
         return None, write_for_user(ctx.session._bridge, staged, display, Write(str(path)), str(out_path))
@@ -95,7 +96,7 @@ def _commit(ctx: LineageContext, slots: list, action: str, name: str | None, wri
     store = session.store
     started = time.time()
     capture_id, data = store.new_data_dir()
-    out_path = data / "output"
+    out_path = CaptureFolders(data).output
     names, kinds = [s.name for s in slots], [s.kind for s in slots]
     try:
         result, written = write(out_path)
@@ -118,11 +119,11 @@ def _lineage_entry(ctx: LineageContext, capture_id: str, data: Path, slots: list
     # slots and links the side files behind them, which the operators' own tasks wrote
     state = ctx._state
     spark = ctx.session.spark
-    out_path = data / "output"
+    out_path = CaptureFolders(data).output
     columns = _unify_output(out_path, {s.name for s in slots} | {ORDER})
     reached = _reachable_sides(slots, state.sides)
     for k in reached:
-        _link_side(Path(state.sides[k].path), data / "sides" / str(k))
+        _link_side(Path(state.sides[k].path), CaptureFolders(data).side(k))
     sources = _reachable_sources(slots, state.sides)
     arrow = pq.read_schema(next(out_path.glob("part-*.parquet")))
     schema = from_arrow_schema(pa.schema([arrow.field(c) for c in [*columns, RID]]))
@@ -139,7 +140,7 @@ def _lineage_entry(ctx: LineageContext, capture_id: str, data: Path, slots: list
         "output": {"path": str(out_path), "columns": columns, "stored": columns, "schema": schema.json()},
         "sources": {state.sources[i].name: state.sources[i].to_json() for i in sorted(sources)},
         "lineage": {
-            "path": str(data / "lineage"),  # the resolved pairs, once a Spark answer needs them
+            "path": str(CaptureFolders(data).lineage),  # the resolved pairs, once a Spark answer needs them
             "sources": {state.sources[i].name: i for i in sorted(sources)},
             "shared": None,
             "rdd": {

@@ -41,6 +41,7 @@ from ..executors import check_workers
 from ..sources.identity import RID, SourceInfo, file_fingerprint, rid_column, safe_id, snapshot_column
 from ..sources.text import COMPRESSED, number_lines
 from ..store.format import Slot
+from ..store.layout import RddFolders, StoreFolders
 from . import worker
 from .frames import dataframe_from_rdd, rdd_from_dataframe
 from .lineage_rdd import LineageRDD
@@ -68,12 +69,17 @@ class RddState:
     sides: list[Side] = field(default_factory=list)
     ids: Any = field(default_factory=count)
 
+    @property
+    def folders(self) -> RddFolders:
+        """Where the context's sources, sides and crossings are written."""
+        return RddFolders(self.root)
+
     def slot(self, kind: str, ref: int) -> Slot:
         prefix = "__sp_s" if kind == "source" else "__sp_g"
         return Slot(f"{prefix}{next(self.ids)}", kind, ref)
 
     def new_side(self, operator: str, slots: list[Slot]) -> Side:
-        side = Side(len(self.sides), operator, str(self.root / "sides" / str(len(self.sides))), list(slots))
+        side = Side(len(self.sides), operator, str(self.folders.side(len(self.sides))), list(slots))
         self.sides.append(side)
         return side
 
@@ -113,7 +119,7 @@ class LineageContext:
         self.session = session
         self.sc = sc
         check_workers(sc)  # traced records go through sparkprov's code in the Python workers
-        self._state = RddState(session.store.root / "rdd" / uuid.uuid4().hex)
+        self._state = RddState(StoreFolders(session.store.root).rdd_context(uuid.uuid4().hex).root)
 
     def textFile(self, name: str, minPartitions: int | None = None, use_unicode: bool = True) -> LineageRDD:
         """The lines of the text file(s) at ``name``, as ``sc.textFile`` reads them, each
@@ -152,7 +158,7 @@ class LineageContext:
         if number is None:
             number = len(state.sources)
             source = state.source_name(_path_name(name))
-            path = str(state.root / "sources" / f"{number}-{source}")
+            path = str(state.folders.source(number, source))
             if whole:
                 lines = lines.select(F.col("_metadata.file_path"), "value")
             lines.toDF(*[snapshot_column(i) for i in range(len(columns))]).write.parquet(path)
@@ -226,7 +232,7 @@ class LineageContext:
         state = self._state
         number = len(state.sources)
         source = state.source_name(f"parallelize_{number}")
-        path = state.root / "sources" / f"{number}-{source}"
+        path = state.folders.source(number, source)
         path.mkdir(parents=True)
         table = worker.output_table(data, list(range(len(data))), [], [], []).drop([RID])
         names = table.column_names

@@ -39,7 +39,7 @@ def rdd_from_dataframe(ctx: LineageContext, df: DataFrame, name: str) -> Lineage
     spark, bridge = session.spark, session._bridge
     number = len(state.sources)
     source = state.source_name(name)
-    path = state.root / "frames" / f"{number}-{source}"
+    path = state.folders.frame(f"{number}-{source}")
     session.capture(df, name, path=path)
     written = spark.read.parquet(str(path))
     relation = bridge.file_relation(bridge.analyzed(written))

@@ -53,7 +53,7 @@ from pathlib import Path
 from ..errors import CaptureFailed, CaptureNotFound, InvalidArgument, StoreCorrupt, StoreNotFound
 from .entry import CaptureEntry
 from .files import listing, verify, write_manifest
-from .layout import inside_store, relative_to_store
+from .layout import StoreFolders, inside_store, relative_to_store
 from .links import Links
 
 log = logging.getLogger("sparkprov")
@@ -121,8 +121,9 @@ class Store:
                 )
         else:
             self._write_atomic(fmt, json.dumps({"format_version": FORMAT_VERSION}))
-        (self.root / "catalog").mkdir(exist_ok=True)
-        (self.root / "data").mkdir(exist_ok=True)
+        self.folders = StoreFolders(self.root)
+        self.folders.catalog.mkdir(exist_ok=True)
+        self.folders.data.mkdir(exist_ok=True)
         self.links = Links(self.root)
         if not self.names() and self.writable and not self.links.complete:
             self.links.mark_complete()  # a new store: its index holds every entry from the first
@@ -130,7 +131,7 @@ class Store:
     @property
     def writable(self) -> bool:
         """Whether this process may write into the store (its ``data`` folder)."""
-        return os.access(self.root / "data", os.W_OK)
+        return os.access(StoreFolders(self.root).data, os.W_OK)
 
     @property
     def cache(self) -> Path:
@@ -155,7 +156,7 @@ class Store:
 
     def new_data_dir(self) -> tuple[str, Path]:
         capture_id = uuid.uuid4().hex
-        path = self.root / "data" / capture_id
+        path = self.folders.capture(capture_id).root
         path.mkdir()
         return capture_id, path
 
@@ -163,12 +164,12 @@ class Store:
         """Publish ``entry`` as the next version of ``name``, with the list of the files
         its data directory holds now; returns the entry as stored (its paths absolute)."""
         check_name(name)
-        folder = self.root / "catalog" / name
+        folder = self.folders.versions(name)
         folder.mkdir(parents=True, exist_ok=True)
         tmp = folder / f".tmp-{uuid.uuid4().hex}"
         version = self.latest_version(name) + 1
         if entry.get("id"):
-            entry = {**entry, "files": listing(self.root / "data" / entry["id"])}
+            entry = {**entry, "files": listing(self.folders.capture(entry["id"]).root)}
         try:
             while True:
                 entry = {**entry, "format_version": FORMAT_VERSION, "name": name, "version": version}
@@ -176,7 +177,7 @@ class Store:
                 tmp.write_text(json.dumps(relative_to_store(entry, self.root), indent=1))
                 self.links.record(entry)  # first: an index file whose entry did not commit is ignored
                 try:
-                    os.link(tmp, folder / f"v{version:06d}.json")  # fails if another writer won
+                    os.link(tmp, self.folders.entry(name, version))  # fails if another writer won
                     return entry
                 except FileExistsError:
                     version += 1
@@ -200,7 +201,7 @@ class Store:
 
     def versions(self, name: str) -> list[int]:
         """The versions of ``name`` in the catalog, oldest first."""
-        folder = self.root / "catalog" / name
+        folder = self.folders.versions(name)
         if not folder.is_dir():
             return []
         return sorted(int(m.group(1)) for p in folder.iterdir() if (m := _ENTRY.match(p.name)))
@@ -219,7 +220,7 @@ class Store:
         version = version or versions[-1]
         if version not in versions:
             raise CaptureNotFound(f"capture {name!r} has no version {version} (versions: {_spans(versions)})")
-        path = self.root / "catalog" / name / f"v{version:06d}.json"
+        path = self.folders.entry(name, version)
         try:
             entry = json.loads(path.read_text())
         except (OSError, ValueError) as exc:
@@ -249,7 +250,7 @@ class Store:
     def verify(self, entry: dict) -> None:
         """Raise ``StoreCorrupt`` unless the files of capture ``entry`` are as written."""
         what = f"capture {entry['name']!r} version {entry['version']}"
-        verify(self.root / "data" / entry["id"], entry.get("files"), what)
+        verify(self.folders.capture(entry["id"]).root, entry.get("files"), what)
 
     def links_of(self, files: list) -> list[dict] | None:
         """What the index of links holds for the dataset made of ``files`` (``Links.of``);
@@ -273,11 +274,8 @@ class Store:
         return True
 
     def names(self) -> list[str]:
-        folder = self.root / "catalog"
+        folder = self.folders.catalog
         return sorted(p.name for p in folder.iterdir() if p.is_dir() and self.latest_version(p.name))
-
-    def data_path(self, capture_id: str, *parts: str) -> str:
-        return str(self.root.joinpath("data", capture_id, *parts))
 
     @staticmethod
     def _write_atomic(path: Path, text: str) -> None:

@@ -13,6 +13,7 @@ percent-encoded spelling), and the local paths behind the URIs Spark reports.
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import quote, unquote
 
@@ -81,3 +82,126 @@ def inside_store(entry: dict, root: Path) -> dict:
         if old != root:
             entry = relative_to_store(entry, old)
     return _relocated(entry, lambda text: text.replace(STORE_URI, spelled[STORE_URI]).replace(STORE, spelled[STORE]))
+
+
+@dataclass(frozen=True)
+class CaptureFolders:
+    """The folders of one capture's data directory (``data/<capture id>/``).
+
+    >>> CaptureFolders(Path("/s/data/ab")).drill(2)
+    PosixPath('/s/data/ab/drill/2')
+    """
+
+    root: Path
+
+    @classmethod
+    def of(cls, entry: dict) -> CaptureFolders:
+        """The folders of capture ``entry``."""
+        return cls(capture_dir(entry))
+
+    @property
+    def output(self) -> Path:
+        """Its output rows (Parquet, with _sp_rid)."""
+        return self.root / "output"
+
+    @property
+    def lineage(self) -> Path:
+        """Its pair table, ``src=<i>/`` per source."""
+        return self.root / "lineage"
+
+    @property
+    def shared(self) -> Path:
+        """Its scalar subqueries' lineage, stored once."""
+        return self.root / "shared"
+
+    @property
+    def snapshots(self) -> Path:
+        """Copies of its sources that have no stable row positions."""
+        return self.root / "snapshots"
+
+    @property
+    def work(self) -> Path:
+        """Intermediate results while its lineage is resolved (removed after)."""
+        return self.root / "work"
+
+    def side(self, k: int) -> Path:
+        """Side relation ``k`` (kept for why/how; an RDD capture's side files)."""
+        return self.root / "sides" / str(k)
+
+    def forward(self, src: int) -> Path:
+        """The forward index of source number ``src``."""
+        return self.root / "forward" / f"src={src}"
+
+    def drill(self, source: int) -> Path:
+        """The drill-down table of source number ``source``."""
+        return self.root / "drill" / str(source)
+
+    def partitioned(self, source: int) -> Path:
+        """The partitioned pairs of source number ``source``."""
+        return self.root / "partitioned" / str(source)
+
+
+@dataclass(frozen=True)
+class StoreFolders:
+    """The folders of a store outside its captures' data directories.
+
+    >>> StoreFolders(Path("/s")).entry("sums", 3)
+    PosixPath('/s/catalog/sums/v000003.json')
+    """
+
+    root: Path
+
+    @property
+    def catalog(self) -> Path:
+        return self.root / "catalog"
+
+    def versions(self, name: str) -> Path:
+        """The folder of capture ``name``'s entries."""
+        return self.catalog / name
+
+    def entry(self, name: str, version: int) -> Path:
+        """The catalog entry of ``name`` version ``version``."""
+        return self.versions(name) / f"v{version:06d}.json"
+
+    @property
+    def data(self) -> Path:
+        return self.root / "data"
+
+    def capture(self, capture_id: str) -> CaptureFolders:
+        """The data directory of the capture with id ``capture_id``."""
+        return CaptureFolders(self.data / capture_id)
+
+    def checkpoint(self, name: str, unique: str) -> Path:
+        """The files of a checkpoint ``name`` (``unique``: this one's own suffix)."""
+        return self.root / "checkpoints" / f"{name}-{unique}"
+
+    def mark(self, capture: str, mark: str, unique: str) -> Path:
+        """The rows of mark ``mark`` of capture ``capture``."""
+        return self.root / "marks" / f"{capture}.{mark}-{unique}"
+
+    def rdd_context(self, context_id: str) -> RddFolders:
+        """The folders of one LineageContext."""
+        return RddFolders(self.root / "rdd" / context_id)
+
+
+@dataclass(frozen=True)
+class RddFolders:
+    """The folders of one LineageContext (``rdd/<context id>/``).
+
+    >>> RddFolders(Path("/s/rdd/c1")).source(0, "words")
+    PosixPath('/s/rdd/c1/sources/0-words')
+    """
+
+    root: Path
+
+    def side(self, k: int) -> Path:
+        """The files grouping operator ``k`` wrote, one per input partition."""
+        return self.root / "sides" / str(k)
+
+    def source(self, number: int, name: str) -> Path:
+        """The copy of source ``number`` (parallelize, wholeTextFiles, compressed text)."""
+        return self.root / "sources" / f"{number}-{name}"
+
+    def frame(self, name: str) -> Path:
+        """Parquet written for a crossing between an RDD and a DataFrame."""
+        return self.root / "frames" / name

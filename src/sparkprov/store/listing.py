@@ -12,6 +12,7 @@ from __future__ import annotations
 from ..errors import CaptureFailed, StoreCorrupt
 from .catalog import Store
 from .files import parquet_files, total_bytes
+from .layout import StoreFolders
 
 COLUMNS = ("name", "version", "created", "strategy", "seconds", "rows", "size", "sources")
 
@@ -26,7 +27,7 @@ def describe(store: Store, name: str, version: int) -> dict:
     row = {"name": name, "version": version, "created": entry.get("created"), "sources": list(entry["sources"])}
     if entry.get("failed"):
         return {**row, "failed": entry["failed"]}
-    data = store.root / "data" / entry["id"]
+    data = StoreFolders(store.root).capture(entry["id"]).root
     row["strategy"] = entry.get("strategy") or ("rdd" if entry["lineage"].get("rdd") else None)
     row["seconds"] = entry.get("seconds")
     row["rows"] = _output_rows(entry)
