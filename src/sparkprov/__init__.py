@@ -57,8 +57,6 @@ if TYPE_CHECKING:
 def __getattr__(name: str):
     if name in _LAZY:
         value = getattr(importlib.import_module(f".{_LAZY[name]}", __name__), name)
-        if name == "LineageSession":
-            importlib.import_module(".rdd", __name__)  # session.rdd: the RDD front end registers itself
         globals()[name] = value
         return value
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

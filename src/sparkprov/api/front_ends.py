@@ -1,7 +1,8 @@
 """Front ends above the facade that give a session an attribute of their own
 (``session.rdd``, the RDD API). The facade imports none of them: each registers what
-makes its attribute when its package is imported, and ``import sparkprov`` imports them
-with ``sparkprov.LineageSession``.
+makes its attribute when its package is imported, and a session asked for one that is
+not registered yet imports the package of that name (``sparkprov.rdd``), as a plugin is
+loaded by name.
 
 >>> register("shout", lambda session: f"{session}!")
 >>> made("shout", "hello")
@@ -10,6 +11,7 @@ with ``sparkprov.LineageSession``.
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Callable
 from typing import Any
 
@@ -25,7 +27,9 @@ def register(name: str, make: Callable[[Any], Any]) -> None:
 
 def made(name: str, session: Any) -> Any:
     """``session.<name>`` as the front end that registered ``name`` makes it."""
+    if name not in _MAKERS:
+        importlib.import_module(f"sparkprov.{name}")  # registers itself
     make = _MAKERS.get(name)
     if make is None:
-        raise SparkprovError(f"session.{name} needs sparkprov.{name}: import it (import sparkprov does)")
+        raise SparkprovError(f"sparkprov.{name} registers no session.{name}")
     return make(session)

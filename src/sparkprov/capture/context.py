@@ -279,7 +279,7 @@ class CaptureContext:
         return Rewritten(b.project(user + [s.attr for s in rw.slots], rw.plan), rw.slots)
 
     def collected_slots(self, arrays: list[JExpr], slots: list[Slot]) -> list[Slot]:
-        """The slots of ``arrays``, the attributes ``_collected`` made for ``slots``."""
+        """The slots of ``arrays``, the attributes ``collected`` made for ``slots``."""
         b = self.bridge
         return [Slot(b.attr_name(a), self.collected_kind(s), s.ref, a) for a, s in zip(arrays, slots)]
 

@@ -56,7 +56,7 @@ INJECT_PER_LEFT_ROW = (
     "inject: left rows numbered, inner-joined to the right with the condition and grouped back by number, "
     "each carrying its matches' rids (the left side is the smaller); no side relation"
 )
-# the explain() note of an aggregate whose input is first reduced (``_plan_reductions``)
+# the explain() note of an aggregate whose input is first reduced (``rules.join.plan_reductions``)
 REDUCED = "input first reduced to the keys the join above can match, read again from its"
 INJECT_MATCHES = (
     "inject: right side grouped by the join key, its rids collected; an inner join in place of the semi join, "

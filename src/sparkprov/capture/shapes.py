@@ -86,12 +86,12 @@ PASS_THROUGH = (
     "View",
     "GlobalLimit",
     "LocalLimit",
-    "Offset",  # the rows kept depend on the order, as for LIMIT; see _nondeterminism
+    "Offset",  # the rows kept depend on the order, as for LIMIT; see CaptureContext.nondeterminism
     "CollectMetrics",  # df.observe(): metrics over the rows that pass
     "Repartition",  # repartition(n), coalesce(n)
     "RepartitionByExpression",  # repartition(n, cols), DISTRIBUTE BY
     "ResolvedHint",  # broadcast() and other hints: kept, so the planner still sees them
-    "Sample",  # the kept rows are the ones this run kept; see _rewrite_stable
+    "Sample",  # the kept rows are the ones this run kept; see CaptureContext.rewrite_stable
     "RebalancePartitions",
     "WindowGroupLimit",  # the rank-limit filter Spark inserts below rank() <= n
     "AttachDistributedSequence",  # pandas API on Spark's default index: a row number added

@@ -23,7 +23,7 @@ if TYPE_CHECKING:
 
 Rule = Callable[["CaptureContext", "JPlan"], Rewritten]
 
-# (operator, rule), in the order the README lists them
+# (operator, rule), in the order the README's table lists them
 TABLE: list[tuple[str, Rule]] = [
     *((op, rows.pass_through) for op in PASS_THROUGH + PYTHON_EVAL),
     ("Project", rows.project),

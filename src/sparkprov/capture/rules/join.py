@@ -62,7 +62,7 @@ def plan_reductions(cx: CaptureContext, join: JPlan, kind: str, left: JPlan, rig
     anyway, with every value it computed and every rid it collected (TPC-H Q17
     averages lineitem per part for the 0.1% of parts the other side keeps). The
     groups kept have all their rows: their values and lineage are unchanged. The
-    filter is added below the rewritten aggregate (``rule_aggregate``), so it
+    filter is added below the rewritten aggregate (``aggregate.rule``), so it
     brings no lineage of its own, and only when the keys come from a filtered part
     of the other side small enough to broadcast: that part is read once more."""
     b = cx.bridge
