@@ -212,7 +212,8 @@ def _run_rewritten(
     slots = rewriter.root.slots
     slot_names = [s.name for s in slots]
     spark = bridge.spark
-    lineage_path = str(CaptureFolders(data).lineage)
+    folders = CaptureFolders(data)
+    lineage_path = str(folders.lineage)
     shared_path, structure, in_output, deferred = None, None, None, {}
     in_rows = bool(slots) and not witnesses and names_rows(rewriter)
     # the output's slot columns are the whole lineage (with a scalar subquery's, stored
@@ -225,19 +226,19 @@ def _run_rewritten(
         # small job and driver work the query's tasks need not wait for
         shared = None
         if referenced:
-            shared_path = str(CaptureFolders(data).shared)
-            graph = side_graph(bridge, rewriter, CaptureFolders(data).work)
+            shared_path = str(folders.shared)
+            graph = side_graph(bridge, rewriter, folders.work)
             shared = pool.submit(write_shared, spark, graph, referenced, shared_path)
         output_path, display, staged, written = _write_output(bridge, out, len(slot_names), data, write)
         output_done = time.perf_counter()
         if shared is not None:
             shared.result()
-            shutil.rmtree(CaptureFolders(data).work, ignore_errors=True)
+            shutil.rmtree(folders.work, ignore_errors=True)
     if in_rows:
         in_output = {"slots": slots_json(in_output_slots(rewriter)), "unique": unique_pairs(rewriter)}
     elif rewriter.strategy == "defer" and not witnesses:
         # the capture returns now; the slots are resolved in the background
-        shared_path, deferred = str(CaptureFolders(data).shared), {"later": "defer"}
+        shared_path, deferred = str(folders.shared), {"later": "defer"}
         kept, rewriter.checkpoints = rewriter.checkpoints, []  # read by the side relations: released after
 
         def resolve() -> None:
@@ -284,7 +285,8 @@ def _run_plain(
     output_path, display, staged, written = result
     timings = {"output_s": round(time.perf_counter() - started, 3), "lineage_s": 0.0, "check_s": round(checked[0], 3)}
     # where the built lineage will be; "later" says it may not be there yet
-    lineage = {"path": str(CaptureFolders(data).lineage), "shared": str(CaptureFolders(data).shared), "later": "lazy"}
+    folders = CaptureFolders(data)
+    lineage = {"path": str(folders.lineage), "shared": str(folders.shared), "later": "lazy"}
     return _entry(bridge, capture_id, rewriter, output_path, display, staged, lineage, written, timings)
 
 

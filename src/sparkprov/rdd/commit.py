@@ -119,11 +119,12 @@ def _lineage_entry(ctx: LineageContext, capture_id: str, data: Path, slots: list
     # slots and links the side files behind them, which the operators' own tasks wrote
     state = ctx._state
     spark = ctx.session.spark
-    out_path = CaptureFolders(data).output
+    folders = CaptureFolders(data)
+    out_path = folders.output
     columns = _unify_output(out_path, {s.name for s in slots} | {ORDER})
     reached = _reachable_sides(slots, state.sides)
     for k in reached:
-        _link_side(Path(state.sides[k].path), CaptureFolders(data).side(k))
+        _link_side(Path(state.sides[k].path), folders.side(k))
     sources = _reachable_sources(slots, state.sides)
     arrow = pq.read_schema(next(out_path.glob("part-*.parquet")))
     schema = from_arrow_schema(pa.schema([arrow.field(c) for c in [*columns, RID]]))
@@ -140,7 +141,7 @@ def _lineage_entry(ctx: LineageContext, capture_id: str, data: Path, slots: list
         "output": {"path": str(out_path), "columns": columns, "stored": columns, "schema": schema.json()},
         "sources": {state.sources[i].name: state.sources[i].to_json() for i in sorted(sources)},
         "lineage": {
-            "path": str(CaptureFolders(data).lineage),  # the resolved pairs, once a Spark answer needs them
+            "path": str(folders.lineage),  # the resolved pairs, once a Spark answer needs them
             "sources": {state.sources[i].name: i for i in sorted(sources)},
             "shared": None,
             "rdd": {

@@ -131,7 +131,7 @@ class Store:
     @property
     def writable(self) -> bool:
         """Whether this process may write into the store (its ``data`` folder)."""
-        return os.access(StoreFolders(self.root).data, os.W_OK)
+        return os.access(self.folders.data, os.W_OK)
 
     @property
     def cache(self) -> Path:
@@ -170,10 +170,11 @@ class Store:
         version = self.latest_version(name) + 1
         if entry.get("id"):
             entry = {**entry, "files": listing(self.folders.capture(entry["id"]).root)}
+        entry = {**entry, "format_version": FORMAT_VERSION, "name": name, "version": version}
+        CaptureEntry.from_json(entry, f"{name} v{version} (being committed)")  # one that loads
         try:
             while True:
-                entry = {**entry, "format_version": FORMAT_VERSION, "name": name, "version": version}
-                CaptureEntry.from_json(entry, f"{name} v{version} (being committed)")  # one that loads
+                entry = {**entry, "version": version}
                 tmp.write_text(json.dumps(relative_to_store(entry, self.root), indent=1))
                 self.links.record(entry)  # first: an index file whose entry did not commit is ignored
                 try:
