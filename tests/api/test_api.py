@@ -311,8 +311,8 @@ def test_a_top_level_order_is_kept_with_the_output_and_applied_when_read(spark, 
     cap = session.capture(q, "ordered")
     assert [tuple(r)[:-1] for r in cap.output.collect()] == [("BE", 55, 2), ("NL", 50, 2), (None, 10, 1)]
     # the order is recorded and explained; the stored rows carry their lineage unsorted
-    assert cap._entry["output"]["order"] == [[2, False, True], [0, True, False]]
-    top = cap._entry["explain"][0]
+    assert cap._entry.output.order == [[2, False, True], [0, True, False]]
+    top = cap._entry.explain[0]
     assert top[1].startswith("Sort") and "applied when they are read" in top[3]
     # each output row still traces to its own input rows
     (name,) = cap.sources
@@ -321,7 +321,7 @@ def test_a_top_level_order_is_kept_with_the_output_and_applied_when_read(spark, 
     # an order on an expression, not a column: sorted as before, nothing recorded
     by_expr = totals.orderBy(F.col("total") % 7, "country")
     cap2 = session.capture(by_expr, "by_expr")
-    assert "order" not in cap2._entry["output"]
+    assert "order" not in cap2._entry.output
     assert [tuple(r)[:-1] for r in cap2.output.collect()] == [tuple(r) for r in by_expr.collect()]
     # files written for the user are sorted in the files themselves (part files in name order)
     out = tmp_path / "written"

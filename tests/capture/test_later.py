@@ -28,8 +28,8 @@ def test_lazy_capture_stores_no_lineage_until_the_first_answer(session, orders):
     q = orders.where("k > 1").groupBy("cust").agg(F.sum("g").alias("total"))
     eager = session.capture(q, "eager")
     cap = session.capture(q, "lazy", strategy="lazy")
-    lineage = Path(cap._entry["lineage"]["path"])
-    assert not lineage.exists() and cap._entry["timings"]["lineage_s"] == 0
+    lineage = Path(cap._entry.lineage.path)
+    assert not lineage.exists() and cap._entry.timings["lineage_s"] == 0
     assert sorted(tuple(r)[:-1] for r in cap.output.collect()) == sorted(tuple(r)[:-1] for r in eager.output.collect())
     text = cap.explain()
     assert "Aggregate" in text and "lazy: nothing captured; the first answer runs the query again" in text
@@ -42,13 +42,13 @@ def test_defer_returns_with_the_output_and_resolves_groups_in_the_background(ses
     q = orders.groupBy("cust").agg(F.sum("amount").alias("total")).where("total > 10")
     eager = session.capture(q, "eager")
     cap = session.capture(q, "deferred", strategy="defer")
-    assert cap._entry["lineage"]["later"] == "defer" and cap._entry["timings"]["lineage_s"] < 0.5
+    assert cap._entry.lineage.later == "defer" and cap._entry.timings["lineage_s"] < 0.5
     assert "strategy='defer': the side relation is resolved after the output is written" in cap.explain()
     assert lineage_by_output(cap) == lineage_by_output(eager)  # answers wait for the resolution
-    assert Path(cap._entry["lineage"]["path"]).is_dir() and cap.build_lineage() < 0.5
+    assert Path(cap._entry.lineage.path).is_dir() and cap.build_lineage() < 0.5
     # a query whose slots are all rids has nothing to resolve: its lineage is in its rows
     rows = session.capture(orders.where("k < 3"), "rows", strategy="defer")
-    assert "later" not in rows._entry["lineage"] and rows._entry["lineage"]["in_output"]
+    assert rows._entry.lineage.later is None and rows._entry.lineage.in_output
 
 
 def test_equal_output_rows_share_out_their_lineage(session, orders):
@@ -105,7 +105,7 @@ def test_a_check_that_changes_session_settings_waits_for_the_querys_first_job(se
     eager = session.capture(q, "eager")
     monkeypatch.setattr(Bridge, "optimizes_apart", lambda self: False)
     cap = session.capture(q, "waited", strategy="lazy")
-    assert cap._entry["timings"]["check_s"] > 0
+    assert cap._entry.timings["check_s"] > 0
     assert lineage_by_output(cap) == lineage_by_output(eager)
 
 
@@ -116,14 +116,14 @@ def test_a_changed_source_or_a_different_second_run_builds_nothing(spark, sessio
     spark.createDataFrame([(3, "c")], "k int, v string").write.mode("overwrite").parquet(path)
     with pytest.raises(sp.SourceChanged, match="changed after capture"):
         cap.backward([0])
-    assert not Path(cap._entry["lineage"]["path"]).exists()
+    assert not Path(cap._entry.lineage.path).exists()
 
     # a Python function declared deterministic that is not: its second run differs
     stamp = F.udf(lambda k: f"{k}-{time.time_ns()}", "string")
     again = session.capture(spark.range(3).select(stamp("id").alias("s")), "stamped", strategy="lazy")
     with pytest.raises(sp.LineageNotBuilt, match="the query gave other rows when run again"):
         again.build_lineage()
-    assert not Path(again._entry["lineage"]["path"]).exists()
+    assert not Path(again._entry.lineage.path).exists()
 
 
 def test_floating_point_values_match_within_a_tolerance(spark, session, orders):

@@ -114,12 +114,12 @@ def test_scalar_subquery_lineage_is_stored_once(spark, session, tmp_path):
     query = big.where(F.col("v") > big.select(F.avg("v")).scalar()).select("k")
     cap = session.capture(query, name="sq")
     assert cap.output.count() == 100  # v in 5..9
-    shared = spark.read.parquet(cap._entry["lineage"]["shared"]).count()
+    shared = spark.read.parquet(cap._entry.lineage.shared).count()
     assert shared == 200  # the subquery's lineage, stored once at capture: not 100 x 200
     (row,) = cap.output.where("k = 9").collect()
     assert cap.backward([row["_sp_rid"]], source="big").count() == 200
     # the pair table, built from the output rows' slots by that first answer
-    stored = spark.read.parquet(cap._entry["lineage"]["path"]).count()
+    stored = spark.read.parquet(cap._entry.lineage.path).count()
     assert stored == 100 + 100  # each row's own input row, plus one reference per row
     assert cap.pairs("big").count() == 100 * 200  # the expanded view, computed lazily
     assert cap.forward("big", "k = 0").count() == 100  # row 0 is behind the average only
@@ -138,7 +138,7 @@ def test_a_scalar_subquery_reads_its_rows_once_for_value_and_lineage(spark, sess
     average = few.select(F.avg(F.udf(counted, "long")("v"))).scalar()
     cap = session.capture(few.where(F.col("v") > average).select("k"), name="once")
     assert reads.value == 50
-    assert any("computed once by the query" in (line[3] or "") for line in cap._entry["explain"])
+    assert any("computed once by the query" in (line[3] or "") for line in cap._entry.explain)
     assert cap.output.count() == 25
     (row,) = cap.output.where("k = 9").collect()
     assert cap.backward([row["_sp_rid"]], source="few").count() == 50
@@ -166,7 +166,7 @@ def test_scalar_subquery_over_limit_keeps_the_row_it_used(spark, session, keyed)
     # which two rows the LIMIT keeps is up to the run: the query and its lineage agree on them
     threshold = keyed.orderBy(F.rand(5)).limit(2).select(F.max("k")).scalar()
     cap = session.capture(keyed.where(F.col("k") >= threshold).select("k"), name="lim")
-    shared = spark.read.parquet(cap._entry["lineage"]["shared"]).select(F.col("in_rid").alias("_sp_rid"))
+    shared = spark.read.parquet(cap._entry.lineage.shared).select(F.col("in_rid").alias("_sp_rid"))
     kept = {r["k"] for r in cap.sources["t"].rows().join(shared, "_sp_rid").collect()}
     assert len(kept) == 2
     outputs = sorted(r["k"] for r in cap.output.collect())
@@ -492,16 +492,16 @@ def test_an_aggregate_joined_to_a_filtered_side_collects_only_groups_it_meets(se
     found = {}
     for name, (df, reduced, want) in queries.items():
         cap = session.capture(df, name)
-        assert any("first reduced" in (line[3] or "") for line in cap._entry["explain"]) == reduced, name
+        assert any("first reduced" in (line[3] or "") for line in cap._entry.explain) == reduced, name
         found[name] = lineage_by_output(cap)
         assert found[name] == want, name
     # a logical aggregate (a side relation run again after the query) reads the reduced input too
     logical = session.capture(queries["inner"][0], "inner_logical", strategy="logical")
-    assert any("first reduced" in (line[3] or "") for line in logical._entry["explain"])
+    assert any("first reduced" in (line[3] or "") for line in logical._entry.explain)
     assert lineage_by_output(logical) == found["inner"]
     # the same lineage without the reduction
     monkeypatch.setattr(join, "plan_reductions", lambda *args: None)
     for name, (df, _, _) in queries.items():
         cap = session.capture(df, f"{name}_unreduced")
-        assert not any("first reduced" in (line[3] or "") for line in cap._entry["explain"])
+        assert not any("first reduced" in (line[3] or "") for line in cap._entry.explain)
         assert lineage_by_output(cap) == found[name], name

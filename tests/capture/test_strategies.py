@@ -24,13 +24,12 @@ def _pairs(cap: sp.Capture) -> dict[str, list[tuple]]:
     is read, so each strategy may store the rows in another order."""
     position = {r[RID]: i for i, r in enumerate(cap.output.select(RID).collect())}
     return {
-        s: sorted((position[out], *rest) for out, *rest in cap.pairs(s).collect())
-        for s in cap._entry["lineage"]["sources"]
+        s: sorted((position[out], *rest) for out, *rest in cap.pairs(s).collect()) for s in cap._entry.lineage.sources
     }
 
 
 def _aggregate_strategies(cap: sp.Capture) -> list[str]:
-    return [line[3].split(":")[0] for line in cap._entry["explain"] if line[1].startswith("Aggregate")]
+    return [line[3].split(":")[0] for line in cap._entry.explain if line[1].startswith("Aggregate")]
 
 
 # Q1, Q6: aggregates over one scan; Q3, Q9: over joins; Q13: an aggregate over an
@@ -142,7 +141,7 @@ def test_inject_over_an_outer_join_and_a_nested_aggregate(session, two):
 
 
 def _join_strategies(cap: sp.Capture) -> list[str]:
-    return [line[3].split(":")[0] for line in cap._entry["explain"] if line[1].startswith("Join")]
+    return [line[3].split(":")[0] for line in cap._entry.explain if line[1].startswith("Join")]
 
 
 def test_semi_join_on_keys_injects_its_matches(spark, session):
@@ -201,7 +200,7 @@ def test_semi_join_over_a_smaller_left_side_groups_its_pairs_by_left_row(spark, 
 
 
 def _join_explain(cap: sp.Capture) -> str:
-    return " ".join(line[3] for line in cap._entry["explain"] if line[1].startswith("Join"))
+    return " ".join(line[3] for line in cap._entry.explain if line[1].startswith("Join"))
 
 
 def test_witnesses_keep_side_relations_and_bad_strategies_are_refused(session, two):
@@ -221,17 +220,17 @@ def test_lineage_kept_in_the_output_rows_gets_its_pair_table_on_first_use(spark,
     tpch.register(spark, tpch_dir)
     session = sp.LineageSession(spark, store=tmp_path / "store")
     cap = session.capture(spark.sql(tpch.query(n)), f"q{n}")
-    lineage = cap._entry["lineage"]
+    lineage = cap._entry.lineage
     # every output slot names source rows (rids, injected rid arrays): no pair table yet
-    assert lineage["in_output"]["unique"] == (n != 7)
-    assert not Path(lineage["path"]).exists()
+    assert lineage.in_output["unique"] == (n != 7)
+    assert not Path(lineage.path).exists()
     if n == 22:  # the subquery's lineage is stored at capture, once
-        assert Path(lineage["shared"]).is_dir()
+        assert Path(lineage.shared).is_dir()
     else:
-        assert lineage["shared"] is None
+        assert lineage.shared is None
     first = cap.output.orderBy(RID).first()[RID]
     local = cap.backward([first], engine="embedded")  # builds the table in this process
-    assert Path(lineage["path"]).is_dir()
+    assert Path(lineage.path).is_dir()
     answered = cap.backward([first], engine="spark")
     for source, rows in local.items():
         assert sorted(map(tuple, rows.collect())) == sorted(map(tuple, answered[source].collect())), source
@@ -240,7 +239,7 @@ def test_lineage_kept_in_the_output_rows_gets_its_pair_table_on_first_use(spark,
     row_lineage.ensure_pairs(spark, other)
     read = [
         spark.read.parquet(p).orderBy("src", "out_rid", "in_rid").collect()
-        for p in (lineage["path"], str(tmp_path / "spark-built"))
+        for p in (lineage.path, str(tmp_path / "spark-built"))
     ]
     assert read[0] == read[1] and len(read[0]) > 0
     # Q22's rows refer to the subquery's lineage: pairs under its pseudo-source number
@@ -255,7 +254,7 @@ def test_tpch_aggregates_reduced_to_the_keys_a_join_meets_keep_their_lineage(spa
     tpch.register(spark, tpch_dir)
     session = sp.LineageSession(spark, store=tmp_path / "store")
     reduced = {n: session.capture(spark.sql(tpch.query(n)), f"q{n}") for n in (2, 20)}
-    notes = {n: [ln[3] for ln in c._entry["explain"] if "first reduced" in (ln[3] or "")] for n, c in reduced.items()}
+    notes = {n: [ln[3] for ln in c._entry.explain if "first reduced" in (ln[3] or "")] for n, c in reduced.items()}
     assert [len(notes[2]), len(notes[20])] == [1, 1]
     monkeypatch.setattr(join, "plan_reductions", lambda *args: None)
     for n, cap in reduced.items():

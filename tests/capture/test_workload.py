@@ -157,5 +157,5 @@ def test_a_workload_reaches_the_parts_of_a_marked_capture(spark, session, strate
     # the mark's part ran before the outer part refused: it is recorded as not made
     with pytest.raises(sp.CaptureFailed, match=rf"part of capture 'bad_{strategy}', which failed: InvalidArgument"):
         session.load(f"bad_{strategy}.cleaned")
-    assert session.store.load(f"bad_{strategy}.cleaned", failed_ok=True)["failed"]["part_of"] == f"bad_{strategy}"
+    assert session.store.load(f"bad_{strategy}.cleaned", failed_ok=True).failed["part_of"] == f"bad_{strategy}"
     assert list(session.load(f"m_{strategy}.cleaned").sources) == ["orders"]  # another capture's part is untouched

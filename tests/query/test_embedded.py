@@ -120,7 +120,7 @@ def test_answers_agree_between_engines(made):
 def test_forward_index_is_built_once_and_kept(spark, session, tmp_path):
     cap = small_capture(spark, session, tmp_path)
     entry = session.store.load(cap.name)
-    index = os.path.join(os.path.dirname(entry["lineage"]["path"]), "forward")
+    index = os.path.join(os.path.dirname(entry.lineage.path), "forward")
     assert not os.path.exists(index)  # capture does not build it
     first = EmbeddedEngine(entry).forward_ids("facts", [0])
     assert os.path.isdir(os.path.join(index, "src=0"))

@@ -37,9 +37,9 @@ def _attempt(x: int) -> dict:
 
 def test_versions_never_overwrite(tmp_path):
     store = Store(tmp_path)
-    assert store.commit("a", _attempt(1))["version"] == 1
-    assert store.commit("a", _attempt(2))["version"] == 2
-    assert store.load("a", failed_ok=True)["x"] == 2 and store.load("a", 1, failed_ok=True)["x"] == 1
+    assert store.commit("a", _attempt(1)).version == 1
+    assert store.commit("a", _attempt(2)).version == 2
+    assert store.load("a", failed_ok=True).extra["x"] == 2 and store.load("a", 1, failed_ok=True).extra["x"] == 1
     assert store.names() == ["a"]
 
 

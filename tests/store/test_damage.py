@@ -143,9 +143,9 @@ def test_a_pair_table_built_by_the_first_trace_is_checked_too(spark, session, tm
     products = session.source(products, "products")
     q = orders.join(customers, "cust").join(products, "cust").groupBy("region").agg(F.count("*").alias("n"))
     cap = session.capture(q, name="three")
-    assert cap._entry["lineage"].get("in_output")
+    assert cap._entry.lineage.in_output
     assert cap.backward("region = 'EU'", "customers", engine="embedded").count() == 3
-    moved = next((Path(cap._entry["lineage"]["path"]) / "src=1").glob("part-*.parquet"))
+    moved = next((Path(cap._entry.lineage.path) / "src=1").glob("part-*.parquet"))
     moved.rename(tmp_path / "elsewhere.parquet")
     store = str(session.store.root)
     for engine in ("embedded", "spark"):

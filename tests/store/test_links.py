@@ -88,7 +88,7 @@ def test_index_files_of_entries_that_never_committed_are_ignored(pipeline, spark
     session, tmp_path = pipeline
     clean = session.load("clean")
     links = session.store.links
-    folder = links.folder / links.key(clean._entry["written"]["files"])
+    folder = links.folder / links.key(clean._entry.written["files"])
     # a writer that died before its commit, and one whose version another writer took
     for name, version in (("ghost", 1), ("other0", 1)):
         record = {"name": name, "version": version, "wrote": True, "read_as": ["orders"]}
@@ -100,7 +100,7 @@ def test_a_damaged_index_file_is_refused_by_name(pipeline, spark):
     session, tmp_path = pipeline
     clean = session.load("clean")
     links = session.store.links
-    damaged = links.folder / links.key(clean._entry["written"]["files"]) / "clean.v000001.json"
+    damaged = links.folder / links.key(clean._entry.written["files"]) / "clean.v000001.json"
     os.truncate(damaged, 5)
     with pytest.raises(sp.StoreCorrupt, match=str(damaged)):
         sp.LineageSession(spark, store=tmp_path / "store").load("totals").backward("total > 0", end_to_end=True)

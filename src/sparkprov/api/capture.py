@@ -35,7 +35,8 @@ from ..query.embedded import EmbeddedEngine
 from ..query.provenance import Polynomial, polynomials
 from ..query.replay import Replay, SourceLeaf, replay
 from ..query.trace import RowsArg
-from ..sources.identity import RID, SourceInfo, check_unchanged, read_source
+from ..sources.identity import RID, check_unchanged, read_source
+from ..store.entry import CaptureEntry
 from .cursor import LineageCursor, Point
 
 if TYPE_CHECKING:
@@ -69,15 +70,15 @@ class Source:
 class Capture:
     """One stored capture: its output rows and their lineage to every source."""
 
-    def __init__(self, session: LineageSession, entry: dict) -> None:
+    def __init__(self, session: LineageSession, entry: CaptureEntry) -> None:
         self._session = session
         self._entry = entry
         # the captured DataFrame and its sources' leaves, while this session lives (replay)
-        self._query: tuple[DataFrame, dict] | None = session._queries.get((entry["name"], entry["version"]))
+        self._query: tuple[DataFrame, dict] | None = session._queries.get((entry.name, entry.version))
         self._engine: EmbeddedEngine | None = None
-        self.name: str = entry["name"]
-        self.version: int = entry["version"]
-        self._infos = {n: SourceInfo.from_json(d) for n, d in entry["sources"].items()}
+        self.name: str = entry.name
+        self.version: int = entry.version
+        self._infos = entry.sources
 
     def __repr__(self) -> str:
         return f"Capture({self.name!r}, version={self.version}, sources={list(self._infos)})"
@@ -85,7 +86,7 @@ class Capture:
     def _trusted(self) -> None:
         # every answer first checks the files the capture wrote (StoreCorrupt names one
         # missing, resized or stray): a missing pair file would otherwise read as no lineage
-        if self._entry.get("id"):
+        if self._entry.id:
             self._session.store.verify(self._entry)
 
     @property
@@ -94,20 +95,15 @@ class Capture:
         return self._output(ordered=True)
 
     def _output(self, ordered: bool = False) -> DataFrame:
-        out = self._entry["output"]
-        reader = self._session.spark.read
-        if "schema" in out:  # a given schema: no job to read footers
-            reader = reader.schema(StructType.fromJson(json.loads(out["schema"])))
-        df = reader.parquet(out["path"])
+        out = self._entry.output
+        # the schema it keeps: no job to read footers
+        df = self._session.spark.read.schema(StructType.fromJson(json.loads(out.schema))).parquet(out.path)
         if ordered:
             # a top-level ORDER BY the capture kept rather than applied (rewrite.order_when_read);
             # rows equal on it, and every row of an unordered query, in rid order
-            keys = [
-                _sort_key(F.col(f"`{out['stored'][i]}`"), asc, nulls_first)
-                for i, asc, nulls_first in out.get("order", [])
-            ]
+            keys = [_sort_key(F.col(f"`{out.stored[i]}`"), asc, nulls_first) for i, asc, nulls_first in out.order or []]
             df = df.orderBy(*keys, RID)
-        cols = [F.col(f"`{s}`").alias(d) for s, d in zip(out["stored"], out["columns"])]
+        cols = [F.col(f"`{s}`").alias(d) for s, d in zip(out.stored, out.columns)]
         return df.select(*cols, F.col(RID))
 
     @property
@@ -365,9 +361,7 @@ class Capture:
 
     def _embedded_forward(self, source: str, rows: RowsArg) -> DataFrame:
         engine = self._embedded()
-        schema = engines.output_schema(self._entry["output"])
-        if schema is None:
-            raise EmbeddedUnsupported("this capture's entry has no output schema (made by an older sparkprov)")
+        schema = engines.output_schema(self._entry.output)
         ins = engines.rids_of(engine, rows, lambda p: engine.source_rids(source, p))
         outs = engine.forward_ids(source, ins)
         if len(outs) > engines.ROWS_LIMIT:
@@ -495,7 +489,7 @@ class Capture:
         >>> print(cap.explain().splitlines()[0])  # doctest: +SKIP
         capture 'sums' version 1: 2 operators, all exact
         """
-        lines = self._entry.get("explain", [])
+        lines = self._entry.explain or []
         coarse = [g for _, _, g, _ in lines if g != "exact"]
         summary = f"{len(coarse)} coarse" if coarse else "all exact"
         out = [f"capture {self.name!r} version {self.version}: {len(lines)} operators, {summary}"]
@@ -510,7 +504,7 @@ class Capture:
                 "text": "input split + line number in it, read in place",
             }.get(s.kind, "position in a Parquet copy")
             out.append(f"source {s.name}: {s.format}, {s.files} file(s), rid = {how}")
-        if self._entry.get("witnesses"):
+        if self._entry.witnesses:
             out.append("witnesses kept: why() and how() answer from the stored groups")
         return "\n".join(out)
 

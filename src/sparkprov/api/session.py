@@ -32,6 +32,7 @@ from ..plan.catalyst import Bridge
 from ..query import drill_down, planner
 from ..sources.identity import SourceInfo
 from ..store.catalog import Store, check_name
+from ..store.entry import CaptureEntry
 from ..store.layout import StoreFolders
 from . import front_ends
 from .capture import Capture
@@ -228,8 +229,8 @@ class LineageSession:
                 workload=workload,
                 read_elsewhere=None,
             )
-            parts.append(entry["name"])
-            read_below.update(entry["sources"])
+            parts.append(entry.name)
+            read_below.update(entry.sources)
             self._build_workload_tables(entry, strategy)
             return entry
 
@@ -256,14 +257,14 @@ class LineageSession:
             for part in parts:
                 self.store.commit_failed(part, f"part of capture {name!r}, which failed: {one_line(exc)}", part_of=name)
             raise
-        self._queries[(entry["name"], entry["version"])] = (query, leaves)
+        self._queries[(entry.name, entry.version)] = (query, leaves)
         self._build_workload_tables(entry, strategy)
         return entry
 
-    def _build_workload_tables(self, entry: dict, strategy: str) -> None:
+    def _build_workload_tables(self, entry: CaptureEntry, strategy: str) -> None:
         """The drill-down and partitioned tables of the sources ``entry`` reads that its
         workload names; a lazy capture builds them with its lineage, on first use."""
-        workload = entry.get("workload", {})
+        workload = entry.workload or {}
         if strategy == "lazy" or not (workload.get("group_by") or workload.get("partition_by")):
             return
         cap = Capture(self, entry)

@@ -72,15 +72,15 @@ def slot_bytes(entry: dict) -> int:
     from ..store.files import parquet_files
     from ..store.parquet import column_chunk_sum
 
-    schema = StructType.fromJson(json.loads(entry["output"]["schema"]))
-    slots = set(schema.fieldNames()) - set(entry["output"]["stored"]) - {"_sp_rid"}
-    return column_chunk_sum(parquet_files(entry["output"]["path"]), slots, "total_compressed_size")
+    schema = StructType.fromJson(json.loads(entry.output.schema))
+    slots = set(schema.fieldNames()) - set(entry.output.stored) - {"_sp_rid"}
+    return column_chunk_sum(parquet_files(entry.output.path), slots, "total_compressed_size")
 
 
 def operator_strategies(entry: dict) -> list[list[str]]:
     """``[operator, strategy]`` per operator of the captured plan (its explain() lines);
     the strategy is named by the text before its first colon."""
-    return [[line[1][:100], line[3].split(":")[0]] for line in entry["explain"]]
+    return [[line[1][:100], line[3].split(":")[0]] for line in entry.explain]
 
 
 def run(
@@ -169,10 +169,10 @@ def compare(
                 t = time.perf_counter()
                 c = session.capture(spark.sql(text), f"q{n}", witnesses=kept, strategy=strategy, workload=workload)
                 returned = time.perf_counter() - t
-                if c._entry["lineage"].get("later") == "defer":
+                if c._entry.lineage.later == "defer":
                     c.build_lineage()  # waits for the background resolution: part of capture's work
                 # the time until both are stored, and until the output alone was
-                return time.perf_counter() - t, returned - c._entry["timings"]["lineage_s"], c
+                return time.perf_counter() - t, returned - c._entry.timings["lineage_s"], c
 
             # warm-up, each kind once: file listings, generated code (a capture's plan
             # compiles classes of its own: Q2's first capture compiles 32), the JIT
@@ -191,7 +191,7 @@ def compare(
                         t, until_output, cap = captured(i)
                         cap_t.append(t)
                         output_t.append(until_output)
-                        check_t.append(cap._entry["timings"].get("check_s"))
+                        check_t.append(cap._entry.timings.get("check_s"))
                         cap_tasks.append(task_seconds(spark, before)[1])
                     else:
                         default_t.append(captured(i, kept=False)[0])
@@ -238,13 +238,13 @@ def _label(query) -> str:
 def _result(spark, n, cap, plain_t, cap_t, output_t, default_t, witnesses: bool) -> dict:
     entry = cap._entry
     # a lazy capture stores lineage when first used: built first, so its bytes count
-    deferred = entry["lineage"].get("later") == "lazy"
+    deferred = entry.lineage.later == "lazy"
     pair_table_s = cap.build_lineage() if deferred else 0.0
-    shared = later.shared_path(entry["lineage"])
+    shared = later.shared_path(entry.lineage)
     # shared lineage (a scalar subquery's, kept once) and the output's slot columns are
     # part of what capture stores
-    pair_bytes = _dir_bytes(entry["lineage"]["path"]) + (_dir_bytes(shared) if shared else 0)
-    sides = entry.get("witnesses")
+    pair_bytes = _dir_bytes(entry.lineage.path) + (_dir_bytes(shared) if shared else 0)
+    sides = entry.witnesses
     witness_bytes = sum(_dir_bytes(s["path"]) for s in sides["sides"].values()) if sides else 0
     slots = slot_bytes(entry)
     lineage_bytes = pair_bytes + witness_bytes + slots
@@ -252,7 +252,7 @@ def _result(spark, n, cap, plain_t, cap_t, output_t, default_t, witnesses: bool)
     # that needs one; what that costs, once
     if not deferred:
         pair_table_s = cap.build_lineage()
-    input_bytes = sum(sum(f[1] for f in s["original"]) for s in entry["sources"].values())
+    input_bytes = sum(sum(f[1] for f in s.original) for s in entry.sources.values())
     result = {
         "query": n,
         "plain_s": [round(x, 3) for x in plain_t],
@@ -262,13 +262,13 @@ def _result(spark, n, cap, plain_t, cap_t, output_t, default_t, witnesses: bool)
         "lineage_bytes": lineage_bytes,
         "slot_bytes": slots,
         "witness_bytes": witness_bytes,
-        "output_rows": spark.read.parquet(entry["output"]["path"]).count(),
-        "pairs": spark.read.parquet(entry["lineage"]["path"]).count(),
+        "output_rows": spark.read.parquet(entry.output.path).count(),
+        "pairs": spark.read.parquet(entry.lineage.path).count(),
         "shared_pairs": spark.read.parquet(shared).count() if shared else 0,
         "input_bytes": input_bytes,
         "storage_ratio": float(f"{lineage_bytes / input_bytes:.3g}") if input_bytes else None,
-        "timings": entry["timings"],
-        "lineage_in_output": bool(entry["lineage"].get("in_output")),
+        "timings": entry.timings,
+        "lineage_in_output": bool(entry.lineage.in_output),
         "pair_table_s": round(pair_table_s, 3),
         "strategies": operator_strategies(entry),
     }

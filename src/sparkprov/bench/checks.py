@@ -93,7 +93,7 @@ def reexecution_by_occurrence(session, query: Callable[[], DataFrame], cap: Capt
     if not mine:
         return False
     traced = occ.backward([mine[0]])
-    numbers = entry["lineage"]["sources"]
+    numbers = entry.lineage.sources
     restrict = {numbers[name]: df.select(RID) for name, df in traced.items()}
     with tempfile.TemporaryDirectory(prefix="sparkprov-rerun-") as tmp:
         again, rw = rewritten(session._bridge, query(), tmp, by_occurrence=True, restrict=restrict)

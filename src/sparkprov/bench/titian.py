@@ -111,8 +111,8 @@ def _slot_bytes(entry: dict) -> int:
     from ..store.files import parquet_files
     from ..store.parquet import column_chunk_sum
 
-    slots = {name for name, _, _ in entry["lineage"]["rdd"]["slots"]}
-    return column_chunk_sum(parquet_files(entry["output"]["path"]), slots, "total_compressed_size")
+    slots = {name for name, _, _ in entry.lineage.rdd["slots"]}
+    return column_chunk_sum(parquet_files(entry.output.path), slots, "total_compressed_size")
 
 
 def _write_lines(folder: Path, size: int, make: Callable[[int], list[str]], file_bytes: int = 64 << 20) -> None:

@@ -76,7 +76,7 @@ def _row_counts(engine: EmbeddedEngine, source: str) -> list[int]:
 
     from ..query.embedded import local_path
 
-    return [pq.ParquetFile(local_path(f[0])).metadata.num_rows for f in engine.entry["sources"][source]["files"]]
+    return [pq.ParquetFile(local_path(f[0])).metadata.num_rows for f in engine.entry.sources[source].files]
 
 
 def _random_rid(counts: list[int], rng: np.random.Generator) -> int | None:
@@ -100,7 +100,7 @@ def trace_query(engine: EmbeddedEngine, samples: int, rng: np.random.Generator) 
     outs = engine.output_rows()["_sp_rid"].to_numpy()
     picked = rng.choice(outs, size=min(samples, len(outs)), replace=False) if len(outs) else []
     result = {"output_rows": len(outs), "backward_ms": [], "forward_ms": [], "fetch1000_ms": [], "sizes": []}
-    if engine.entry.get("witnesses"):
+    if engine.entry.witnesses:
         result.update(_derivations(engine.entry, picked))
     started = time.perf_counter()
     for s in engine.sources:  # reads the footers of every pair table

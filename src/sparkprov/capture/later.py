@@ -31,7 +31,8 @@ with equal keys), a row's lineage is that of an equal row in the same place of t
 order.
 
 >>> from sparkprov.capture.later import shared_path
->>> shared_path({"shared": "/store/data/1/shared", "later": "lazy"}) is None  # not built
+>>> from sparkprov.store.entry import LineageInfo
+>>> shared_path(LineageInfo("/store/data/1/lineage", {}, shared="/store/data/1/shared", later="lazy")) is None
 True
 """
 
@@ -53,6 +54,7 @@ from pyspark.sql.types import DoubleType, FloatType, StructType
 from ..errors import LineageNotBuilt
 from ..plan.catalyst import Bridge
 from ..sources.identity import RID, check_unchanged
+from ..store.entry import CaptureEntry
 from ..store.format import shared_path  # noqa: F401 - also imported from here
 from .context import CaptureContext
 from .lineage import OUT, source_pairs
@@ -97,14 +99,14 @@ def run_later(capture_id: str, name: str, job: Callable[[], None]) -> None:
     _PENDING[capture_id] = _BACKGROUND.submit(logged)
 
 
-def ensure_built(entry: dict) -> None:
+def ensure_built(entry: CaptureEntry) -> None:
     """Finish the lineage of capture ``entry`` (``lineage.later``), unless it is built:
     wait for a defer capture's background job, build a lazy one's."""
-    lineage = entry["lineage"]
-    if Path(lineage["path"]).is_dir():
+    lineage = entry.lineage
+    if Path(lineage.path).is_dir():
         return
-    pending = _PENDING.get(entry["id"])
-    how = lineage["later"]
+    pending = _PENDING.get(entry.id)
+    how = lineage.later
     if pending is None:
         what = (
             "its lineage was still being resolved when the process that captured it ended"
@@ -113,7 +115,7 @@ def ensure_built(entry: dict) -> None:
             "(any trace there builds it, or cap.build_lineage())"
         )
         raise LineageNotBuilt(
-            f"capture {entry['name']!r} version {entry['version']} was made with strategy={how!r} and {what}. "
+            f"capture {entry.name!r} version {entry.version} was made with strategy={how!r} and {what}. "
             "Capture it again, with strategy='auto' to keep lineage at capture"
         )
     if isinstance(pending, Future):
@@ -121,19 +123,18 @@ def ensure_built(entry: dict) -> None:
             pending.result()
         except Exception as e:
             raise LineageNotBuilt(
-                f"capture {entry['name']!r} version {entry['version']}: resolving its lineage after the capture "
-                f"failed: {e}"
+                f"capture {entry.name!r} version {entry.version}: resolving its lineage after the capture failed: {e}"
             ) from e
     else:
         _build(entry, pending)
-    _PENDING.pop(entry["id"], None)  # built: the query and its plan need not be held any longer
+    _PENDING.pop(entry.id, None)  # built: the query and its plan need not be held any longer
 
 
-def _build(entry: dict, pending: Pending) -> None:
+def _build(entry: CaptureEntry, pending: Pending) -> None:
     """Build lazy capture ``entry``'s pair table (and shared lineage)."""
 
-    lineage = entry["lineage"]
-    path = Path(lineage["path"])
+    lineage = entry.lineage
+    path = Path(lineage.path)
     bridge, spark, seen = pending.bridge, pending.bridge.spark, pending.rewriter
     for use in seen.sources:
         if use.info.kind == "parquet":
@@ -153,23 +154,23 @@ def _build(entry: dict, pending: Pending) -> None:
     try:
         root = rewriter.rewrite_root(bridge.inline_ctes(bridge.analyzed(pending.df)))
         if len(rewriter.sources) != len(seen.sources):
-            raise LineageNotBuilt(f"capture {entry['name']!r}: the query read other sources when run again")
+            raise LineageNotBuilt(f"capture {entry.name!r}: the query read other sources when run again")
         slots = root.slots
-        out = bridge.to_dataframe(root.plan).toDF(*entry["output"]["stored"], *[s.name for s in slots])
+        out = bridge.to_dataframe(root.plan).toDF(*entry.output.stored, *[s.name for s in slots])
         keep = materializer(spark, work / "match")
         rows = _matched(spark, out, entry, [s.name for s in slots], keep)
         graph = side_graph(bridge, rewriter, work / "sides")
         with lineage_settings(bridge):
             pairs = source_pairs(rows, slots, graph)
             distinct = not unique_pairs(rewriter)
-            store_lineage(spark, pairs, graph, path, Path(lineage["shared"]), distinct)
+            store_lineage(spark, pairs, graph, path, Path(lineage.shared), distinct)
     finally:
         for kept in rewriter.checkpoints:
             kept.unpersist()
         shutil.rmtree(work, ignore_errors=True)
 
 
-def _matched(spark, again: DataFrame, entry: dict, slot_names: list[str], keep) -> DataFrame:
+def _matched(spark, again: DataFrame, entry: CaptureEntry, slot_names: list[str], keep) -> DataFrame:
     """``(out_rid, slots...)``: the second run's rows ``again`` paired with the stored
     output rows of equal values; raises ``LineageNotBuilt`` unless every row of each
     side has its partner.
@@ -178,8 +179,8 @@ def _matched(spark, again: DataFrame, entry: dict, slot_names: list[str], keep) 
     of doubles adds its terms in the order they arrive, which differs between runs.
     Rows are paired on the other columns and, among rows equal on those, in the order
     of their floating-point values."""
-    schema = StructType.fromJson(json.loads(entry["output"]["schema"]))
-    stored = entry["output"]["stored"]
+    schema = StructType.fromJson(json.loads(entry.output.schema))
+    stored = entry.output.stored
     floats = [c for c in stored if isinstance(schema[c].dataType, DoubleType | FloatType)]
     exact = [c for c in stored if c not in floats]
     rank, found = "__sp_rank", "__sp_found"
@@ -190,7 +191,7 @@ def _matched(spark, again: DataFrame, entry: dict, slot_names: list[str], keep) 
     again = again.withColumn(
         rank, F.row_number().over(Window.partitionBy(*keys).orderBy(*order, *(slot_names or [F.lit(0)])))
     )
-    first = spark.read.schema(schema).parquet(entry["output"]["path"]).select(*[F.col(f"`{c}`") for c in stored], RID)
+    first = spark.read.schema(schema).parquet(entry.output.path).select(*[F.col(f"`{c}`") for c in stored], RID)
     first = first.withColumn(rank, F.row_number().over(Window.partitionBy(*keys).orderBy(*order, RID)))
     a, f = again.alias("a"), first.alias("f")
     cond = [F.col(f"a.`{c}`").eqNullSafe(F.col(f"f.`{c}`")) for c in exact]
@@ -220,7 +221,7 @@ def _matched(spark, again: DataFrame, entry: dict, slot_names: list[str], keep) 
         else:
             what = f"{changed} row(s) with floating-point values further apart than {FLOAT_TOLERANCE:g}"
         raise LineageNotBuilt(
-            f"capture {entry['name']!r}: the query gave other rows when run again to build its lineage ({what}). "
+            f"capture {entry.name!r}: the query gave other rows when run again to build its lineage ({what}). "
             "Capture it with strategy='auto'"
         )
     return rows.select(OUT, *slot_names)

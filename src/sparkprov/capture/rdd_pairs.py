@@ -20,6 +20,7 @@ from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.pandas.types import from_arrow_schema
 
+from ..store.entry import CaptureEntry
 from ..store.format import HANDLE, OUT, RID, Slot, slot_type, slots_from_json
 from ..store.layout import CaptureFolders
 from .lineage import SideGraph, source_pairs
@@ -36,15 +37,15 @@ class _Side:
         self.slots = slots
 
 
-def ensure_pairs(spark: SparkSession, entry: dict) -> None:
+def ensure_pairs(spark: SparkSession, entry: CaptureEntry) -> None:
     """Resolve the pairs of RDD capture ``entry`` into its ``lineage/`` folder, unless
     they are there already. Written beside it and renamed into place, so two
     processes resolving at once both end with one complete table."""
-    lineage = entry["lineage"]
-    path = Path(lineage["path"])
+    lineage = entry.lineage
+    path = Path(lineage.path)
     if path.is_dir():
         return
-    stored = lineage["rdd"]
+    stored = lineage.rdd
     slots = slots_from_json(stored["slots"])
     sides = {int(k): _Side(slots_from_json(d["slots"])) for k, d in stored["sides"].items()}
 
@@ -55,7 +56,7 @@ def ensure_pairs(spark: SparkSession, entry: dict) -> None:
             return spark.createDataFrame([], from_arrow_schema(pa.schema(columns)))
         return spark.read.parquet(str(folder))
 
-    rows = spark.read.parquet(entry["output"]["path"]).select(F.col(RID).alias(OUT), *[s.name for s in slots])
+    rows = spark.read.parquet(entry.output.path).select(F.col(RID).alias(OUT), *[s.name for s in slots])
     # a program that loops (an RDD joined with itself, round after round) reaches
     # sides along many paths: each intermediate result is kept, not repeated in plans
     work = path.parent / f".work-{uuid.uuid4().hex}"

@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ..store.catalog import publish_written
+from ..store.entry import CaptureEntry
 from ..store.format import IN, OUT, RID, SHARED_REF, SRC, Slot, slots_from_json
 
 if TYPE_CHECKING:
@@ -29,17 +30,17 @@ if TYPE_CHECKING:
 ROW_GROUP = 64 * 1024  # rows per row group of a pair table built in this process
 
 
-def _pending(entry: dict) -> tuple[Path, dict, list[Slot]] | None:
+def _pending(entry: CaptureEntry) -> tuple[Path, dict, list[Slot]] | None:
     """``(lineage/ path, lineage.in_output, its slots)``, or None when the table is built."""
-    lineage = entry["lineage"]
-    path = Path(lineage["path"])
+    lineage = entry.lineage
+    path = Path(lineage.path)
     if path.is_dir():
         return None
-    kept = lineage["in_output"]
+    kept = lineage.in_output
     return path, kept, slots_from_json(kept["slots"])
 
 
-def ensure_pairs(spark: SparkSession, entry: dict) -> None:
+def ensure_pairs(spark: SparkSession, entry: CaptureEntry) -> None:
     """Build ``lineage/`` of capture ``entry`` with Spark, unless it is there already."""
     # Spark's side, imported here: the embedded engine builds tables without it
     from pyspark.sql import functions as F
@@ -51,12 +52,12 @@ def ensure_pairs(spark: SparkSession, entry: dict) -> None:
     if pending is None:
         return
     path, kept, slots = pending
-    rows = spark.read.parquet(entry["output"]["path"]).select(F.col(RID).alias(OUT), *[s.name for s in slots])
+    rows = spark.read.parquet(entry.output.path).select(F.col(RID).alias(OUT), *[s.name for s in slots])
     graph = SideGraph(sides=[], relation=lambda k: None, source_of=lambda i: i)
     publish_pairs(spark, source_pairs(rows, slots, graph), path, distinct=not kept["unique"])
 
 
-def build_locally(entry: dict, within_limit: Callable[[int], None]) -> None:
+def build_locally(entry: CaptureEntry, within_limit: Callable[[int], None]) -> None:
     """Build ``lineage/`` of capture ``entry`` in this process (pyarrow), unless it is
     there already. ``within_limit(n)`` is called first with an upper bound of the
     pairs (the slot columns' values, from the footers) and raises if that is too many."""
@@ -73,7 +74,7 @@ def build_locally(entry: dict, within_limit: Callable[[int], None]) -> None:
         return
     path, kept, slots = pending
     names = [s.name for s in slots]
-    files = parquet_files(entry["output"]["path"])
+    files = parquet_files(entry.output.path)
     within_limit(column_chunk_sum(files, set(names), "num_values"))
     parts = [pq.read_table(f, columns=[RID, *names]) for f in files]
     table = pa.concat_tables(parts) if parts else None

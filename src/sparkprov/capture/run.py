@@ -121,7 +121,7 @@ def run_capture(
     entry["seconds"] = round(time.time() - started, 3)
     entry["strategy"] = strategy
     entry = store.commit(name, entry)
-    log.info("sparkprov: captured %r version %d in %.1fs", name, entry["version"], entry["seconds"])
+    log.info("sparkprov: captured %r version %d in %.1fs", name, entry.version, entry.seconds)
     return entry
 
 

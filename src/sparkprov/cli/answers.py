@@ -22,6 +22,7 @@ from ..errors import EmbeddedUnsupported, InvalidArgument, LineageTooLarge
 from ..plan.predicate import check_predicate
 from ..query.embedded import EMBEDDED_LIMIT, EmbeddedEngine, check_engine
 from ..query.provenance import polynomials
+from ..store.entry import CaptureEntry
 from ..store.format import RID
 from .text_table import cell, render
 
@@ -78,28 +79,30 @@ class Answer:
         return "\n".join(lines)
 
 
-def source_named(entry: dict, given: str | None) -> str | None:
+def source_named(entry: CaptureEntry, given: str | None) -> str | None:
     """The source of capture ``entry`` that ``given`` names: its name, or the base name of
     a source named by its path (as ``sparkprov run`` names the files a script reads) when
     no other source has that base name.
 
-    >>> source_named({"name": "c", "sources": {"/data/in/orders.csv": {}, "items": {}}}, "orders.csv")
+    >>> from sparkprov.store.entry import CaptureEntry
+    >>> entry = CaptureEntry("c", 1, 1, "", None, None, None, {"/data/in/orders.csv": None, "items": None})
+    >>> source_named(entry, "orders.csv")
     '/data/in/orders.csv'
     """
-    if given is None or given in entry["sources"]:
+    if given is None or given in entry.sources:
         return given
-    matches = [n for n in entry["sources"] if n.rstrip("/").rsplit("/", 1)[-1] == given]
+    matches = [n for n in entry.sources if n.rstrip("/").rsplit("/", 1)[-1] == given]
     if len(matches) == 1:
         return matches[0]
-    names = ", ".join(entry["sources"])
+    names = ", ".join(entry.sources)
     if matches:
-        raise InvalidArgument(f"source {given!r} of capture {entry['name']!r} is ambiguous: it could be {names}")
+        raise InvalidArgument(f"source {given!r} of capture {entry.name!r} is ambiguous: it could be {names}")
     raise no_such_source(entry, given)
 
 
 def trace(
     store_root: str,
-    entry: dict,
+    entry: CaptureEntry,
     direction: str,
     where: str,
     source: str | None = None,
@@ -164,16 +167,16 @@ def _embedded(
     else:
         ins = engine.source_rids(source, where)
         ids = engine.forward_ids(source, ins)
-        relations[entry["name"]] = (len(ids), engine.output_rows(ids[:limit]))
+        relations[entry.name] = (len(ids), engine.output_rows(ids[:limit]))
         matched = len(ins)
         notes = []
         started = None
-    return Answer(entry["name"], entry["version"], direction, "embedded", matched, relations, notes, started)
+    return Answer(entry.name, entry.version, direction, "embedded", matched, relations, notes, started)
 
 
 def _spark(
     store_root: str,
-    entry: dict,
+    entry: CaptureEntry,
     direction: str,
     where: str,
     source: str | None,
@@ -196,17 +199,17 @@ def _spark(
         notes = []
         started = None
     relations = {name: (df.count(), df.orderBy(RID).limit(limit).toArrow()) for name, df in traced.items()}
-    return Answer(entry["name"], entry["version"], direction, "spark", matched, relations, notes, started)
+    return Answer(entry.name, entry.version, direction, "spark", matched, relations, notes, started)
 
 
-def _loaded(store_root: str, entry: dict):
+def _loaded(store_root: str, entry: CaptureEntry):
     """Capture ``entry``, loaded in a local Spark session started for the command line."""
     import sparkprov as sp
 
     from ..local import local_session
 
     spark = local_session("sparkprov-trace", quiet=True, **{"spark.ui.showConsoleProgress": "false"})
-    return sp.LineageSession(spark, store=store_root).load(entry["name"], entry["version"])
+    return sp.LineageSession(spark, store=store_root).load(entry.name, entry.version)
 
 
 @dataclass
@@ -240,7 +243,7 @@ class DrillDown:
         return "\n".join(lines)
 
 
-def drill_down(store_root: str, entry: dict, where: str, source: str) -> DrillDown:
+def drill_down(store_root: str, entry: CaptureEntry, where: str, source: str) -> DrillDown:
     """``Capture.drill_down`` of the output rows matching ``where`` (Spark SQL), with
     Spark: the aggregation the capture's workload declared for ``source``, by group."""
     check_predicate(where)  # before Spark starts
@@ -252,10 +255,10 @@ def drill_down(store_root: str, entry: dict, where: str, source: str) -> DrillDo
     matched = len(rids) if isinstance(rids, list) else rids.count()
     groups = cap.drill_down(rids, source).toArrow()
     order = [(name, "ascending") for name in groups.column_names]
-    return DrillDown(entry["name"], entry["version"], source, matched, groups.sort_by(order))
+    return DrillDown(entry.name, entry.version, source, matched, groups.sort_by(order))
 
 
-def _notes(entry: dict, reached) -> list[str]:
+def _notes(entry: CaptureEntry, reached) -> list[str]:
     return [note for name in reached if (note := restricted_note(entry, name)) is not None]
 
 
@@ -294,7 +297,7 @@ class Derivations:
         return "\n".join(lines)
 
 
-def derivations(entry: dict, kind: str, where: str, limit: int = 20) -> Derivations:
+def derivations(entry: CaptureEntry, kind: str, where: str, limit: int = 20) -> Derivations:
     """Why (``kind="why"``) or how provenance of the output rows matching ``where``,
     read in this process (the capture must keep witnesses)."""
     if kind not in ("why", "how"):
@@ -312,7 +315,7 @@ def derivations(entry: dict, kind: str, where: str, limit: int = 20) -> Derivati
             rows.append({"row": row, "how": str(p)})
         else:
             rows.append({"row": row, "why": sorted([list(m) for m in sorted(w)] for w in p.witnesses())})
-    return Derivations(entry["name"], entry["version"], kind, len(outs), rows)
+    return Derivations(entry.name, entry.version, kind, len(outs), rows)
 
 
 def dumps(answer: Answer | Derivations | DrillDown) -> str:

@@ -40,6 +40,7 @@ from ..capture.lineage import IN, OUT
 from ..capture.workload import GroupBy, quoted
 from ..sources.identity import RID
 from ..store.catalog import publish_written
+from ..store.entry import CaptureEntry
 from ..store.layout import CaptureFolders
 from .trace import RidSet
 
@@ -51,14 +52,14 @@ _META = "_sp_drill.json"  # Spark and pyarrow skip files starting with "_"
 MERGED_HERE_MAX = 10_000
 
 
-def table_path(entry: dict, source: str) -> Path:
+def table_path(entry: CaptureEntry, source: str) -> Path:
     """Where capture ``entry`` keeps ``source``'s drill-down table."""
-    return CaptureFolders.of(entry).drill(entry["lineage"]["sources"][source])
+    return CaptureFolders.of(entry).drill(entry.lineage.sources[source])
 
 
-def spec(entry: dict, source: str) -> GroupBy | None:
+def spec(entry: CaptureEntry, source: str) -> GroupBy | None:
     """The aggregation ``entry``'s workload declared for ``source``, or None."""
-    declared = entry.get("workload", {}).get("group_by", {}).get(source)
+    declared = (entry.workload or {}).get("group_by", {}).get(source)
     return GroupBy.of(declared) if declared is not None else None
 
 

@@ -38,6 +38,7 @@ from ..capture.restricted import no_such_source, refuse_forward
 from ..errors import EmbeddedUnsupported, InvalidArgument, LineageTooLarge, SourceChanged
 from ..plan.predicate import check_predicate
 from ..sources.text import picked_lines
+from ..store.entry import CaptureEntry
 from ..store.files import parquet_files
 from ..store.format import IN, OUT, REF, RID, ROW_BITS, SRC, shared_path
 from ..store.layout import CaptureFolders, local_path
@@ -74,19 +75,19 @@ class EmbeddedEngine:
     capture only read the row groups they need.
     """
 
-    def __init__(self, entry: dict, limit: int = EMBEDDED_LIMIT) -> None:
+    def __init__(self, entry: CaptureEntry, limit: int = EMBEDDED_LIMIT) -> None:
         self.entry = entry
         self.limit = limit
-        self.name = entry["name"]
-        lineage = entry["lineage"]
-        self._root = Path(lineage["path"])
-        self._numbers: dict[str, int] = dict(lineage["sources"])
-        self._infos = {n: SourceInfo.from_json(d) for n, d in entry["sources"].items()}
+        self.name = entry.name
+        lineage = entry.lineage
+        self._root = Path(lineage.path)
+        self._numbers: dict[str, int] = dict(lineage.sources)
+        self._infos = entry.sources
         self._tables: dict[tuple[int, str], PairTable] = {}
         self._shared: pa.Table | None = None
         self._files: dict[str, pq.ParquetFile] = {}
         # an RDD capture keeps its records' slots and sides, not pairs
-        self._rdd = SideLineage(entry, self._within_limit) if lineage.get("rdd") else None
+        self._rdd = SideLineage(entry, self._within_limit) if lineage.rdd else None
 
     @property
     def sources(self) -> list[str]:
@@ -101,9 +102,9 @@ class EmbeddedEngine:
     def _table(self, src: int, key: str) -> PairTable:
         found = self._tables.get((src, key))
         if found is None:
-            if self.entry["lineage"].get("in_output"):
+            if self.entry.lineage.in_output:
                 row_lineage.build_locally(self.entry, self._within_limit)
-            elif self.entry["lineage"].get("later"):
+            elif self.entry.lineage.later:
                 from ..capture import later  # a lazy or deferred capture's: made by the capturing process
 
                 later.ensure_built(self.entry)
@@ -113,8 +114,8 @@ class EmbeddedEngine:
             else:
                 # a read-only store's index is built in the cache (lineage.forward)
                 index = CaptureFolders.of(self.entry).forward(src)
-                if not index.is_dir() and self.entry["lineage"].get("forward"):
-                    index = Path(self.entry["lineage"]["forward"]) / f"{SRC}={src}"
+                if not index.is_dir() and self.entry.lineage.forward:
+                    index = Path(self.entry.lineage.forward) / f"{SRC}={src}"
                 files = parquet_files(index)
                 if not files and backward.rows:
                     self._within_limit(backward.rows)
@@ -137,7 +138,7 @@ class EmbeddedEngine:
 
     def _shared_table(self) -> pa.Table:
         if self._shared is None:
-            path = shared_path(self.entry["lineage"])
+            path = shared_path(self.entry.lineage)
             files = parquet_files(path) if path else []
             self._shared = (
                 pa.concat_tables([pq.read_table(f, columns=[REF, SRC, IN]) for f in files])
@@ -229,11 +230,11 @@ class EmbeddedEngine:
 
     def output_rows(self, rids=None) -> pa.Table:
         """Output rows (user columns and ``_sp_rid``), all or those with ``rids``, in rid order."""
-        out = self.entry["output"]
-        table = pq.read_table(parquet_files(out["path"]), columns=[*out["stored"], RID])
+        out = self.entry.output
+        table = pq.read_table(parquet_files(out.path), columns=[*out.stored, RID])
         if rids is not None:
             table = table.filter(pc.is_in(table[RID], pa.array(rid_array(rids))))
-        table = table.rename_columns([*out["columns"], RID])
+        table = table.rename_columns([*out.columns, RID])
         return _plain_types(table.sort_by(RID))
 
     def source_rows(self, source: str, rids, only: set[str] | None = None) -> pa.Table:
@@ -306,9 +307,9 @@ class EmbeddedEngine:
 
     def output_rids(self, predicate: str) -> np.ndarray:
         """Rids of the output rows matching ``predicate`` (Spark SQL)."""
-        out = self.entry["output"]
-        cols = ", ".join(f"{_quote(s)} AS {_quote(d)}" for s, d in zip(out["stored"], out["columns"]))
-        relation = f"(SELECT {cols}, {RID} FROM read_parquet({files_sql(parquet_files(out['path']))}))"
+        out = self.entry.output
+        cols = ", ".join(f"{_quote(s)} AS {_quote(d)}" for s, d in zip(out.stored, out.columns))
+        relation = f"(SELECT {cols}, {RID} FROM read_parquet({files_sql(parquet_files(out.path))}))"
         return _select_rids(relation, predicate, f"the output of capture {self.name!r}")
 
     def source_rids(self, source: str, predicate: str) -> np.ndarray:

@@ -23,6 +23,7 @@ from pyspark.sql.types import LongType, StructField, StructType
 
 from ..errors import EmbeddedUnsupported, LineageTooLarge
 from ..sources.identity import RID
+from ..store.entry import OutputInfo
 from .embedded import ENGINES, EmbeddedEngine, check_engine  # noqa: F401 - also from here
 from .trace import RowsArg, rid_list
 
@@ -81,10 +82,8 @@ def source_schema(info_schema: str) -> StructType:
     return StructType([*fields, StructField(RID, LongType())])
 
 
-def output_schema(output: dict) -> StructType | None:
-    """The output rows as traces return them (display names and ``_sp_rid``), if stored."""
-    if "schema" not in output:
-        return None
-    stored = {f.name: f for f in StructType.fromJson(json.loads(output["schema"])).fields}
-    fields = [StructField(d, stored[s].dataType) for s, d in zip(output["stored"], output["columns"])]
+def output_schema(output: OutputInfo) -> StructType:
+    """The output rows as traces return them (display names and ``_sp_rid``)."""
+    stored = {f.name: f for f in StructType.fromJson(json.loads(output.schema)).fields}
+    fields = [StructField(d, stored[s].dataType) for s, d in zip(output.stored, output.columns)]
     return StructType([*fields, StructField(RID, LongType())])

@@ -32,20 +32,21 @@ from ..capture.workload import quoted
 from ..plan.catalyst import quiet_analysis
 from ..sources.identity import RID
 from ..store.catalog import publish_written
+from ..store.entry import CaptureEntry
 from ..store.layout import CaptureFolders
 
 PART = "__sp_p"
 _META = "_sp_partitioned.json"  # Spark skips files starting with "_"
 
 
-def table_path(entry: dict, source: str) -> Path:
+def table_path(entry: CaptureEntry, source: str) -> Path:
     """Where capture ``entry`` keeps ``source``'s partitioned pairs."""
-    return CaptureFolders.of(entry).partitioned(entry["lineage"]["sources"][source])
+    return CaptureFolders.of(entry).partitioned(entry.lineage.sources[source])
 
 
-def column(entry: dict, source: str) -> str | None:
+def column(entry: CaptureEntry, source: str) -> str | None:
     """The column ``entry``'s workload partitions ``source``'s lineage by, or None."""
-    return entry.get("workload", {}).get("partition_by", {}).get(source)
+    return (entry.workload or {}).get("partition_by", {}).get(source)
 
 
 def build(pairs: DataFrame, rows: DataFrame, name: str, path: Path) -> None:

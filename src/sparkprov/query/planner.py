@@ -7,7 +7,8 @@ One place decides how a capture's lineage is finished (an RDD capture's sides re
 lineage kept in the output rows turned into pairs, a lazy capture run again, a deferred
 one awaited), so the facade, the command line and later front ends ask it alone.
 
->>> needs_building({"lineage": {"path": "/s/lineage"}})
+>>> from sparkprov.store.entry import CaptureEntry, LineageInfo
+>>> needs_building(CaptureEntry("c", 1, 1, "", "ab", None, LineageInfo("/s/lineage", {}), {}))
 False
 """
 
@@ -20,18 +21,19 @@ from ..capture import later, rdd_pairs, row_lineage
 from ..capture.lineage import expand_shared
 from ..errors import CaptureNotFound, StoreCorrupt
 from ..store.catalog import Store
+from ..store.entry import CaptureEntry
 from ..store.format import IN, OUT, PAIRS_SCHEMA, SHARED_SCHEMA, SRC, shared_path
-from ..store.links import fingerprint
+from ..store.links import dataset_files
 from ..store.source_info import SourceInfo
 
 
-def needs_building(entry: dict) -> bool:
+def needs_building(entry: CaptureEntry) -> bool:
     """Whether capture ``entry`` left its pair table to be made by its first answer."""
-    stored = entry["lineage"]
-    return bool(stored.get("rdd") or stored.get("in_output") or stored.get("later"))
+    stored = entry.lineage
+    return bool(stored.rdd or stored.in_output or stored.later)
 
 
-def ensure_lineage(spark: SparkSession, entry: dict) -> None:
+def ensure_lineage(spark: SparkSession, entry: CaptureEntry) -> None:
     """Make capture ``entry``'s pair table if it is not there yet (nothing otherwise).
 
     An RDD capture keeps its sides, and a capture whose output rows name their source
@@ -39,57 +41,57 @@ def ensure_lineage(spark: SparkSession, entry: dict) -> None:
     runs its query again (only the process that captured it can); a deferred capture's
     background resolution is awaited.
     """
-    stored = entry["lineage"]
-    if stored.get("rdd"):
+    stored = entry.lineage
+    if stored.rdd:
         rdd_pairs.ensure_pairs(spark, entry)
-    elif stored.get("in_output"):
+    elif stored.in_output:
         row_lineage.ensure_pairs(spark, entry)
-    elif stored.get("later"):
+    elif stored.later:
         later.ensure_built(entry)
 
 
-def source_pairs(spark: SparkSession, entry: dict, source: str) -> DataFrame:
+def source_pairs(spark: SparkSession, entry: CaptureEntry, source: str) -> DataFrame:
     """``(out_rid, in_rid)`` of one source of capture ``entry``, its lineage completed
     first; lineage shared by many output rows (a scalar subquery's) joined in lazily."""
     ensure_lineage(spark, entry)
-    stored = entry["lineage"]
-    pairs = spark.read.schema(PAIRS_SCHEMA).parquet(stored["path"])
-    direct = pairs.where(F.col(SRC) == stored["sources"][source]).select(OUT, IN)
+    stored = entry.lineage
+    pairs = spark.read.schema(PAIRS_SCHEMA).parquet(stored.path)
+    direct = pairs.where(F.col(SRC) == stored.sources[source]).select(OUT, IN)
     shared = shared_path(stored)
     if not shared:
         return direct
     table = spark.read.schema(SHARED_SCHEMA).parquet(shared)
-    return direct.unionByName(expand_shared(pairs, table, stored["sources"][source])).distinct()
+    return direct.unionByName(expand_shared(pairs, table, stored.sources[source])).distinct()
 
 
-def writer_of(store: Store, info: SourceInfo) -> dict | None:
+def writer_of(store: Store, info: SourceInfo) -> CaptureEntry | None:
     """The entry of the capture that wrote exactly the files ``info`` read, if any (the
     store's index of links names the candidates). A damaged candidate matters only when
     no other wrote them: it may have been the writer (``StoreCorrupt``)."""
     if info.kind != "parquet" or not info.original:
         return None
-    files = fingerprint(info.original)
+    files = dataset_files(info.original)
     damaged: list[StoreCorrupt] = []
     for entry in _candidates(store, files, damaged, lambda r: r["wrote"], newest=False):
-        written = entry.get("written")
-        if written and fingerprint(written["files"]) == files:
+        written = entry.written
+        if written and dataset_files(written["files"]) == files:
             return entry  # its own answers check its files
     if damaged:
         raise StoreCorrupt(f"cannot tell which capture wrote source {info.name!r}: {damaged[0]}")
     return None
 
 
-def readers_of(store: Store, entry: dict) -> list[tuple[dict, str]]:
+def readers_of(store: Store, entry: CaptureEntry) -> list[tuple[CaptureEntry, str]]:
     """(entry, source name) for the newest version of every capture that read what
     capture ``entry`` wrote, as that source."""
-    written = entry.get("written")
+    written = entry.written
     if not written:
         return []
-    files = fingerprint(written["files"])
+    files = dataset_files(written["files"])
     found = []
     for reader in _candidates(store, files, None, lambda r: bool(r["read_as"]), newest=True):
-        for name, src in reader["sources"].items():
-            if src["kind"] == "parquet" and fingerprint(src["original"]) == files:
+        for name, src in reader.sources.items():
+            if src.kind == "parquet" and dataset_files(src.original) == files:
                 found.append((reader, name))
     return found
 
@@ -116,5 +118,5 @@ def _candidates(store: Store, files: list[tuple], damaged: list | None, wanted, 
                 raise
             damaged.append(exc)
             continue
-        if not entry.get("failed"):
+        if not entry.failed:
             yield entry

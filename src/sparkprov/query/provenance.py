@@ -43,6 +43,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from ..errors import LineageTooLarge, WitnessesNotKept
+from ..store.entry import CaptureEntry
 from ..store.files import parquet_files
 from ..store.format import RID, parents_first
 from .embedded import files_sql, rid_array
@@ -187,20 +188,20 @@ def _check_count(count: int, limit: int) -> None:
 # ---- reading the stored structure --------------------------------------------------
 
 
-def polynomials(entry: dict, rids, row_limit: int = SIDE_ROW_LIMIT) -> dict[int, Polynomial]:
+def polynomials(entry: CaptureEntry, rids, row_limit: int = SIDE_ROW_LIMIT) -> dict[int, Polynomial]:
     """``{output rid: polynomial}`` for the output rows ``rids`` of a capture (its catalog
     ``entry``), read from the side relations it kept. Unknown rids are left out."""
-    structure = entry.get("witnesses")
+    structure = entry.witnesses
     if not structure:
         raise WitnessesNotKept(
-            f"capture {entry['name']!r} v{entry['version']} was made without witness structure; "
-            f"capture it again with session.capture(df, {entry['name']!r}, witnesses=True) for why() and how()"
+            f"capture {entry.name!r} v{entry.version} was made without witness structure; "
+            f"capture it again with session.capture(df, {entry.name!r}, witnesses=True) for why() and how()"
         )
-    names = {i: n for n, i in entry["lineage"]["sources"].items()}
+    names = {i: n for n, i in entry.lineage.sources.items()}
     sides = {int(k): side for k, side in structure["sides"].items()}
     out_slots = structure["output"]
     rids = rid_array(rids)
-    files = parquet_files(entry["output"]["path"])
+    files = parquet_files(entry.output.path)
     columns = [RID, *(s["name"] for s in out_slots)]
     rows = pq.read_table(files, columns=columns, filters=[(RID, "in", rids.tolist())]).to_pylist() if len(rids) else []
 
@@ -219,7 +220,7 @@ def polynomials(entry: dict, rids, row_limit: int = SIDE_ROW_LIMIT) -> dict[int,
         read += table.num_rows
         if read > row_limit:  # checked before the rows become Python objects
             raise LineageTooLarge(
-                f"capture {entry['name']!r}: the derivations of these rows read more than {row_limit:,} rows of "
+                f"capture {entry.name!r}: the derivations of these rows read more than {row_limit:,} rows of "
                 "its operators' groups; ask for fewer rows, or use backward() for their lineage"
             )
         found = table.to_pylist()

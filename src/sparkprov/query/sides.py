@@ -23,6 +23,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from ..store.entry import CaptureEntry
 from ..store.files import parquet_files
 from ..store.format import HANDLE, RID, Slot, slots_from_json
 from ..store.layout import CaptureFolders
@@ -49,11 +50,11 @@ def reached_sources(slots: list[Slot], sides: dict[int, list[Slot]]) -> set[int]
 class SideLineage:
     """The stored lineage of one RDD capture (its catalog ``entry``)."""
 
-    def __init__(self, entry: dict, within: Callable[[int], None]) -> None:
-        lineage = entry["lineage"]
-        stored = lineage["rdd"]
+    def __init__(self, entry: CaptureEntry, within: Callable[[int], None]) -> None:
+        lineage = entry.lineage
+        stored = lineage.rdd
         self._data = CaptureFolders.of(entry)
-        self._output = entry["output"]["path"]
+        self._output = entry.output.path
         self._slots = slots_from_json(stored["slots"])
         self._sides = {int(k): slots_from_json(d["slots"]) for k, d in stored["sides"].items()}
         self._reach = {k: reached_sources(slots, self._sides) for k, slots in self._sides.items()}

@@ -75,8 +75,8 @@ def dataframe_from_rdd(
     # the records' order, written with them: a DataFrame made from an RDD keeps its order
     staged = staged.select(*columns, F.monotonically_increasing_id().alias(ORDER), *[s.name for s in rdd._slots])
     rdd.capture = capture = commit_frame(ctx, staged, [*struct.names, ORDER], rdd._slots, name)
-    df = spark.read.parquet(capture._entry["written"]["path"])
-    if len(capture._entry["written"]["files"]) > 1:  # Spark reads the largest file first
+    df = spark.read.parquet(capture._entry.written["path"])
+    if len(capture._entry.written["files"]) > 1:  # Spark reads the largest file first
         df = df.orderBy(ORDER)
     return df.drop(ORDER)
 

@@ -298,7 +298,7 @@ class Tracer:
     def _failed(self, name: str, exc: BaseException | str) -> None:
         reason = exc if isinstance(exc, str) else one_line(exc)
         entry = self.store.commit_failed(name, reason, script=self.script)
-        self.attempts.append(Attempt(name, entry["version"], reason))
+        self.attempts.append(Attempt(name, entry.version, reason))
 
 
 def _written(writer: DataFrameWriter) -> DataFrame:

@@ -48,6 +48,7 @@ import shutil
 import time
 import uuid
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 
 from ..errors import CaptureFailed, CaptureNotFound, InvalidArgument, StoreCorrupt, StoreNotFound
@@ -139,20 +140,18 @@ class Store:
         base = Path(os.environ.get("SPARKPROV_CACHE") or Path.home() / ".cache" / "sparkprov").expanduser()
         return base / hashlib.sha1(str(self.root).encode()).hexdigest()[:16]
 
-    def _built_elsewhere(self, entry: dict) -> dict:
+    def _built_elsewhere(self, entry: CaptureEntry) -> CaptureEntry:
         """``entry`` with what its answers build pointed into the cache, when this
         process cannot write the store (said once per store and process)."""
-        if self.writable:
+        if self.writable or entry.lineage is None or entry.id is None:
             return entry
-        lineage = dict(entry["lineage"])
-        cache = self.cache / entry["id"]
-        if not Path(lineage["path"]).is_dir():
-            lineage["path"] = str(cache / "lineage")
-        lineage["forward"] = str(cache / "forward")
+        cache = self.cache / entry.id
+        path = entry.lineage.path if Path(entry.lineage.path).is_dir() else str(cache / "lineage")
+        lineage = replace(entry.lineage, path=path, forward=str(cache / "forward"))
         if self.root not in _SAID_READ_ONLY:
             _SAID_READ_ONLY.add(self.root)
             log.warning("sparkprov: store %s is read-only; what traces build is kept in %s", self.root, self.cache)
-        return {**entry, "lineage": lineage}
+        return replace(entry, lineage=lineage)
 
     def new_data_dir(self) -> tuple[str, Path]:
         capture_id = uuid.uuid4().hex
@@ -160,9 +159,10 @@ class Store:
         path.mkdir()
         return capture_id, path
 
-    def commit(self, name: str, entry: dict) -> dict:
-        """Publish ``entry`` as the next version of ``name``, with the list of the files
-        its data directory holds now; returns the entry as stored (its paths absolute)."""
+    def commit(self, name: str, entry: dict) -> CaptureEntry:
+        """Publish ``entry`` (the JSON a capture made) as the next version of ``name``,
+        with the list of the files its data directory holds now; returns the entry as
+        stored, typed (its paths absolute)."""
         check_name(name)
         folder = self.folders.versions(name)
         folder.mkdir(parents=True, exist_ok=True)
@@ -171,21 +171,21 @@ class Store:
         if entry.get("id"):
             entry = {**entry, "files": listing(self.folders.capture(entry["id"]).root)}
         entry = {**entry, "format_version": FORMAT_VERSION, "name": name, "version": version}
-        CaptureEntry.from_json(entry, f"{name} v{version} (being committed)")  # one that loads
+        typed = CaptureEntry.from_json(entry, f"{name} v{version} (being committed)")  # one that loads
         try:
             while True:
-                entry = {**entry, "version": version}
-                tmp.write_text(json.dumps(relative_to_store(entry, self.root), indent=1))
-                self.links.record(entry)  # first: an index file whose entry did not commit is ignored
+                typed = replace(typed, version=version)
+                tmp.write_text(json.dumps(relative_to_store(typed.to_json(), self.root), indent=1))
+                self.links.record(typed)  # first: an index file whose entry did not commit is ignored
                 try:
                     os.link(tmp, self.folders.entry(name, version))  # fails if another writer won
-                    return entry
+                    return typed
                 except FileExistsError:
                     version += 1
         finally:
             tmp.unlink(missing_ok=True)
 
-    def commit_failed(self, name: str, reason: str, **details: str) -> dict:
+    def commit_failed(self, name: str, reason: str, **details: str) -> CaptureEntry:
         """Record that capture ``name`` was attempted and not made, and why, as its next
         version: listed with the others, refused (``CaptureFailed``) by ``load``."""
         entry = {
@@ -207,7 +207,9 @@ class Store:
             return []
         return sorted(int(m.group(1)) for p in folder.iterdir() if (m := _ENTRY.match(p.name)))
 
-    def load(self, name: str, version: int | None = None, failed_ok: bool = False, verify_files: bool = True) -> dict:
+    def load(
+        self, name: str, version: int | None = None, failed_ok: bool = False, verify_files: bool = True
+    ) -> CaptureEntry:
         """The catalog entry of ``name`` (the newest version unless ``version``); a
         failed attempt raises ``CaptureFailed`` unless ``failed_ok``. The files it names
         are checked (``StoreCorrupt``) unless ``verify_files`` is false."""
@@ -235,23 +237,24 @@ class Store:
                 f"catalog entry {path} holds capture {entry.get('name')!r} version {entry.get('version')}, "
                 f"not {name!r} version {version}"
             )
-        CaptureEntry.from_json(entry, str(path))  # every field it knows present and of its type
-        if entry.get("failed") and not failed_ok:
+        # every field it knows present and of its type
+        typed = CaptureEntry.from_json(inside_store(entry, self.root), str(path))
+        if typed.failed and not failed_ok:
             raise CaptureFailed(
-                f"capture {name!r} version {version} was not made: {entry['failed']['reason']}"
+                f"capture {name!r} version {version} was not made: {typed.failed.get('reason')}"
                 + (f" (version {version - 1} is the one before)" if version > 1 else "")
             )
-        entry = inside_store(entry, self.root)
-        if entry.get("id"):
+        if typed.id:
             if verify_files:
-                self.verify(entry)
-            entry = self._built_elsewhere(entry)
-        return entry
+                self.verify(typed)
+            typed = self._built_elsewhere(typed)
+        return typed
 
-    def verify(self, entry: dict) -> None:
+    def verify(self, entry: CaptureEntry) -> None:
         """Raise ``StoreCorrupt`` unless the files of capture ``entry`` are as written."""
-        what = f"capture {entry['name']!r} version {entry['version']}"
-        verify(self.folders.capture(entry["id"]).root, entry.get("files"), what)
+        if entry.id:
+            what = f"capture {entry.name!r} version {entry.version}"
+            verify(self.folders.capture(entry.id).root, entry.files, what)
 
     def links_of(self, files: list) -> list[dict] | None:
         """What the index of links holds for the dataset made of ``files`` (``Links.of``);

@@ -9,12 +9,13 @@ later sparkprov added are kept as they were (``extra``).
 
 >>> raw = {"format_version": 1, "name": "sums", "version": 2, "id": "ab12", "created": "2026-11-26T10:00:00Z",
 ...        "output": {"path": "/s/data/ab12/output", "columns": ["k"], "stored": ["k"], "schema": "{}"},
-...        "sources": {"nums": {"kind": "parquet"}},
+...        "sources": {"nums": {"name": "nums", "kind": "parquet", "format": "parquet", "schema": "{}", "roots": ["/d"],
+...                             "files": [["/d/n.parquet", 9, 1]], "original": [["/d/n.parquet", 9, 1]]}},
 ...        "lineage": {"path": "/s/data/ab12/lineage", "sources": {"nums": 0}, "shared": None},
 ...        "written": None, "witnesses": None, "strategy": "auto", "seconds": 1.5}
 >>> entry = CaptureEntry.from_json(raw, "v000002.json")
->>> entry.lineage.sources, entry.output.columns, entry.failed is None
-({'nums': 0}, ['k'], True)
+>>> entry.lineage.sources, entry.output.columns, entry.sources["nums"].kind, entry.failed is None
+({'nums': 0}, ['k'], 'parquet', True)
 >>> CaptureEntry.from_json(entry.to_json(), "again") == entry
 True
 >>> CaptureEntry.from_json({**raw, "lineage": {"sources": {}}}, "v000002.json")
@@ -29,6 +30,7 @@ from dataclasses import dataclass, field, fields
 from typing import Any
 
 from ..errors import StoreCorrupt
+from .source_info import SourceInfo
 
 _MISSING = object()
 
@@ -133,7 +135,7 @@ class CaptureEntry:
     id: str | None
     output: OutputInfo | None
     lineage: LineageInfo | None
-    sources: dict  # source name: what the store keeps of it (store/source_info.py)
+    sources: dict[str, SourceInfo]  # every source the capture read, by name
     failed: dict | None = None  # {reason, ...}: the attempt was not made
     written: dict | None = None  # the files written for the user (path=, table=, a checkpoint)
     witnesses: dict | None = None  # the side relations why and how read
@@ -166,7 +168,7 @@ class CaptureEntry:
             id=r.take("id", (str,), required=made),
             output=OutputInfo.from_json(output, where) if output is not None else None,
             lineage=LineageInfo.from_json(lineage, where) if lineage is not None else None,
-            sources=r.take("sources", (dict,), required=True),
+            sources=_sources(r.take("sources", (dict,), required=True), where),
             failed=failed,
             written=r.take("written", (dict,)),
             witnesses=r.take("witnesses", (dict,)),
@@ -187,12 +189,28 @@ class CaptureEntry:
         return _plain(self)
 
 
+def _sources(data: dict, where: str) -> dict[str, SourceInfo]:
+    found = {}
+    for name, info in data.items():
+        if not isinstance(info, dict):
+            raise StoreCorrupt(f"catalog entry {where}: sources.{name} is {type(info).__name__}, not an object")
+        try:
+            found[name] = SourceInfo.from_json(info)
+        except KeyError as exc:
+            raise StoreCorrupt(f"catalog entry {where}: sources.{name}.{exc.args[0]} is missing") from None
+        except (TypeError, ValueError) as exc:
+            raise StoreCorrupt(f"catalog entry {where}: sources.{name} cannot be read: {exc}") from None
+    return found
+
+
 def _plain(value: Any) -> dict:
     out = {}
     for f in fields(value):
         v = getattr(value, f.name)
         if f.name == "extra":
             out.update(v)
+        elif f.name == "sources" and isinstance(value, CaptureEntry):
+            out[f.name] = {n: s.to_json() for n, s in v.items()}
         elif dataclasses.is_dataclass(v):
             out[f.name] = _plain(v)
         elif v is not None:

@@ -19,6 +19,8 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     import pyarrow as pa
 
+    from .entry import LineageInfo
+
 RID = "_sp_rid"  # a row's id in a source or an output: file number << ROW_BITS | row
 ROW_BITS = 40
 OUT = "out_rid"
@@ -89,8 +91,8 @@ def parents_first(start: Iterable[int], children: Callable[[int], Iterable[int]]
     return order[::-1]
 
 
-def shared_path(lineage: dict) -> str | None:
+def shared_path(lineage: LineageInfo) -> str | None:
     """Where a capture's shared lineage (scalar subqueries') is, if it has any: one
     finished later has it only once built, and only if its query has such subqueries."""
-    path = lineage.get("shared")
-    return path if path and (not lineage.get("later") or Path(path).is_dir()) else None
+    path = lineage.shared
+    return path if path and (not lineage.later or Path(path).is_dir()) else None

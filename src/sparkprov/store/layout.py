@@ -15,9 +15,13 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 from urllib.parse import quote, unquote
 
-from ..errors import EmbeddedUnsupported
+from ..errors import EmbeddedUnsupported, InvalidArgument
+
+if TYPE_CHECKING:
+    from .entry import CaptureEntry
 
 STORE, STORE_URI = "{store}", "{store-uri}"  # the store's root, in paths the store writes
 # characters a URI path keeps as they are (Hadoop encodes the others, a space as %20)
@@ -33,9 +37,11 @@ def local_path(uri: str) -> str:
     return uri
 
 
-def capture_dir(entry: dict) -> Path:
+def capture_dir(entry: CaptureEntry) -> Path:
     """The directory of capture ``entry``'s files in the store (its output is always there)."""
-    return Path(entry["output"]["path"]).parent
+    if entry.output is None:
+        raise InvalidArgument(f"capture {entry.name!r} version {entry.version} was not made: it has no files")
+    return Path(entry.output.path).parent
 
 
 def _relocated(value, rewrite):
@@ -95,7 +101,7 @@ class CaptureFolders:
     root: Path
 
     @classmethod
-    def of(cls, entry: dict) -> CaptureFolders:
+    def of(cls, entry: CaptureEntry) -> CaptureFolders:
         """The folders of capture ``entry``."""
         return cls(capture_dir(entry))
 

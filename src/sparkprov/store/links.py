@@ -12,8 +12,8 @@ entry is indexed; a store written before the index builds it on its first lookup
 >>> import tempfile
 >>> root = Path(tempfile.mkdtemp())
 >>> links = Links(root)
->>> entry = {"name": "a", "version": 1, "written": {"files": [["/x/p.parquet", 5, 9]]}, "sources": {}}
->>> links.record(entry)
+>>> written = {"files": [["/x/p.parquet", 5, 9]]}
+>>> links.record(CaptureEntry("a", 1, 1, "2026-11-26T10:00:00Z", "ab12", None, None, {}, written=written))
 >>> [(r["name"], r["version"], r["wrote"]) for r in links.of([["/x/p.parquet", 5, 9]])]
 [('a', 1, True)]
 """
@@ -29,29 +29,30 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import StoreCorrupt
+from .entry import CaptureEntry
 from .layout import STORE, STORE_URI, relative_to_store
 
 _COMPLETE = "COMPLETE"
 
 
-def fingerprint(files: Iterable) -> list[tuple]:
-    """File fingerprints (path, size, mtime) in one comparable form: the catalog's JSON
+def dataset_files(files: Iterable) -> list[tuple]:
+    """A dataset's file fingerprints (path, size, mtime) in one comparable form: the catalog's JSON
     has lists, a fresh entry or a SourceInfo has tuples."""
     return [tuple(f) for f in files]
 
 
-def datasets(entry: dict) -> list[tuple[list[tuple], bool, list[str]]]:
+def datasets(entry: CaptureEntry) -> list[tuple[list[tuple], bool, list[str]]]:
     """``(files, wrote, read as)`` for every dataset capture ``entry`` wrote or read in
     place (a Parquet source): the files, whether it wrote them, the source names it
     read them under."""
     found: dict[str, tuple[list[tuple], bool, list[str]]] = {}
-    written = entry.get("written")
+    written = entry.written
     if written and written.get("files"):
-        files = fingerprint(written["files"])
+        files = dataset_files(written["files"])
         found[json.dumps(files)] = (files, True, [])
-    for name, source in (entry.get("sources") or {}).items():
-        if source.get("kind") == "parquet" and source.get("original"):
-            files = fingerprint(source["original"])
+    for name, source in entry.sources.items():
+        if source.kind == "parquet" and source.original:
+            files = dataset_files(source.original)
             found.setdefault(json.dumps(files), (files, False, []))[2].append(name)
     return list(found.values())
 
@@ -75,22 +76,22 @@ class Links:
 
     def key(self, files: Iterable) -> str:
         """The folder name of the dataset made of ``files``."""
-        spelled = relative_to_store({"files": [list(f) for f in fingerprint(files)]}, self.root)
+        spelled = relative_to_store({"files": [list(f) for f in dataset_files(files)]}, self.root)
         # one token for the root however it was spelled: a store moved to a path without
         # characters Hadoop encodes spells it plainly where it had the URI spelling
         text = json.dumps(spelled["files"]).replace(STORE_URI, STORE)
         return hashlib.sha256(text.encode()).hexdigest()[:32]
 
-    def record(self, entry: dict) -> None:
+    def record(self, entry: CaptureEntry) -> None:
         """Index capture ``entry`` (its name and version set) under every dataset it
         wrote or read; each file is written whole or not at all."""
         for files, wrote, read_as in datasets(entry):
             folder = self.folder / self.key(files)
             folder.mkdir(parents=True, exist_ok=True)
-            record = {"name": entry["name"], "version": entry["version"], "wrote": wrote, "read_as": read_as}
+            record = {"name": entry.name, "version": entry.version, "wrote": wrote, "read_as": read_as}
             tmp = folder / f".tmp-{uuid.uuid4().hex}"
             tmp.write_text(json.dumps(record))
-            os.replace(tmp, folder / f"{entry['name']}.v{entry['version']:06d}.json")
+            os.replace(tmp, folder / f"{entry.name}.v{entry.version:06d}.json")
 
     def of(self, files: Iterable) -> list[dict[str, Any]]:
         """What the index holds for the dataset made of ``files``: ``{name, version,

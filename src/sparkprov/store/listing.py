@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from ..errors import CaptureFailed, StoreCorrupt
 from .catalog import Store
+from .entry import CaptureEntry
 from .files import parquet_files, total_bytes
 from .layout import StoreFolders
 
@@ -24,22 +25,22 @@ def describe(store: Store, name: str, version: int) -> dict:
         entry = store.load(name, version, failed_ok=True)
     except (StoreCorrupt, CaptureFailed) as exc:
         return {"name": name, "version": version, "damaged": str(exc)}
-    row = {"name": name, "version": version, "created": entry.get("created"), "sources": list(entry["sources"])}
-    if entry.get("failed"):
-        return {**row, "failed": entry["failed"]}
-    data = StoreFolders(store.root).capture(entry["id"]).root
-    row["strategy"] = entry.get("strategy") or ("rdd" if entry["lineage"].get("rdd") else None)
-    row["seconds"] = entry.get("seconds")
+    row = {"name": name, "version": version, "created": entry.created, "sources": list(entry.sources)}
+    if entry.failed or entry.id is None or entry.lineage is None:
+        return {**row, "failed": entry.failed}
+    data = StoreFolders(store.root).capture(entry.id).root
+    row["strategy"] = entry.strategy or ("rdd" if entry.lineage.rdd else None)
+    row["seconds"] = entry.seconds
     row["rows"] = _output_rows(entry)
     row["bytes"] = total_bytes(data)  # load checked the files: their sizes alone here
     return row
 
 
-def _output_rows(entry: dict) -> int | None:
+def _output_rows(entry: CaptureEntry) -> int | None:
     import pyarrow.parquet as pq
 
     try:
-        return sum(pq.ParquetFile(f).metadata.num_rows for f in parquet_files(entry["output"]["path"]))
+        return sum(pq.ParquetFile(f).metadata.num_rows for f in parquet_files(entry.output.path))
     except OSError:
         return None
 
