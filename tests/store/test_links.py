@@ -57,10 +57,10 @@ def test_a_trace_across_jobs_reads_the_linked_entries_alone(pipeline, monkeypatc
     totals = session.load("totals")
     loaded = _loads(monkeypatch)
     (source,) = totals._infos
-    assert session._writer_of(totals._infos[source]).name == "clean"
+    assert totals._plan.writer_of(source).name == "clean"
     assert loaded == ["clean"]  # not the three captures that link to nothing
     loaded.clear()
-    assert [(c.name, s) for c, s in session._readers_of(session.load("clean"))] == [("totals", source)]
+    assert [(c.name, s) for c, s in session.load("clean")._plan.readers()] == [("totals", source)]
     assert loaded == ["clean", "totals"]
     assert _traced(session) == ([1, 4], ["clean", "totals"])
 

@@ -11,31 +11,25 @@
 
 from __future__ import annotations
 
-import json
 import re
 import time
-from collections.abc import Callable
 from dataclasses import dataclass
-from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import numpy as np
-from pyspark.sql import Column, DataFrame
+from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
-from pyspark.sql.types import StructType
-from pyspark.sql.utils import AnalysisException
 
 from ..capture.lineage import IN, OUT
-from ..capture.workload import no_such_source, refuse_forward, restriction, warn_restricted
+from ..capture.workload import restriction, warn_restricted
 from ..errors import EmbeddedUnsupported, InvalidArgument
-from ..plan.catalyst import quiet_analysis
 from ..plan.predicate import check_predicate
-from ..query import drill_down, engines, partitioned, planner, trace
-from ..query.embedded import EmbeddedEngine
+from ..query import drill_down, engines, trace
+from ..query.planner import Planner
 from ..query.provenance import Polynomial, polynomials
 from ..query.replay import Replay, SourceLeaf, replay
 from ..query.trace import RowsArg
-from ..sources.identity import RID, check_unchanged, read_source
+from ..sources.identity import RID, check_unchanged
 from ..store.entry import CaptureEntry
 from .cursor import LineageCursor, Point
 
@@ -61,7 +55,7 @@ class Source:
 
     def rows(self) -> DataFrame:
         """All rows of the source with their ``_sp_rid`` (raises ``SourceChanged`` if modified)."""
-        return self._capture._source_rows(self.name)
+        return self._capture._plan.source_rows(self.name)
 
     def __repr__(self) -> str:
         return f"Source({self.name!r}, kind={self.kind!r}, format={self.format!r}, files={self.files})"
@@ -73,9 +67,10 @@ class Capture:
     def __init__(self, session: LineageSession, entry: CaptureEntry) -> None:
         self._session = session
         self._entry = entry
+        # every answer is made by the planner; this type checks what the user passes
+        self._plan = Planner(session.spark, session._bridge, session.store, entry)
         # the captured DataFrame and its sources' leaves, while this session lives (replay)
         self._query: tuple[DataFrame, dict] | None = session._queries.get((entry.name, entry.version))
-        self._engine: EmbeddedEngine | None = None
         self.name: str = entry.name
         self.version: int = entry.version
         self._infos = entry.sources
@@ -83,28 +78,10 @@ class Capture:
     def __repr__(self) -> str:
         return f"Capture({self.name!r}, version={self.version}, sources={list(self._infos)})"
 
-    def _trusted(self) -> None:
-        # every answer first checks the files the capture wrote (StoreCorrupt names one
-        # missing, resized or stray): a missing pair file would otherwise read as no lineage
-        if self._entry.id:
-            self._session.store.verify(self._entry)
-
     @property
     def output(self) -> DataFrame:
         """The output rows, in the query's order, plus ``_sp_rid``."""
-        return self._output(ordered=True)
-
-    def _output(self, ordered: bool = False) -> DataFrame:
-        out = self._entry.output
-        # the schema it keeps: no job to read footers
-        df = self._session.spark.read.schema(StructType.fromJson(json.loads(out.schema))).parquet(out.path)
-        if ordered:
-            # a top-level ORDER BY the capture kept rather than applied (rewrite.order_when_read);
-            # rows equal on it, and every row of an unordered query, in rid order
-            keys = [_sort_key(F.col(f"`{out.stored[i]}`"), asc, nulls_first) for i, asc, nulls_first in out.order or []]
-            df = df.orderBy(*keys, RID)
-        cols = [F.col(f"`{s}`").alias(d) for s, d in zip(out.stored, out.columns)]
-        return df.select(*cols, F.col(RID))
+        return self._plan.output(ordered=True)
 
     @property
     def sources(self) -> dict[str, Source]:
@@ -122,12 +99,12 @@ class Capture:
         >>> cap.lineage("k = 'a'").go_back().count()  # doctest: +SKIP
         2
         """
-        self._trusted()
+        self._plan.trusted()
         if source is None:
-            point, relation, what = Point(self), self._output(), f"the output of capture {self.name!r}"
+            point, relation, what = Point(self._plan), self._plan.output(), f"the output of capture {self.name!r}"
         else:
-            self._check_source(source)
-            point, relation, what = Point(self, source), self._source_rows(source), f"source {source!r}"
+            self._plan.check_source(source)
+            point, relation, what = Point(self._plan, source), self._plan.source_rows(source), f"source {source!r}"
         rids = trace.rid_set(rows, relation, what)
         if isinstance(rids, list):
             rids = relation.where(F.col(RID).isin(rids)).select(RID)
@@ -141,13 +118,9 @@ class Capture:
         reads only what is needed. For a source the capture's workload restricted
         (``where``), only the pairs of its rows that satisfy the predicate are kept.
         """
-        self._trusted()
-        self._check_source(source)
-        return self._pairs(source)
-
-    def _pairs(self, source: str) -> DataFrame:
-        # pairs for an answer that checked the capture's files when it started
-        return planner.source_pairs(self._session.spark, self._entry, source)
+        self._plan.trusted()
+        self._plan.check_source(source)
+        return self._plan.pairs(source)
 
     def build_lineage(self) -> float:
         """Build the pair table now, if this capture left it for its first answer;
@@ -164,7 +137,7 @@ class Capture:
         True
         """
         started = time.perf_counter()
-        planner.ensure_lineage(self._session.spark, self._entry)
+        self._plan.ensure_lineage()
         return time.perf_counter() - started
 
     def backward(
@@ -195,28 +168,20 @@ class Capture:
 
         >>> cap.backward("region = 'EU'", "orders", where="status = 'returned'")  # doctest: +SKIP
         """
-        self._trusted()
+        self._plan.trusted()
         engines.check_engine(engine)
         if where is not None:
             return self._backward_where(rows, source, end_to_end, where, engine)
         if source is not None and not end_to_end:
-            self._check_source(source)
+            self._plan.check_source(source)
         warn_restricted(self._entry, [source] if source is not None else list(self._infos))
-        if not end_to_end:
-            names = [source] if source is not None else list(self._infos)
-            local = engines.embedded_or_none(engine, lambda: self._embedded_backward(rows, names))
-            if local is not None:
-                return local[source] if source is not None else local
-        out_rids = trace.rid_set(rows, self._output(), f"the output of capture {self.name!r}")
         names = [source] if source is not None and not end_to_end else list(self._infos)
-        result = {n: trace.backward(self._pairs(n), out_rids, self._source_rows(n)) for n in names}
-        if end_to_end:
-            result = self._through_writers(result)
-            if source is not None:
-                if source not in result:
-                    raise InvalidArgument(f"no source {source!r} end to end; sources: {', '.join(result)}")
-                return result[source]
-        return result[source] if source is not None else result
+        result = self._plan.backward(rows, names, engine, end_to_end)
+        if source is None:
+            return result
+        if source not in result:
+            raise InvalidArgument(f"no source {source!r} end to end; sources: {', '.join(result)}")
+        return result[source]
 
     def _backward_where(
         self, rows: RowsArg, source: str | None, end_to_end: bool, where: str, engine: str
@@ -224,29 +189,9 @@ class Capture:
         if source is None or end_to_end:
             raise InvalidArgument("where filters one source's rows: give source, without end_to_end")
         check_predicate(where)
-        self._check_source(source)
+        self._plan.check_source(source)
         warn_restricted(self._entry, [source])
-        if engine == "embedded":  # "auto" takes Spark: it reads only the partitions and columns it needs
-            return self._embedded_backward(rows, [source], where)[source]
-        source_rows = self._source_rows(source)
-        try:
-            with quiet_analysis():
-                kept = source_rows.where(where)
-                kept.schema  # noqa: B018 - resolves the predicate now, to fail early
-        except AnalysisException as exc:
-            raise InvalidArgument(f"cannot evaluate predicate {where!r} on source {source!r}: {exc}") from None
-        out_rids = trace.rid_set(rows, self._output(), f"the output of capture {self.name!r}")
-        pairs = None
-        if partitioned.column(self._entry, source) is not None:
-            pairs = partitioned.pairs_where(self._session.spark, self._partitioned(source), where)
-        if pairs is None:  # not partitioned, or by another column: every pair is read
-            pairs = self._pairs(source)
-        return trace.backward(pairs, out_rids, kept)
-
-    def _partitioned(self, source: str) -> Path:
-        """The partitioned pairs of ``source`` (built now if they are not there yet)."""
-        column = partitioned.column(self._entry, source)
-        return self._kept(source, partitioned.table_path(self._entry, source), partitioned.build, column)
+        return self._plan.backward_where(rows, source, where, engine)
 
     def drill_down(self, rows: RowsArg, source: str) -> DataFrame:
         """The aggregation the capture's workload declared for ``source`` (``group_by``)
@@ -264,8 +209,8 @@ class Capture:
         >>> cap = session.capture(q1, "q1", workload=spec)  # doctest: +SKIP
         >>> cap.drill_down("l_returnflag = 'R'", "lineitem").show()  # doctest: +SKIP
         """
-        self._trusted()
-        self._check_source(source)
+        self._plan.trusted()
+        self._plan.check_source(source)
         group_by = drill_down.spec(self._entry, source)
         if group_by is None:
             raise InvalidArgument(
@@ -276,8 +221,8 @@ class Capture:
         # the stored aggregates hold the rows as captured: a changed source is said, as a trace says it
         check_unchanged(self._session._bridge, self._infos[source])
         out_rids = self._drill_rids(rows)
-        path = self._drill_table(source, group_by)
-        traced = lambda: trace.backward(self._pairs(source), out_rids, self._source_rows(source))  # noqa: E731
+        path = self._plan.drill_table(source, group_by)
+        traced = lambda: trace.backward(self._plan.pairs(source), out_rids, self._plan.source_rows(source))  # noqa: E731
         return drill_down.answer(self._session.spark, path, group_by, out_rids, traced)
 
     def _drill_rids(self, rows: RowsArg) -> trace.RidSet:
@@ -288,32 +233,8 @@ class Capture:
             if found is not None and len(found) <= drill_down.MERGED_HERE_MAX:
                 return found.tolist()
         if isinstance(rows, (str, DataFrame)):
-            return trace.rid_set(rows, self._output(), f"the output of capture {self.name!r}")
+            return trace.rid_set(rows, self._plan.output(), f"the output of capture {self.name!r}")
         return trace.rid_list(rows)
-
-    def _drill_table(self, source: str, group_by) -> Path:
-        """The drill-down table of ``source`` (built now if it is not there yet)."""
-        return self._kept(source, drill_down.table_path(self._entry, source), drill_down.build, group_by)
-
-    def _kept(self, source: str, path: Path, build: Callable[..., None], spec: Any) -> Path:
-        """``path``, a table a workload keeps beside ``source``'s lineage, made by
-        ``build(pairs, source rows, spec, path)`` if it is not there yet: at capture, or
-        for a lazy capture with its lineage on first use."""
-        if not path.is_dir():
-            build(self.pairs(source), self._source_rows(source), spec, path)
-        return path
-
-    def _through_writers(self, traced: dict[str, DataFrame]) -> dict[str, DataFrame]:
-        out = {}
-        for name, rows in traced.items():
-            writer = self._session._writer_of(self._infos[name])
-            if writer is None:
-                out[name] = rows
-                continue
-            # the rows' rids in the written files are the writer's output rids
-            for inner, df in writer.backward(rows.select(RID), end_to_end=True).items():
-                out[f"{writer.name}/{inner}"] = df
-        return out
 
     def forward(
         self, source: str, rows: RowsArg, end_to_end: bool = False, engine: str = "auto"
@@ -324,49 +245,10 @@ class Capture:
         capture and every later capture that read what it wrote, recursively.
         ``engine`` is as for :meth:`backward`.
         """
-        self._trusted()
+        self._plan.trusted()
         engines.check_engine(engine)
-        self._check_source(source)
-        refuse_forward(self._entry, source)
-        if not end_to_end:
-            local = engines.embedded_or_none(engine, lambda: self._embedded_forward(source, rows))
-            if local is not None:
-                return local
-        src = self._source_rows(source)
-        in_rids = trace.rid_set(rows, src, f"source {source!r}")
-        found = trace.forward(self._pairs(source), in_rids, self._output())
-        if not end_to_end:
-            return found
-        result = {self.name: found}
-        for reader, read_as in self._session._readers_of(self):
-            result.update(reader.forward(read_as, found.select(RID), end_to_end=True))
-        return result
-
-    def _embedded(self) -> EmbeddedEngine:
-        if self._engine is None:
-            self._engine = EmbeddedEngine(self._entry)
-        return self._engine
-
-    def _embedded_backward(self, rows: RowsArg, names: list[str], where: str | None = None) -> dict[str, DataFrame]:
-        engine = self._embedded()
-        outs = engines.rids_of(engine, rows, engine.output_rids)
-        found = {n: engine.backward_ids(outs, n, where) for n in names}
-        spark = self._session.spark
-        return {
-            n: engines.local_dataframe(spark, engine.source_rows(n, ids), engines.source_schema(self._infos[n].schema))
-            if len(ids) <= engines.ROWS_LIMIT
-            else engines.rows_by_rid(spark, self._source_rows(n), ids)
-            for n, ids in found.items()
-        }
-
-    def _embedded_forward(self, source: str, rows: RowsArg) -> DataFrame:
-        engine = self._embedded()
-        schema = engines.output_schema(self._entry.output)
-        ins = engines.rids_of(engine, rows, lambda p: engine.source_rids(source, p))
-        outs = engine.forward_ids(source, ins)
-        if len(outs) > engines.ROWS_LIMIT:
-            return engines.rows_by_rid(self._session.spark, self._output(), outs)
-        return engines.local_dataframe(self._session.spark, engine.output_rows(outs), schema)
+        self._plan.check_source(source)
+        return self._plan.forward(source, rows, engine, end_to_end)
 
     def how(self, rows: RowsArg) -> DataFrame:
         """How-provenance: the provenance polynomial of each of ``rows`` of the output,
@@ -402,14 +284,14 @@ class Capture:
     def polynomials(self, rows: RowsArg) -> dict[int, Polynomial]:
         """``{output rid: Polynomial}`` for ``rows`` of the output: what :meth:`how` and
         :meth:`why` print, as objects (``str(p)``, ``p.witnesses()``, ``p.variables()``)."""
-        self._trusted()
+        self._plan.trusted()
         return polynomials(self._entry, self._output_rids(rows))
 
     def _matched_here(self, predicate: str) -> np.ndarray | None:
         """Rids of the output rows matching ``predicate``, found by DuckDB in this
         process; None when DuckDB cannot evaluate it (Spark then decides)."""
         try:
-            return self._embedded().output_rids(predicate)
+            return self._plan.embedded().output_rids(predicate)
         except EmbeddedUnsupported:
             return None
 
@@ -420,7 +302,7 @@ class Capture:
             found = self._matched_here(rows)
             if found is not None:
                 return found.tolist()
-            rows = self._output().where(rows)
+            rows = self._plan.output().where(rows)
         if isinstance(rows, DataFrame):
             if RID not in rows.columns:
                 raise InvalidArgument(f"the DataFrame passed as rows has no {RID} column; pass rows of the output")
@@ -444,13 +326,14 @@ class Capture:
         >>> views = cap.register_views()  # doctest: +SKIP
         >>> spark.sql("SELECT k, sum(v) FROM sums_backward_numbers WHERE _sp_rid = 0 GROUP BY k")  # doctest: +SKIP
         """
+        self._plan.trusted()
         base = _identifier(self.name)
         views = {f"{base}_output": f"the output rows of capture {self.name!r}"}
-        out = self._output()
+        out = self._plan.output()
         out.createOrReplaceTempView(f"{base}_output")
         for source in self._infos:
-            pairs = self.pairs(source).select(F.col(OUT).alias(RID), F.col(IN).alias(IN_RID))
-            rows = self._source_rows(source).withColumnRenamed(RID, IN_RID)
+            pairs = self._plan.pairs(source).select(F.col(OUT).alias(RID), F.col(IN).alias(IN_RID))
+            rows = self._plan.source_rows(source).withColumnRenamed(RID, IN_RID)
             name = f"{base}_backward_{_identifier(source)}"
             rows.join(pairs, IN_RID).select(*[F.col(f"`{c}`") for c in rows.columns], RID).createOrReplaceTempView(name)
             views[name] = f"rows of source {source!r} with the rid of an output row they are behind (_sp_rid)"
@@ -508,21 +391,8 @@ class Capture:
             out.append("witnesses kept: why() and how() answer from the stored groups")
         return "\n".join(out)
 
-    def _check_source(self, source: Any) -> None:
-        if source not in self._infos:
-            raise no_such_source(self._entry, source)
-
-    def _source_rows(self, name: str) -> DataFrame:
-        return read_source(self._session._bridge, self._infos[name])
-
 
 IN_RID = "_sp_in_rid"
-
-
-def _sort_key(col: Column, ascending: bool, nulls_first: bool) -> Column:
-    if ascending:
-        return col.asc_nulls_first() if nulls_first else col.asc_nulls_last()
-    return col.desc_nulls_first() if nulls_first else col.desc_nulls_last()
 
 
 def _identifier(name: str) -> str:

@@ -37,29 +37,35 @@ from ..errors import InvalidArgument
 from ..sources.identity import RID
 
 if TYPE_CHECKING:
-    from .capture import Capture
+    from ..query.planner import Planner
 
 
 @dataclass(frozen=True)
 class Point:
-    """A place rows can be at: a capture's output (``source`` is None) or one of its sources."""
+    """A place rows can be at: a capture's output (``source`` is None) or one of its
+    sources; the capture's planner answers for it."""
 
-    capture: Capture
+    plan: Planner
     source: str | None = None
 
     @property
     def key(self) -> tuple[str, int, str | None]:
-        return (self.capture.name, self.capture.version, self.source)
+        return (self.plan.name, self.plan.version, self.source)
 
     @property
     def label(self) -> str:
-        return self.capture.name if self.source is None else f"{self.capture.name}/{self.source}"
+        return self.plan.name if self.source is None else f"{self.plan.name}/{self.source}"
 
     def rows(self) -> DataFrame:
         """Every row at this point, with its ``_sp_rid``."""
         if self.source is None:
-            return self.capture._output()
-        return self.capture._source_rows(self.source)
+            return self.plan.output()
+        return self.plan.source_rows(self.source)
+
+    def pairs(self, source: str) -> DataFrame:
+        """The pairs of ``source`` of this point's capture, its files checked first."""
+        self.plan.trusted()
+        return self.plan.pairs(source)
 
 
 class LineageCursor:
@@ -94,11 +100,11 @@ class LineageCursor:
         moved, at = False, {}
         for point, rids in self._at.values():
             if point.source is None:
-                sources = _pick(point.capture, path)
-                warn_restricted(point.capture._entry, sources)
+                sources = _pick(point.plan, path)
+                warn_restricted(point.plan.entry, sources)
                 for source in sources:
-                    ins = _across(point.capture.pairs(source), rids, OUT, IN)
-                    _merge(at, _written_by(Point(point.capture, source)), ins)
+                    ins = _across(point.pairs(source), rids, OUT, IN)
+                    _merge(at, _written_by(Point(point.plan, source)), ins)
                 moved = True
             elif (writer := _written_by(point)) is not point:
                 _merge(at, writer, rids)
@@ -113,13 +119,10 @@ class LineageCursor:
         an output nothing read stay."""
         moved, at = False, {}
         for point, rids in self._at.values():
-            if point.source is not None:
-                steps = [(point.capture, point.source)]
-            else:
-                steps = point.capture._session._readers_of(point.capture)
-            for capture, source in steps:
-                refuse_forward(capture._entry, source)
-                _merge(at, Point(capture), _across(capture.pairs(source), rids, IN, OUT))
+            steps = [(point.plan, point.source)] if point.source is not None else point.plan.readers()
+            for plan, source in steps:
+                refuse_forward(plan.entry, source)
+                _merge(at, Point(plan), _across(Point(plan).pairs(source), rids, IN, OUT))
             if not steps:
                 _merge(at, point, rids)
             moved = moved or bool(steps)
@@ -182,23 +185,23 @@ class _NowhereToGo(InvalidArgument):
     """A step that no row can take."""
 
 
-def _pick(capture: Capture, path: str | int | None) -> list[str]:
-    names = list(capture.sources)
+def _pick(plan: Planner, path: str | int | None) -> list[str]:
+    names = list(plan.infos)
     if path is None:
         return names
     if isinstance(path, bool) or not isinstance(path, (str, int)):
         raise InvalidArgument(f"path must be a source name or position, not {path!r}")
     if isinstance(path, int):
         if not 0 <= path < len(names):
-            raise InvalidArgument(f"capture {capture.name!r} has {len(names)} sources; no position {path}")
+            raise InvalidArgument(f"capture {plan.name!r} has {len(names)} sources; no position {path}")
         return [names[path]]
-    capture._check_source(path)
+    plan.check_source(path)
     return [path]
 
 
 def _written_by(point: Point) -> Point:
     """The output of the capture that wrote this source's files, else the point itself."""
-    writer = point.capture._session._writer_of(point.capture._infos[point.source])
+    writer = point.plan.writer_of(point.source)
     return point if writer is None else Point(writer)
 
 

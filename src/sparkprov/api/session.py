@@ -29,8 +29,7 @@ from ..errors import InvalidArgument, one_line
 from ..executors import ship
 from ..local import region_hint
 from ..plan.catalyst import Bridge
-from ..query import drill_down, planner
-from ..sources.identity import SourceInfo
+from ..query import drill_down
 from ..store.catalog import Store, check_name
 from ..store.entry import CaptureEntry
 from ..store.layout import StoreFolders
@@ -267,20 +266,11 @@ class LineageSession:
         workload = entry.workload or {}
         if strategy == "lazy" or not (workload.get("group_by") or workload.get("partition_by")):
             return
-        cap = Capture(self, entry)
+        plan = Capture(self, entry)._plan
         for source in workload.get("group_by", {}):
-            cap._drill_table(source, drill_down.spec(entry, source))
+            plan.drill_table(source, drill_down.spec(entry, source))
         for source in workload.get("partition_by", {}):
-            cap._partitioned(source)
-
-    def _writer_of(self, info: SourceInfo) -> Capture | None:
-        """The capture that wrote exactly the files ``info`` read, if any."""
-        entry = planner.writer_of(self.store, info)
-        return Capture(self, entry) if entry is not None else None
-
-    def _readers_of(self, cap: Capture) -> list[tuple[Capture, str]]:
-        """(later capture, its source name) for every capture that read what ``cap`` wrote."""
-        return [(Capture(self, entry), name) for entry, name in planner.readers_of(self.store, cap._entry)]
+            plan.partitioned(source)
 
     def load(self, name: str, version: int | None = None) -> Capture:
         """Reopen a stored capture (the newest version unless ``version`` is given)."""

@@ -1,11 +1,13 @@
-"""What an answer needs before it reads a capture's files: lineage completed when the
-capture left it for later, the pair table of one source as Spark reads it, and the
-captures linked to this one through the datasets they wrote and read (the store's
-index of links names them).
+"""How every answer about one capture is made: the planner between the facade and the
+engines. A trace is one descent: the facade (``api``) checks the user's arguments and
+asks a ``Planner``; the planner completes lineage the capture left for later, picks the
+engine (embedded in this process, or Spark), follows the links to the captures that
+wrote this one's sources or read its output, and the engines read the store's files.
 
-One place decides how a capture's lineage is finished (an RDD capture's sides resolved,
-lineage kept in the output rows turned into pairs, a lazy capture run again, a deferred
-one awaited), so the facade, the command line and later front ends ask it alone.
+``ensure_lineage`` is the one place that decides how a capture's lineage is finished
+(an RDD capture's sides resolved, lineage kept in the output rows turned into pairs, a
+lazy capture run again, a deferred one awaited); ``writer_of`` and ``readers_of`` ask
+the store's index of links which captures wrote or read a dataset.
 
 >>> from sparkprov.store.entry import CaptureEntry, LineageInfo
 >>> needs_building(CaptureEntry("c", 1, 1, "", "ab", None, LineageInfo("/s/lineage", {}), {}))
@@ -14,17 +16,30 @@ False
 
 from __future__ import annotations
 
-from pyspark.sql import DataFrame, SparkSession
+import json
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
+from pyspark.sql.types import StructType
+from pyspark.sql.utils import AnalysisException
 
 from ..capture import later, rdd_pairs, row_lineage
 from ..capture.lineage import expand_shared
-from ..errors import CaptureNotFound, StoreCorrupt
+from ..capture.restricted import no_such_source, refuse_forward, warn_restricted
+from ..errors import CaptureNotFound, InvalidArgument, StoreCorrupt
+from ..plan.catalyst import Bridge, quiet_analysis
+from ..sources.identity import RID, read_source
 from ..store.catalog import Store
 from ..store.entry import CaptureEntry
 from ..store.format import IN, OUT, PAIRS_SCHEMA, SHARED_SCHEMA, SRC, shared_path
 from ..store.links import dataset_files
 from ..store.source_info import SourceInfo
+from . import drill_down, engines, partitioned, trace
+from .embedded import EmbeddedEngine
+from .trace import RowsArg
 
 
 def needs_building(entry: CaptureEntry) -> bool:
@@ -120,3 +135,190 @@ def _candidates(store: Store, files: list[tuple], damaged: list | None, wanted, 
             continue
         if not entry.failed:
             yield entry
+
+
+class Planner:
+    """Every answer about capture ``entry``: its rows, its pairs, traces on the engine
+    ``auto`` picks, and the captures linked to it. Arguments are the facade's to check;
+    what the planner is given is taken as valid.
+
+    >>> plan = Planner(session.spark, session._bridge, session.store, session.store.load("sums"))  # doctest: +SKIP
+    >>> plan.backward("k = 'a'", list(plan.infos), "auto")  # doctest: +SKIP
+    """
+
+    def __init__(self, spark: SparkSession, bridge: Bridge, store: Store, entry: CaptureEntry) -> None:
+        self.spark, self.bridge, self.store, self.entry = spark, bridge, store, entry
+        self.name, self.version = entry.name, entry.version
+        self.infos: dict[str, SourceInfo] = entry.sources
+        self._engine: EmbeddedEngine | None = None
+
+    # what an answer reads ------------------------------------------------------------
+
+    def trusted(self) -> None:
+        """Check the files the capture wrote (``StoreCorrupt`` names one missing, resized
+        or stray): a missing pair file would otherwise read as no lineage."""
+        self.store.verify(self.entry)
+
+    def check_source(self, source: Any) -> None:
+        if source not in self.infos:
+            raise no_such_source(self.entry, source)
+
+    def output(self, ordered: bool = False) -> DataFrame:
+        """The output rows with ``_sp_rid``; ``ordered``: in the query's order."""
+        out = self.entry.output
+        # the schema it keeps: no job to read footers
+        df = self.spark.read.schema(StructType.fromJson(json.loads(out.schema))).parquet(out.path)
+        if ordered:
+            # a top-level ORDER BY the capture kept rather than applied (rules/rows.py);
+            # rows equal on it, and every row of an unordered query, in rid order
+            keys = [_sort_key(F.col(f"`{out.stored[i]}`"), asc, first) for i, asc, first in out.order or []]
+            df = df.orderBy(*keys, RID)
+        cols = [F.col(f"`{s}`").alias(d) for s, d in zip(out.stored, out.columns)]
+        return df.select(*cols, F.col(RID))
+
+    def source_rows(self, name: str) -> DataFrame:
+        """Every row of source ``name`` with its ``_sp_rid`` (``SourceChanged`` if modified)."""
+        return read_source(self.bridge, self.infos[name])
+
+    def pairs(self, source: str) -> DataFrame:
+        """``(out_rid, in_rid)`` of ``source``, the lineage completed first."""
+        return source_pairs(self.spark, self.entry, source)
+
+    def ensure_lineage(self) -> None:
+        ensure_lineage(self.spark, self.entry)
+
+    def embedded(self) -> EmbeddedEngine:
+        """The embedded engine over this capture (made once)."""
+        if self._engine is None:
+            self._engine = EmbeddedEngine(self.entry)
+        return self._engine
+
+    def output_rids(self, rows: RowsArg) -> trace.RidSet:
+        return trace.rid_set(rows, self.output(), f"the output of capture {self.name!r}")
+
+    # traces --------------------------------------------------------------------------
+
+    def backward(self, rows: RowsArg, names: list[str], engine: str, end_to_end: bool = False) -> dict[str, DataFrame]:
+        """``{source: rows behind rows of the output}`` for ``names``; ``end_to_end``: every
+        source, a source an earlier capture wrote traced on through it (``writer/source``)."""
+        if not end_to_end:
+            local = engines.embedded_or_none(engine, lambda: self._embedded_backward(rows, names))
+            if local is not None:
+                return local
+        out_rids = self.output_rids(rows)
+        names = list(self.infos) if end_to_end else names
+        found = {n: trace.backward(self.pairs(n), out_rids, self.source_rows(n)) for n in names}
+        return self._through_writers(found) if end_to_end else found
+
+    def backward_where(self, rows: RowsArg, source: str, where: str, engine: str) -> DataFrame:
+        """The rows of ``source`` satisfying ``where`` behind rows of the output: on Spark
+        (unless ``engine`` is embedded), reading only the partitions of the lineage the
+        predicate keeps when the workload partitioned it by the column it reads."""
+        if engine == "embedded":  # "auto" takes Spark: it reads only the partitions and columns it needs
+            return self._embedded_backward(rows, [source], where)[source]
+        try:
+            with quiet_analysis():
+                kept = self.source_rows(source).where(where)
+                kept.schema  # noqa: B018 - resolves the predicate now, to fail early
+        except AnalysisException as exc:
+            raise InvalidArgument(f"cannot evaluate predicate {where!r} on source {source!r}: {exc}") from None
+        out_rids = self.output_rids(rows)
+        pairs = None
+        if partitioned.column(self.entry, source) is not None:
+            pairs = partitioned.pairs_where(self.spark, self.partitioned(source), where)
+        if pairs is None:  # not partitioned, or by another column: every pair is read
+            pairs = self.pairs(source)
+        return trace.backward(pairs, out_rids, kept)
+
+    def forward(
+        self, source: str, rows: RowsArg, engine: str, end_to_end: bool = False
+    ) -> DataFrame | dict[str, DataFrame]:
+        """Output rows ``rows`` of ``source`` contributed to; ``end_to_end``: ``{capture:
+        its output rows}`` for this capture and every later one that read what it wrote."""
+        refuse_forward(self.entry, source)
+        if not end_to_end:
+            local = engines.embedded_or_none(engine, lambda: self._embedded_forward(source, rows))
+            if local is not None:
+                return local
+        in_rids = trace.rid_set(rows, self.source_rows(source), f"source {source!r}")
+        found = trace.forward(self.pairs(source), in_rids, self.output())
+        if not end_to_end:
+            return found
+        result = {self.name: found}
+        for reader, read_as in self.readers():
+            reader.trusted()
+            result.update(reader.forward(read_as, found.select(RID), "spark", end_to_end=True))
+        return result
+
+    def _embedded_backward(self, rows: RowsArg, names: list[str], where: str | None = None) -> dict[str, DataFrame]:
+        engine = self.embedded()
+        outs = engines.rids_of(engine, rows, engine.output_rids)
+        found = {n: engine.backward_ids(outs, n, where) for n in names}
+        schema = {n: engines.source_schema(self.infos[n].schema) for n in found}
+        return {
+            n: engines.local_dataframe(self.spark, engine.source_rows(n, ids), schema[n])
+            if len(ids) <= engines.ROWS_LIMIT
+            else engines.rows_by_rid(self.spark, self.source_rows(n), ids)
+            for n, ids in found.items()
+        }
+
+    def _embedded_forward(self, source: str, rows: RowsArg) -> DataFrame:
+        engine = self.embedded()
+        ins = engines.rids_of(engine, rows, lambda p: engine.source_rids(source, p))
+        outs = engine.forward_ids(source, ins)
+        if len(outs) > engines.ROWS_LIMIT:
+            return engines.rows_by_rid(self.spark, self.output(), outs)
+        return engines.local_dataframe(self.spark, engine.output_rows(outs), engines.output_schema(self.entry.output))
+
+    # tables a workload keeps beside the lineage --------------------------------------
+
+    def partitioned(self, source: str) -> Path:
+        """The partitioned pairs of ``source`` (built now if they are not there yet)."""
+        column = partitioned.column(self.entry, source)
+        return self._kept(source, partitioned.table_path(self.entry, source), partitioned.build, column)
+
+    def drill_table(self, source: str, group_by: Any) -> Path:
+        """The drill-down table of ``source`` (built now if it is not there yet)."""
+        return self._kept(source, drill_down.table_path(self.entry, source), drill_down.build, group_by)
+
+    def _kept(self, source: str, path: Path, build: Callable[..., None], spec: Any) -> Path:
+        # made by build(pairs, source rows, spec, path) unless there: at capture, or for
+        # a lazy capture with its lineage on first use
+        if not path.is_dir():
+            self.trusted()
+            build(self.pairs(source), self.source_rows(source), spec, path)
+        return path
+
+    # links between captures ----------------------------------------------------------
+
+    def writer_of(self, source: str) -> Planner | None:
+        """The planner of the capture that wrote exactly the files ``source`` read, if any."""
+        entry = writer_of(self.store, self.infos[source])
+        return self._other(entry) if entry is not None else None
+
+    def readers(self) -> list[tuple[Planner, str]]:
+        """(planner, source name) of every capture that read what this one wrote."""
+        return [(self._other(entry), name) for entry, name in readers_of(self.store, self.entry)]
+
+    def _other(self, entry: CaptureEntry) -> Planner:
+        return Planner(self.spark, self.bridge, self.store, entry)
+
+    def _through_writers(self, traced: dict[str, DataFrame]) -> dict[str, DataFrame]:
+        out = {}
+        for name, rows in traced.items():
+            writer = self.writer_of(name)
+            if writer is None:
+                out[name] = rows
+                continue
+            writer.trusted()
+            warn_restricted(writer.entry, list(writer.infos))
+            # the rows' rids in the written files are the writer's output rids
+            for inner, df in writer.backward(rows.select(RID), [], "spark", end_to_end=True).items():
+                out[f"{writer.name}/{inner}"] = df
+        return out
+
+
+def _sort_key(col: Column, ascending: bool, nulls_first: bool) -> Column:
+    if ascending:
+        return col.asc_nulls_first() if nulls_first else col.asc_nulls_last()
+    return col.desc_nulls_first() if nulls_first else col.desc_nulls_last()
