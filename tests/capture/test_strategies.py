@@ -46,7 +46,7 @@ def test_every_strategy_gives_the_same_tpch_lineage(spark, tpch_dir, tmp_path, n
     caps = {s: session.capture(spark.sql(tpch.query(n)), f"q{n}_{s}", strategy=s) for s in STRATEGIES}
     reference = _pairs(caps["logical"])
     assert sum(len(p) for p in reference.values()) > 0
-    assert not Path(caps["lazy"]._entry["lineage"]["path"]).exists()  # built by its first answer, below
+    assert not Path(caps["lazy"]._entry.lineage.path).exists()  # built by its first answer, below
     for strategy in ("inject", "auto", "defer", "lazy"):
         assert _pairs(caps[strategy]) == reference, strategy
     assert set(_aggregate_strategies(caps["logical"])) <= {"group"}
@@ -235,7 +235,7 @@ def test_lineage_kept_in_the_output_rows_gets_its_pair_table_on_first_use(spark,
     for source, rows in local.items():
         assert sorted(map(tuple, rows.collect())) == sorted(map(tuple, answered[source].collect())), source
     # the same table built by Spark elsewhere: identical pairs, source by source
-    other = {**cap._entry, "lineage": {**lineage, "path": str(tmp_path / "spark-built")}}
+    other = dataclasses.replace(cap._entry, lineage=dataclasses.replace(lineage, path=str(tmp_path / "spark-built")))
     row_lineage.ensure_pairs(spark, other)
     read = [
         spark.read.parquet(p).orderBy("src", "out_rid", "in_rid").collect()
