@@ -21,6 +21,7 @@ LAYERS: list[tuple[str, ...]] = [
     ("plan",),
     ("store",),
     ("sources",),
+    ("functions",),
     ("capture",),
     ("query",),
     ("api",),

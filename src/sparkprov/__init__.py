@@ -17,6 +17,7 @@ from .errors import (
     InvalidArgument,
     InvalidPredicate,
     JvmHelperUnavailable,
+    LineageDeclarationWrong,
     LineageNotBuilt,
     LineageRestricted,
     LineageTooLarge,
@@ -39,6 +40,7 @@ _LAZY = {
     "LineageSession": "api",
     "Source": "api",
     "mark": "capture.marks",
+    "lineage": "functions.declare",
     "Workload": "capture.workload",
     "LineageCursor": "api.cursor",
     "LineageContext": "rdd.context",
@@ -50,6 +52,7 @@ if TYPE_CHECKING:
     from .api.cursor import LineageCursor
     from .capture.marks import mark
     from .capture.workload import Workload
+    from .functions.declare import lineage
     from .rdd.context import LineageContext
     from .rdd.lineage_rdd import LineageRDD
 
@@ -77,6 +80,7 @@ __all__ = [
     "LineageContext",
     "LineageCursor",
     "LineageRDD",
+    "LineageDeclarationWrong",
     "LineageNotBuilt",
     "LineageRestricted",
     "LineageSession",
@@ -94,5 +98,6 @@ __all__ = [
     "WitnessesNotKept",
     "Workload",
     "__version__",
+    "lineage",
     "mark",
 ]

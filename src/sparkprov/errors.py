@@ -142,3 +142,11 @@ def one_line(exc: BaseException) -> str:
     """
     text = str(exc).strip().splitlines()
     return f"{type(exc).__name__}: {text[0] if text else ''}".rstrip(": ")
+
+
+class LineageDeclarationWrong(SparkprovError, ValueError):
+    """A Python function's declared lineage (``sp.lineage``) does not hold for a row it
+    produced: a mapping function raised or named an input row the function never
+    received, a reported input column is missing or holds something other than input
+    positions, or a declared forward mapping is not the inverse of the backward one.
+    The message names the function, its input (partition or group) and the row."""

@@ -373,7 +373,7 @@ class Capture:
         capture 'sums' version 1: 2 operators, all exact
         """
         lines = self._entry.explain or []
-        coarse = [g for _, _, g, _ in lines if g != "exact"]
+        coarse = [g for _, _, g, _ in lines if not g.startswith("exact")]
         summary = f"{len(coarse)} coarse" if coarse else "all exact"
         out = [f"capture {self.name!r} version {self.version}: {len(lines)} operators, {summary}"]
         width = max((2 * d + len(op) for d, op, _, _ in lines), default=0)

@@ -117,5 +117,5 @@ def explain_line(cx: CaptureContext, node: JPlan, op: str, rw: Rewritten) -> Exp
         strategy = rw.strategy or JOIN_STRATEGY.get(b.join_type(node).split("(")[0], "")
     else:
         strategy = rw.strategy or (BY_PARTITION if rw.coarse else STRATEGY.get(op, ""))
-    granularity = rw.coarse or COARSE.get(op, "exact")
+    granularity = f"exact as declared: {rw.declared}" if rw.declared else rw.coarse or COARSE.get(op, "exact")
     return ExplainLine(cx.depth + 1, b.simple_string(node), granularity, strategy)  # the root is depth 1

@@ -156,3 +156,135 @@ def arrow_batches(func: Callable, part: str) -> Callable:
             yield pa.RecordBatch.from_arrays([*out.columns, column], names=[*out.schema.names, part])
 
     return wrapped
+
+
+# Functions that declare their lineage (sp.lineage): every input row carries the id of
+# its row in the kept input (column ``row``), which the wrapper takes off before the
+# user's function sees the data; each output row gets, per input, the list of ids of
+# the rows the declaration names (columns ``handles``), checked by the tracer.
+
+
+def _traced(tracer, out, handles: list[str]):
+    from ..errors import LineageDeclarationWrong
+    from ..functions import frames
+
+    decl = tracer.decl
+    reported = None
+    if decl.mode == "full":
+        missing = [c for c in decl.columns if not frames.has_column(out, c)]
+        if missing:
+            raise LineageDeclarationWrong(
+                f"function {decl.name!r} (full lineage) returned rows in {tracer.where} without column "
+                f"{missing[0]!r}, where it declared it reports each row's input positions"
+            )
+        reported = [frames.column_values(out, c) for c in decl.columns]
+    lists = tracer.lineage(frames.row_count(out), reported)
+    out = frames.without(out, decl.columns)
+    for name, values in zip(handles, lists):
+        out = frames.with_lists(out, name, values)
+    return out
+
+
+def declared_grouped_map(decl, names: list[str], offset: int, row: str, handle: str, arrow: bool) -> Callable:
+    """A declared function of applyInPandas / applyInArrow (one frame per group)."""
+    from ..functions import frames
+    from ..functions.tracer import Tracer
+
+    with_key = _takes_key(decl.function, 1)
+    user_part = _form(arrow)[0]
+
+    def wrapped(key, data):
+        tracer = Tracer(decl, f"the group of key {key}", key=key)
+        tracer.receive(0, frames.column_array(data, row))
+        user = frames.positioned_frame(user_part(data, names, offset))
+        out = _traced(tracer, decl.function(key, user) if with_key else decl.function(user), [handle])
+        tracer.finish()
+        return out
+
+    return wrapped
+
+
+def declared_grouped_map_iter(decl, names: list[str], offset: int, row: str, handle: str, arrow: bool) -> Callable:
+    """A declared function of applyInPandas / applyInArrow in their iterator forms."""
+    from ..functions import frames
+    from ..functions.tracer import Tracer
+
+    with_key = _takes_key(decl.function, 1)
+    user_part = _form(arrow)[0]
+
+    def wrapped(key, batches):
+        tracer = Tracer(decl, f"the group of key {key}", key=key)
+
+        def fed():
+            for batch in batches:
+                tracer.receive(0, frames.column_array(batch, row))
+                yield user_part(batch, names, offset)
+
+        data = frames.positioned(fed())
+        for out in decl.function(key, data) if with_key else decl.function(data):
+            yield _traced(tracer, out, [handle])
+        tracer.finish()
+
+    return _iter_annotated(wrapped, arrow)
+
+
+def _iter_annotated(wrapped: Callable, arrow: bool) -> Callable:
+    # PySpark picks the iterator form from the type hints
+    from typing import Any
+
+    import pandas as pd
+    import pyarrow as pa
+
+    batch = pa.RecordBatch if arrow else pd.DataFrame
+    wrapped.__annotations__ = {
+        "key": tuple[pa.Scalar, ...] if arrow else tuple[Any, ...],
+        "batches": Iterator[batch],
+        "return": Iterator[batch],
+    }
+    return wrapped
+
+
+def declared_cogrouped_map(decl, left: list[str], right: list[str], offset: int, row: str, handle: str, arrow: bool):
+    """A declared function of cogroup().applyInPandas / applyInArrow: per output row,
+    its left and its right input rows."""
+    from ..functions import frames
+    from ..functions.tracer import Tracer
+
+    with_key = _takes_key(decl.function, 2)
+    user_part = _form(arrow)[0]
+
+    def wrapped(key, lp, rp):
+        tracer = Tracer(decl, f"the cogroup of key {key}", sides=2, key=key)
+        tracer.receive(0, frames.column_array(lp, row))
+        tracer.receive(1, frames.column_array(rp, row))
+        lu = frames.positioned_frame(user_part(lp, left, offset))
+        ru = frames.positioned_frame(user_part(rp, right, offset))
+        out = decl.function(key, lu, ru) if with_key else decl.function(lu, ru)
+        out = _traced(tracer, out, [f"{handle}0", f"{handle}1"])
+        tracer.finish()
+        return out
+
+    return wrapped
+
+
+def declared_batches(decl, row: str, handle: str) -> Callable:
+    """A declared function of mapInPandas / mapInArrow (the partition's batches)."""
+
+    def wrapped(batches: Iterator) -> Iterator:
+        from pyspark import TaskContext
+
+        from ..functions import frames
+        from ..functions.tracer import Tracer
+
+        tracer = Tracer(decl, f"partition {TaskContext.get().partitionId()}")
+
+        def fed():
+            for batch in batches:
+                tracer.receive(0, frames.column_array(batch, row))
+                yield frames.without(batch, (row,))
+
+        for out in decl.function(frames.positioned(fed())):
+            yield _traced(tracer, out, [handle])
+        tracer.finish()
+
+    return wrapped

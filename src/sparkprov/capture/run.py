@@ -22,6 +22,7 @@ from pyspark.sql import functions as F
 from pyspark.sql.types import CharType, LongType, StringType, StructField, StructType, VarcharType
 
 from ..errors import CaptureFailed, InvalidArgument
+from ..functions.tracer import declaration_error
 from ..plan.catalyst import Bridge, JPlan
 from ..sources.identity import RID, ROW_BITS
 from ..store.catalog import Store
@@ -115,8 +116,11 @@ def run_capture(
             workload,
             read_elsewhere,
         )
-    except BaseException:
+    except BaseException as e:
         shutil.rmtree(data, ignore_errors=True)
+        wrong = declaration_error(e)
+        if wrong is not None:  # a declared function's lineage does not hold: say so, not Spark's trace
+            raise wrong from e
         raise
     entry["seconds"] = round(time.time() - started, 3)
     entry["strategy"] = strategy

@@ -59,6 +59,7 @@ class Rewritten:
     slots: list[Slot]
     coarse: str | None = None  # why this operator's lineage is coarse, when only some of its cases are
     strategy: str | None = None  # for explain(), when the rule chose among strategies
+    declared: str | None = None  # a Python function's own lineage declaration (exact as declared)
 
 
 @dataclass

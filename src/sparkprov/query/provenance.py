@@ -255,6 +255,8 @@ def polynomials(entry: CaptureEntry, rids, row_limit: int = SIDE_ROW_LIMIT) -> d
             if s["kind"] == "source":
                 key = (names[s["ref"]], value)
                 factors.append(variables.setdefault(key, Var(*key)))
+            elif s["kind"] == "groups":  # a declared function's input rows: used together
+                factors.extend(group(s["ref"], _frozen(h)) for h in value)
             else:
                 factors.append(group(s["ref"], _frozen(value)))
         factors = [f for f in factors if f is not ONE]
@@ -266,7 +268,10 @@ def polynomials(entry: CaptureEntry, rids, row_limit: int = SIDE_ROW_LIMIT) -> d
 def _want(slots: list[dict], row: dict, wanted: dict[int, dict]) -> None:
     for s in slots:
         value = row[s["name"]]
-        if s["kind"] != "source" and value is not None:
+        if s["kind"] == "groups" and value is not None:
+            for h in value:
+                wanted[s["ref"]][_frozen(h)] = h
+        elif s["kind"] != "source" and value is not None:
             wanted[s["ref"]][_frozen(value)] = value
 
 

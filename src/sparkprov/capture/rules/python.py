@@ -21,9 +21,11 @@ from typing import TYPE_CHECKING
 
 from pyspark.sql import Window
 from pyspark.sql import functions as F
-from pyspark.sql.types import IntegerType, StringType, StructField, StructType
+from pyspark.sql.types import ArrayType, IntegerType, LongType, StringType, StructField, StructType
 from pyspark.util import PythonEvalType
 
+from ...errors import InvalidArgument
+from ...functions.declare import Declaration, declaration_of
 from ...plan.catalyst import JExpr, JPlan
 from ...store.format import Slot
 from .. import python_functions as P
@@ -34,6 +36,7 @@ if TYPE_CHECKING:
     from ..context import CaptureContext
 
 _HANDLE = "__sp_handle"
+_ROW = "__sp_row"  # a declared function's input rows: the row's id in the kept input
 _GROUPED_ITER = (PythonEvalType.SQL_GROUPED_MAP_PANDAS_ITER_UDF, PythonEvalType.SQL_GROUPED_MAP_ARROW_ITER_UDF)
 
 
@@ -47,6 +50,9 @@ def flat_map_groups(cx: CaptureContext, node: JPlan) -> Rewritten:
     (child,) = b.children(node)
     func, _, args = b.python_function(node)
     grouping = b.grouping_attributes(node)
+    decl = declaration_of(func)
+    if decl is not None:
+        return _declared_groups(cx, node, decl, grouping, args)
     keyed, slot = _keyed_input(cx, node, grouping, args, cx.rewrite_stable(child, node))
     names, offset = [b.attr_name(a) for a in args], len(grouping)
     arrow = b.node_name(node) == "FlatMapGroupsInArrow"
@@ -66,6 +72,9 @@ def flat_map_cogroups(cx: CaptureContext, node: JPlan) -> Rewritten:
     # both groups with its key; each side's group is named as for applyInPandas.
     b = cx.bridge
     func, _, _ = b.python_function(node)
+    decl = declaration_of(func)
+    if decl is not None:
+        return _declared_cogroups(cx, node, decl)
     sides, slots, names = [], [], []
     for child, n in zip(b.children(node), (node.leftGroupingLen(), node.rightGroupingLen())):
         out = b.output(child)
@@ -116,6 +125,9 @@ def map_in_batches(cx: CaptureContext, node: JPlan) -> Rewritten:
     b = cx.bridge
     (child,) = b.children(node)
     func, _, args = b.python_function(node)
+    decl = declaration_of(func)
+    if decl is not None:
+        return _declared_batches(cx, node, decl, args)
     inner = cx.rewrite(child)
     kept = cx.kept(b.project(args + [s.attr for s in inner.slots], inner.plan))
     out = b.output(kept)
@@ -167,3 +179,93 @@ def _python_output(cx: CaptureContext, node: JPlan, result, slots: list[Slot]) -
     for s, a in zip(slots, b.output(plan)[user:]):
         s.attr = a
     return Rewritten(plan, slots)
+
+
+# Functions that declare their lineage (functions/declare.py). Their input is computed
+# once and kept, each row with an id of its own (monotonically_increasing_id, fixed by
+# the keeping): the function sees the rows the side relation (id, input slots) holds,
+# and each output row gets, per input, the ids of the rows its declaration names, as
+# a "groups" slot: exact, where the undeclared function is per group or partition.
+
+
+def _with_row_ids(cx: CaptureContext, node: JPlan, exprs: list[JExpr], names: list[str], child: JPlan):
+    """``exprs`` (as ``names``) of ``child``'s rewritten rows, computed once and kept
+    with each row's id, as a DataFrame; the "groups" slot naming the side relation
+    (id, input slots) over them."""
+    b = cx.bridge
+    inner = cx.rewrite(child)
+    named = [b.alias(e, n) for e, n in zip(exprs, names)]
+    kept = cx.kept(b.project(named + [s.attr for s in inner.slots] + [b.alias(b.row_id(), _ROW)], inner.plan))
+    out = b.output(kept)
+    moved = [Slot(s.name, s.kind, s.ref, a) for s, a in zip(inner.slots, out[len(named) : len(out) - 1])]
+    slot = cx.new_slot("groups", cx.side(b.node_name(node), out[-1], Rewritten(kept, moved)))
+    return b.to_dataframe(b.project([*out[: len(named)], out[-1]], kept)), slot
+
+
+def _declared_output(cx: CaptureContext, node: JPlan, decl: Declaration, result, slots: list[Slot]) -> Rewritten:
+    rw = _python_output(cx, node, result, slots)
+    how = "the ids of its input rows (kept, numbered), per output row; side relation (id, input slots)"
+    return Rewritten(rw.plan, rw.slots, strategy=f"declared: {how}", declared=decl.describe())
+
+
+def _declared_groups(cx: CaptureContext, node: JPlan, decl: Declaration, grouping, args) -> Rewritten:
+    b = cx.bridge
+    _check_sides(decl, node, 1)
+    (child,) = b.children(node)
+    keys = [f"__sp_k{i}" for i in range(len(grouping))]
+    cols = [f"__sp_a{i}" for i in range(len(args))]
+    rows, slot = _with_row_ids(cx, node, grouping + args, keys + cols, child)
+    names, arrow = [b.attr_name(a) for a in args], b.node_name(node) == "FlatMapGroupsInArrow"
+    form = P.declared_grouped_map_iter if b.python_eval_type(node) in _GROUPED_ITER else P.declared_grouped_map
+    wrapped = form(decl, names, len(keys), _ROW, f"{_HANDLE}0", arrow)
+    grouped = rows.groupBy(*keys)
+    schema = _python_schema(cx, node, ArrayType(LongType()))
+    result = grouped.applyInArrow(wrapped, schema) if arrow else grouped.applyInPandas(wrapped, schema)
+    return _declared_output(cx, node, decl, result, [slot])
+
+
+def _declared_cogroups(cx: CaptureContext, node: JPlan, decl: Declaration) -> Rewritten:
+    b = cx.bridge
+    _check_sides(decl, node, 2)
+    sides, slots, names = [], [], []
+    for child, n in zip(b.children(node), (node.leftGroupingLen(), node.rightGroupingLen())):
+        out = b.output(child)
+        keys = [f"__sp_k{i}" for i in range(n)]
+        cols = [f"__sp_a{i}" for i in range(len(out) - n)]
+        rows, slot = _with_row_ids(cx, node, out, keys + cols, child)
+        sides.append(rows.groupBy(*keys))
+        slots.append(slot)
+        names.append([b.attr_name(a) for a in out[n:]])
+    arrow = b.node_name(node) == "FlatMapCoGroupsInArrow"
+    wrapped = P.declared_cogrouped_map(decl, names[0], names[1], node.leftGroupingLen(), _ROW, _HANDLE, arrow)
+    schema = _python_schema(cx, node, ArrayType(LongType()), ArrayType(LongType()))
+    cogrouped = sides[0].cogroup(sides[1])
+    result = cogrouped.applyInArrow(wrapped, schema) if arrow else cogrouped.applyInPandas(wrapped, schema)
+    return _declared_output(cx, node, decl, result, slots)
+
+
+def _declared_batches(cx: CaptureContext, node: JPlan, decl: Declaration, args) -> Rewritten:
+    b = cx.bridge
+    _check_sides(decl, node, 1)
+    (child,) = b.children(node)
+    rows, slot = _with_row_ids(cx, node, args, [b.attr_name(a) for a in args], child)
+    schema = _python_schema(cx, node, ArrayType(LongType()))
+    wrapped = P.declared_batches(decl, _ROW, f"{_HANDLE}0")
+    barrier = bool(node.isBarrier())
+    if b.node_name(node) == "MapInPandas":
+        result = rows.mapInPandas(wrapped, schema, barrier=barrier)
+    else:
+        result = rows.mapInArrow(wrapped, schema, barrier=barrier)
+    return _declared_output(cx, node, decl, result, [slot])
+
+
+def _check_sides(decl: Declaration, node: JPlan, sides: int) -> None:
+    # what a declaration must say of a function over one input, or of a cogrouped one
+    what = "a cogrouped function (two inputs)" if sides == 2 else "a function of one input"
+    if decl.mode == "rowwise" and sides != 1:
+        raise InvalidArgument(f"{decl.name!r} declares rowwise lineage, which needs one input; it is {what}")
+    if decl.mode == "full" and len(decl.columns) != sides:
+        raise InvalidArgument(
+            f"{decl.name!r} declares full lineage in {len(decl.columns)} column(s); {what} needs {sides} "
+            "(for cogroup: the left and the right input positions)"
+        )

@@ -1,0 +1,107 @@
+"""The data forms a Python function of mapInPandas / applyInPandas (and their Arrow
+forms) sees: pandas DataFrames, pyarrow Tables and RecordBatches, and iterators of
+them. What a declared function needs of each: its rows' positions, a column's values,
+columns dropped or added.
+
+>>> import pandas as pd
+>>> batches = positioned(iter([pd.DataFrame({"x": [1, 2]}), pd.DataFrame({"x": [3]})]))
+>>> [list(b.index) for b in batches]
+[[0, 1], [2]]
+>>> without(pd.DataFrame({"x": [1], "inputs": [[0]]}), ("inputs",)).columns.tolist()
+['x']
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+from typing import Any
+
+
+def is_pandas(data: Any) -> bool:
+    return type(data).__module__.startswith("pandas") and hasattr(data, "iloc")
+
+
+def is_arrow(data: Any) -> bool:
+    return type(data).__module__.startswith("pyarrow") and hasattr(data, "num_rows")
+
+
+def row_count(data: Any) -> int:
+    return data.num_rows if is_arrow(data) else len(data)
+
+
+def positioned_frame(data: Any, start: int = 0) -> Any:
+    """A pandas frame whose index is its rows' positions in the function's input,
+    counted from ``start`` (so ``out.index`` after filters and row-wise steps names
+    the input rows); other forms as they are (their positions are their order)."""
+    if not is_pandas(data):
+        return data
+    import pandas as pd
+
+    index = pd.RangeIndex(start, start + len(data))
+    if isinstance(data.index, pd.RangeIndex) and data.index.equals(index):
+        return data
+    return data.set_axis(index, axis=0)
+
+
+def positioned(batches: Iterable) -> Iterator:
+    """Batches numbered across the whole iterator (pandas indexes continue)."""
+    start = 0
+    for batch in batches:
+        yield positioned_frame(batch, start)
+        start += row_count(batch)
+
+
+def positioned_arguments(args: tuple) -> list:
+    """A function's arguments with its data positioned: frames, and iterators of
+    batches (a group's key, a tuple, is left alone)."""
+    return [positioned(a) if isinstance(a, Iterator) else positioned_frame(a) for a in args]
+
+
+def without(data: Any, columns: tuple[str, ...]) -> Any:
+    """``data`` without ``columns`` (those it has); an iterator's batches each."""
+    if not columns:
+        return data
+    if isinstance(data, Iterator):
+        return (without(b, columns) for b in data)
+    if is_pandas(data):
+        present = [c for c in columns if c in data.columns]
+        return data.drop(columns=present) if present else data
+    if is_arrow(data):
+        keep = [i for i, n in enumerate(data.schema.names) if n not in columns]
+        return data.select(keep) if len(keep) != data.num_columns else data
+    return data
+
+
+def has_column(data: Any, name: str) -> bool:
+    return name in (data.schema.names if is_arrow(data) else data.columns)
+
+
+def column_values(data: Any, name: str) -> list:
+    """A column's values as Python objects, one per row."""
+    if is_arrow(data):
+        return data.column(name).to_pylist()
+    return data[name].tolist()
+
+
+def column_array(data: Any, name: str):
+    """A column of longs (the input rows' ids) as a NumPy array."""
+    import numpy as np
+
+    if is_arrow(data):
+        return np.asarray(data.column(name).to_numpy(zero_copy_only=False), dtype=np.int64)
+    return data[name].to_numpy(dtype=np.int64)
+
+
+def with_lists(data: Any, name: str, lists: list) -> Any:
+    """``data`` with a column ``name`` of arrays of longs, one per row."""
+    if is_arrow(data):
+        import pyarrow as pa
+
+        array = pa.array(lists, pa.list_(pa.int64()))
+        if isinstance(data, pa.RecordBatch):
+            return pa.RecordBatch.from_arrays([*data.columns, array], names=[*data.schema.names, name])
+        return data.append_column(name, array)
+    import pandas as pd
+
+    # object dtype even with no rows (an empty list makes float64, which Arrow cannot make arrays of)
+    return data.assign(**{name: pd.Series(lists, index=data.index, dtype=object)})

@@ -1,0 +1,157 @@
+"""A declared function's lineage in the Python worker that runs it: the input rows'
+ids recorded as the function receives them, each output row's input positions (as
+the function reported them or as its mapping gives them) checked and turned into
+those ids.
+
+>>> import numpy as np
+>>> from sparkprov.functions.declare import Declaration
+>>> t = Tracer(Declaration("rowwise", len), "partition 0")
+>>> t.receive(0, np.array([10, 11]))
+>>> t.lineage(2)
+[[[10], [11]]]
+>>> t.finish()
+"""
+
+from __future__ import annotations
+
+import numbers
+from collections.abc import Iterable
+from typing import Any
+
+from ..errors import LineageDeclarationWrong
+from .declare import Declaration
+
+
+class Tracer:
+    """The lineage of one call of a declared function (a group, or a partition of
+    mapInPandas), over ``sides`` inputs (two for cogroup)."""
+
+    def __init__(self, decl: Declaration, where: str, sides: int = 1, key: Any = None) -> None:
+        self.decl, self.where, self.key = decl, where, key
+        self._ids: list[list] = [[] for _ in range(sides)]  # per side, the id arrays received
+        self.received = [0] * sides
+        self.produced = 0
+        self._backward: list[list[list[int]]] = []  # per output row, per side: kept for forward's check
+
+    def receive(self, side: int, ids) -> None:
+        """The ids of the next input rows of ``side``, in the order the function gets them."""
+        self._ids[side].append(ids)
+        self.received[side] += len(ids)
+
+    def _meta(self) -> dict:
+        rows = self.received[0] if len(self.received) == 1 else tuple(self.received)
+        return {"input_rows": rows, "key": self.key}
+
+    def lineage(self, rows: int, reported: list[list] | None = None) -> list[list[list[int]]]:
+        """Per side, per output row of the next ``rows``: the ids of its input rows.
+        ``reported``: full lineage's column values, per side."""
+        import numpy as np
+
+        decl = self.decl
+        per_row: list[list[list[int]]] = []
+        for i in range(rows):
+            position = self.produced + i
+            if decl.mode == "rowwise":
+                found = [[position]]
+            elif decl.mode == "map":
+                found = self._mapped(position)
+            else:
+                found = [_positions(r[i]) for r in reported or []]
+            per_row.append([self._checked(position, side, p) for side, p in enumerate(found)])
+        self.produced += rows
+        if decl.forward is not None:
+            self._backward.extend(per_row)
+        ids = [np.concatenate(a) if len(a) > 1 else (a[0] if a else np.zeros(0, np.int64)) for a in self._ids]
+        self._ids = [[a] for a in ids]
+        return [[ids[side][row[side]].tolist() for row in per_row] for side in range(len(ids))]
+
+    def _mapped(self, position: int) -> list:
+        try:
+            found = self.decl.backward(position, self._meta())
+        except Exception as e:
+            raise self._wrong(position, f"its backward mapping raised {type(e).__name__}: {e}") from e
+        if len(self.received) == 1:
+            return [_positions(found)]
+        if not isinstance(found, tuple | list) or len(found) != len(self.received):
+            raise self._wrong(position, "a cogrouped function's backward mapping must give (left, right) positions")
+        return [_positions(f) for f in found]
+
+    def _checked(self, position: int, side: int, found: list | None) -> list[int]:
+        if found is None:
+            raise self._wrong(position, "its input positions are not integers")
+        bad = [p for p in found if not 0 <= p < self.received[side]]
+        if bad:
+            got = f"{self.received[side]} row{'s' if self.received[side] != 1 else ''}"
+            which = ("left ", "right ")[side] if len(self.received) > 1 else ""
+            raise self._wrong(position, f"it names {which}input position {bad[0]}, but the function had received {got}")
+        return found
+
+    def _wrong(self, position: int, what: str) -> LineageDeclarationWrong:
+        return LineageDeclarationWrong(
+            f"function {self.decl.name!r} ({self.decl.mode} lineage), output row {position} of {self.where}: {what}"
+        )
+
+    def finish(self) -> None:
+        """The call is over: checks that need all its rows."""
+        if self.decl.mode == "rowwise" and self.produced != self.received[0]:
+            raise LineageDeclarationWrong(
+                f"function {self.decl.name!r} (rowwise lineage) made {self.produced} rows of {self.received[0]} "
+                f"input rows in {self.where}; rowwise lineage needs one output row per input row"
+            )
+        if self.decl.forward is not None:
+            self._check_forward()
+
+    def _check_forward(self) -> None:
+        # forward must be backward's inverse: every input row's outputs, exactly
+        expected: dict[int, set[int]] = {i: set() for i in range(self.received[0])}
+        for out, row in enumerate(self._backward):
+            for i in row[0]:
+                expected[i].add(out)
+        meta = {"input_rows": self.received[0], "output_rows": self.produced, "key": self.key}
+        for i, outs in expected.items():
+            try:
+                got = _positions(self.decl.forward(i, meta))
+            except Exception as e:
+                raise self._wrong_forward(i, f"raised {type(e).__name__}: {e}") from e
+            if got is None or set(got) != outs:
+                raise self._wrong_forward(i, f"gives {sorted(got) if got else got} where backward gives {sorted(outs)}")
+
+    def _wrong_forward(self, position: int, what: str) -> LineageDeclarationWrong:
+        return LineageDeclarationWrong(
+            f"function {self.decl.name!r} (map lineage), input row {position} of {self.where}: "
+            f"its forward mapping {what}"
+        )
+
+
+def _positions(value: Any) -> list[int] | None:
+    """Input positions as a function may state them: one integer, a list, array or
+    range of them, or nothing (None: no input rows). None back when they are not."""
+    if value is None:
+        return []
+    if isinstance(value, numbers.Integral) and not isinstance(value, bool):
+        return [int(value)]
+    if isinstance(value, str | bytes | dict) or not isinstance(value, Iterable) and not hasattr(value, "tolist"):
+        return None
+    items = value.tolist() if hasattr(value, "tolist") else list(value)
+    if not isinstance(items, list):
+        items = [items]
+    if not all(isinstance(p, numbers.Integral) and not isinstance(p, bool) for p in items):
+        return None
+    return [int(p) for p in items]
+
+
+def declaration_error(error: BaseException) -> LineageDeclarationWrong | None:
+    """The ``LineageDeclarationWrong`` a Python worker raised, from the error Spark
+    reports on the driver (its message holds the worker's traceback), if it is one.
+
+    >>> declaration_error(RuntimeError("...\\nsparkprov.errors.LineageDeclarationWrong: function 'f': x\\n SQLSTATE"))
+    LineageDeclarationWrong("function 'f': x")
+    """
+    if isinstance(error, LineageDeclarationWrong):
+        return None  # raised here already
+    marker = f"{LineageDeclarationWrong.__module__}.{LineageDeclarationWrong.__name__}: "
+    text = str(error)
+    at = text.rfind(marker)
+    if at < 0:
+        return None
+    return LineageDeclarationWrong(text[at + len(marker) :].split("\n")[0].strip())

@@ -1,0 +1,260 @@
+"""Python functions that declare their lineage (sp.lineage), captured: every mode on
+every kind of function, against the lineage the declaration defines; the three checks
+of lineage-semantics.md; wrong declarations caught with the function and row named."""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Iterator
+from typing import Any
+
+import pandas as pd
+import pyarrow as pa
+import pytest
+
+import sparkprov as sp
+from sparkprov.bench.checks import check_row
+
+KINDS = [
+    "mapInPandas",
+    "mapInArrow",
+    "applyInPandas",
+    "applyInPandasIter",
+    "applyInArrow",
+    "applyInArrowIter",
+    "cogroupPandas",
+    "cogroupArrow",
+]
+MODES = ["full", "map", "rowwise"]
+SCHEMA = "k long, used array<long>"
+
+
+def declared(kind: str, mode: str):
+    """A function of ``kind`` declaring ``mode`` lineage. Each output row holds the
+    keys (``k`` of the input rows) its declaration names, in ``used``: the reference
+    lineage, computed by the function itself from the same positions."""
+
+    # everything nested: cloudpickle ships nested functions by value to the workers
+    def back(i):  # map mode: odd outputs also read the input before them
+        return [i, i - 1] if i % 2 else [i]
+
+    def positions(ks, mode):
+        n = len(ks)
+        if mode == "full":  # a filter, a neighbour, and a row from nothing
+            rows = [[p, p - 1] if p and ks[p] % 2 == 0 else [p] for p in range(n) if ks[p] % 3]
+            return rows + ([[]] if n >= 3 else [])
+        return [back(i) if mode == "map" else [i] for i in range(n)]
+
+    def rows_of(ks, rks=None):
+        out = []
+        for j, pos in enumerate(positions(ks, mode)):
+            rpos = [j % len(rks)] if rks else []
+            used = sorted([ks[p] for p in pos] + [rks[p] for p in rpos] if rks else [ks[p] for p in pos])
+            out.append({"k": used[0] if used else -1, "used": used, "l": pos, "r": rpos})
+        return out
+
+    def frame(rows, arrow, cogroup=False):
+        data = {"k": [r["k"] for r in rows], "used": [r["used"] for r in rows]}
+        if mode == "full":
+            data["inputs"] = [r["l"] for r in rows]
+            if cogroup:
+                data["rights"] = [r["r"] for r in rows]
+        if arrow:
+            types = {"k": pa.int64(), "used": pa.list_(pa.int64()), "inputs": pa.list_(pa.int64())}
+            types["rights"] = types["inputs"]
+            return pa.table({c: pa.array(v, types[c]) for c, v in data.items()})
+        return pd.DataFrame({c: pd.Series(v, dtype=object if c != "k" else "int64") for c, v in data.items()})
+
+    def keys(data):
+        return [int(v) for v in (data.column("k").to_pylist() if hasattr(data, "num_rows") else data["k"])]
+
+    if kind == "mapInPandas" and mode == "rowwise":
+
+        def f(batches):  # streaming, batch by batch
+            for pdf in batches:
+                yield frame(rows_of(keys(pdf)), False).iloc[: len(pdf)]
+
+    elif kind in ("mapInPandas", "mapInArrow"):
+        arrow = kind == "mapInArrow"
+
+        def f(batches):
+            got = list(batches)
+            ks = [k for b in got for k in keys(b)]
+            out = frame(rows_of(ks), arrow)
+            yield from (out.to_batches() if arrow else [out])
+
+    elif kind in ("applyInPandas", "applyInArrow"):
+
+        def f(data):
+            return frame(rows_of(keys(data)), kind == "applyInArrow")
+
+    elif kind == "applyInPandasIter":
+
+        def f(key: tuple[Any, ...], batches: Iterator[pd.DataFrame]) -> Iterator[pd.DataFrame]:
+            yield frame(rows_of([k for b in batches for k in keys(b)]), False)
+
+    elif kind == "applyInArrowIter":
+
+        def f(key: tuple[pa.Scalar, ...], batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+            yield from frame(rows_of([k for b in batches for k in keys(b)]), True).to_batches()
+
+    else:
+
+        def f(left, right):
+            return frame(rows_of(keys(left), keys(right)), kind == "cogroupArrow", cogroup=True)
+
+    cogroup = kind.startswith("cogroup")
+    if mode == "full":
+        return sp.lineage("full", column=("inputs", "rights") if cogroup else "inputs")(f)
+    if mode == "map" and cogroup:  # the right input: row i modulo its size
+
+        def both(i, meta):
+            right = meta["input_rows"][1]
+            return back(i), [i % right] if right else []
+
+        return sp.lineage("map", backward=both)(f)
+    if mode == "map":
+
+        def forward(j, meta):  # checked by the tracer: backward's inverse
+            return [j, j + 1] if j % 2 == 0 and j + 1 < meta["output_rows"] else [j]
+
+        return sp.lineage("map", backward=lambda i, meta: back(i), forward=forward)(f)
+    return sp.lineage("rowwise")(f)
+
+
+def query(kind: str, func, t, o):
+    if kind.startswith("map"):
+        frame = t.repartition(2, "g")
+        return frame.mapInPandas(func, SCHEMA) if kind == "mapInPandas" else frame.mapInArrow(func, SCHEMA)
+    by_g = t.groupBy("g")
+    if kind.startswith("cogroup"):
+        both = by_g.cogroup(o.groupBy("g"))
+        return both.applyInPandas(func, SCHEMA) if kind == "cogroupPandas" else both.applyInArrow(func, SCHEMA)
+    return by_g.applyInArrow(func, SCHEMA) if "Arrow" in kind else by_g.applyInPandas(func, SCHEMA)
+
+
+@pytest.fixture
+def inputs(spark, session):
+    rng = random.Random(7)
+    left = [(k, rng.choice("abc"), rng.randint(-5, 5)) for k in range(14)]
+    right = [(100 + k, rng.choice("abd"), rng.randint(-5, 5)) for k in range(6)]
+    t = session.source(spark.createDataFrame(left, "k long, g string, x long"), "t")
+    o = session.source(spark.createDataFrame(right, "k long, g string, x long"), "o")
+    return t, o
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_every_mode_gives_the_lineage_declared(session, inputs, kind):
+    t, o = inputs
+    for mode in MODES:
+        func = declared(kind, mode)
+        q = query(kind, func, t, o)
+        if kind.startswith("cogroup") and mode == "rowwise":
+            with pytest.raises(sp.InvalidArgument, match="rowwise lineage, which needs one input"):
+                session.capture(q, f"{kind}-{mode}")
+            continue
+        cap = session.capture(q, f"{kind}-{mode}")
+        rows = cap.output.collect()
+        plain = sorted((r.k, tuple(r.used)) for r in q.collect())
+        assert sorted((r.k, tuple(r.used)) for r in rows) == plain  # capture on and off agree
+        assert len(rows) > 5, (kind, mode)
+        for row in rows:
+            want = {("o" if k >= 100 else "t", k) for k in row.used}
+            back = cap.backward([row._sp_rid])
+            got = {(name, r.k) for name, df in back.items() for r in df.collect()}
+            assert got == want, (kind, mode, row)
+        first = cap.explain().splitlines()
+        assert "all exact" in first[0] and f"exact as declared: {mode} lineage" in first[1], first
+
+
+def test_declared_functions_pass_the_three_checks(session, spark):
+    rng = random.Random(3)
+    rows = [(k, rng.choice("ab"), rng.randint(0, 50)) for k in range(12)]
+    t = session.source(spark.createDataFrame(rows, "k long, g string, x long"), "t")
+
+    @sp.lineage("full", column="inputs")
+    def top2(pdf):  # the two largest x of the group and their sum
+        best = pdf.nlargest(2, ["x", "k"])
+        return best.head(1)[["g"]].assign(s=best.x.sum(), inputs=[list(best.index)])
+
+    @sp.lineage("rowwise")
+    def doubled(batches):
+        for pdf in batches:
+            yield pdf.assign(x=pdf.x * 2)
+
+    queries = {
+        "top2": lambda src: src.groupBy("g").applyInPandas(top2, "g string, s long"),
+        "doubled": lambda src: src.mapInPandas(doubled, "k long, g string, x long").where("x > 20"),
+    }
+    for name, build in queries.items():
+        cap = session.capture(build(t), name)
+        for row in cap.output.collect():
+            problems = check_row(cap, row._sp_rid, lambda restricted, build=build: build(restricted["t"]))
+            assert problems == [], (name, row)
+        traced = {r.k for r in cap.backward([r._sp_rid for r in cap.output.collect()], "t").collect()}
+        if name == "top2":  # reference: per group, the two rows of largest (x, k)
+            ref = set()
+            for g in "ab":
+                ref |= {k for _, k in sorted(((x, k) for k, gg, x in rows if gg == g), reverse=True)[:2]}
+        else:
+            ref = {k for k, _, x in rows if x * 2 > 20}
+        assert traced == ref, name
+
+
+def test_wrong_declarations_fail_the_capture(session, spark):
+    t = session.source(spark.createDataFrame([(k, "a") for k in range(4)], "k long, g string"), "t")
+
+    @sp.lineage("map", backward=lambda i, meta: [i + 10])
+    def shifted(pdf):
+        return pdf
+
+    @sp.lineage("full", column="inputs")
+    def unreported(pdf):
+        return pdf
+
+    @sp.lineage("rowwise")
+    def halved(batches):
+        for pdf in batches:
+            yield pdf.head(len(pdf) // 2)
+
+    by_g = t.groupBy("g")
+    cases = [
+        (
+            by_g.applyInPandas(shifted, "k long, g string"),
+            r"'.*shifted' \(map lineage\), output row 0 of the group of key \('a',\): "
+            "it names input position 10, but the function had received 4 rows",
+        ),
+        (by_g.applyInPandas(unreported, "k long, g string"), "in the group of key .* without column 'inputs'"),
+        (
+            t.coalesce(1).mapInPandas(halved, "k long, g string"),
+            r"'.*halved' \(rowwise lineage\) made 2 rows of 4 input rows in partition 0",
+        ),
+    ]
+    for i, (q, message) in enumerate(cases):
+        with pytest.raises(sp.LineageDeclarationWrong, match=message):
+            session.capture(q, f"wrong{i}")
+        assert session.captures() == []  # nothing half-made is kept
+    # a run without capture is the user's own: the declaration is not checked there
+    assert t.groupBy("g").applyInPandas(shifted, "k long, g string").count() == 4
+
+
+def test_why_gives_a_declared_functions_inputs_together(spark, session):
+    t = session.source(spark.createDataFrame([(1, "a", 5), (2, "a", 7), (3, "b", 1)], "k long, g string, x long"), "t")
+
+    @sp.lineage("full", column="inputs")
+    def total(pdf):
+        return pdf.head(1)[["g"]].assign(s=pdf.x.sum(), inputs=[list(pdf.index)])
+
+    cap = session.capture(t.groupBy("g").applyInPandas(total, "g string, s long"), "sums", witnesses=True)
+    (a,) = [r._sp_rid for r in cap.output.where("g = 'a'").collect()]
+    (why,) = cap.why([a]).collect()  # one witness: both rows of the group, used together
+    rids = {r._sp_rid for r in cap.backward([a], "t").collect()}
+    assert len(rids) == 2
+    assert sorted((w.source, w.rid) for w in why.witness) == sorted(("t", r) for r in rids)
+
+
+def test_undeclared_functions_stay_coarse(session, spark):
+    t = session.source(spark.createDataFrame([(k,) for k in range(6)], "k long"), "t")
+    cap = session.capture(t.coalesce(1).mapInPandas(lambda bs: (b[b.k > 3] for b in bs), "k long"), "plain")
+    assert "1 coarse" in cap.explain().splitlines()[0]
+    assert cap.backward("k = 5", "t").count() == 6

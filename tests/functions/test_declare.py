@@ -1,0 +1,144 @@
+"""sp.lineage declarations and the tracer that checks them, without Spark: what a
+declared function does in a plain run, and every wrong declaration caught with the
+function and the row named."""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Iterator
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+import pytest
+
+import sparkprov as sp
+from sparkprov.functions.declare import declaration_of
+from sparkprov.functions.tracer import Tracer, declaration_error
+
+
+@pytest.mark.parametrize(
+    ("args", "kwargs", "message"),
+    [
+        (("cell",), {}, "unknown lineage mode 'cell'"),
+        (("payload",), {}, "not implemented yet"),
+        (("full",), {}, "full lineage needs column="),
+        (("full",), {"column": ("a", "b", "c")}, "full lineage needs column="),
+        (("map",), {}, "map lineage needs backward="),
+        (("map",), {"backward": lambda i, m: [i], "forward": 3}, "forward= must be a function"),
+        (("rowwise",), {"column": "x"}, "column= is for full lineage"),
+        (("full",), {"column": "x", "backward": lambda i, m: [i]}, "are for map lineage"),
+    ],
+)
+def test_bad_declarations_are_refused(args, kwargs, message):
+    with pytest.raises(sp.InvalidArgument, match=message):
+        sp.lineage(*args, **kwargs)
+
+
+def test_a_declaration_needs_a_function_and_only_one():
+    with pytest.raises(sp.InvalidArgument, match="got int"):
+        sp.lineage("rowwise")(3)
+    once = sp.lineage("rowwise")(lambda pdf: pdf)
+    with pytest.raises(sp.InvalidArgument, match="already declares its lineage"):
+        sp.lineage("rowwise")(once)
+
+
+def test_plain_run_drops_the_reported_column_and_numbers_batches():
+    @sp.lineage("full", column="inputs")
+    def kept(batches: Iterator[pd.DataFrame]) -> Iterator[pd.DataFrame]:
+        for pdf in batches:
+            out = pdf[pdf.x > 1]
+            yield out.assign(inputs=out.index)
+
+    got = list(kept(iter([pd.DataFrame({"x": [1, 2]}), pd.DataFrame({"x": [3]})])))
+    assert [g.to_dict("list") for g in got] == [{"x": [2]}, {"x": [3]}]
+    assert [list(g.index) for g in got] == [[1], [2]]  # positions across batches
+
+    @sp.lineage("full", column="inputs")
+    def arrow(table):
+        return table.append_column("inputs", pa.array([[0]] * table.num_rows))
+
+    assert arrow(pa.table({"x": [5]})).column_names == ["x"]
+
+
+def test_the_wrapper_shows_the_functions_signature_to_pyspark():
+    # PySpark picks f(data) or f(key, data), and the iterator forms, from these
+    def sized(key: tuple, batches: Iterator[pd.DataFrame]) -> Iterator[pd.DataFrame]:
+        yield pd.DataFrame({"n": [sum(len(b) for b in batches)]})
+
+    declared = sp.lineage("map", backward=lambda i, meta: range(meta["input_rows"]))(sized)
+    assert inspect.getfullargspec(declared).args == ["key", "batches"]
+    assert inspect.signature(declared).return_annotation == Iterator[pd.DataFrame]
+    assert declared.__name__ == "sized"
+    assert declaration_of(declared).describe().endswith("<locals>.sized (a backward mapping over positions)")
+    assert declaration_of(sized) is None
+
+
+def _tracer(mode: str, sides: int = 1, **kwargs) -> Tracer:
+    def f(pdf):
+        return pdf
+
+    return Tracer(declaration_of(sp.lineage(mode, **kwargs)(f)), "partition 3", sides=sides)
+
+
+def test_positions_become_the_ids_of_the_rows_received():
+    t = _tracer("full", column="inputs")
+    t.receive(0, np.array([100, 101]))
+    assert t.lineage(2, [[[1, 0], None]]) == [[[101, 100], []]]
+    t.receive(0, np.array([102]))
+    assert t.lineage(1, [[np.int64(2)]]) == [[[102]]]  # positions count across batches
+    t.finish()
+    both = _tracer("map", sides=2, backward=lambda i, meta: ([0], range(meta["input_rows"][1])))
+    both.receive(0, np.array([7]))
+    both.receive(1, np.array([8, 9]))
+    assert both.lineage(1) == [[[7]], [[8, 9]]]
+
+
+@pytest.mark.parametrize(
+    ("tracer", "reported", "message"),
+    [
+        (
+            _tracer("full", column="i"),
+            [[[2]]],
+            "output row 0 of partition 3: it names input position 2, but the function had received 2 rows",
+        ),
+        (_tracer("full", column="i"), [[-1]], "input position -1"),
+        (_tracer("full", column="i"), [["a"]], "its input positions are not integers"),
+        (_tracer("full", column="i"), [[1.5]], "its input positions are not integers"),
+        (_tracer("map", backward=lambda i, m: 1 // 0), None, "its backward mapping raised ZeroDivisionError"),
+        (_tracer("map", backward=lambda i, m: [i + 5]), None, "input position 5"),
+    ],
+)
+def test_wrong_positions_name_the_function_and_row(tracer, reported, message):
+    tracer.receive(0, np.array([10, 11]))
+    with pytest.raises(sp.LineageDeclarationWrong, match=r"function '.*\.f' \((full|map) lineage\).*" + message):
+        tracer.lineage(1, reported)
+
+
+def test_checks_made_when_the_call_ends():
+    rows = _tracer("rowwise")
+    rows.receive(0, np.array([1, 2, 3]))
+    rows.lineage(2)
+    with pytest.raises(sp.LineageDeclarationWrong, match="made 2 rows of 3 input rows in partition 3"):
+        rows.finish()
+    halves = _tracer("map", backward=lambda i, m: [2 * i, 2 * i + 1], forward=lambda j, m: [j // 2 + 1])
+    halves.receive(0, np.arange(4))
+    assert halves.lineage(2) == [[[0, 1], [2, 3]]]
+    wrong = r"input row 0 of partition 3: its forward mapping gives \[1\] where backward gives \[0\]"
+    with pytest.raises(sp.LineageDeclarationWrong, match=wrong):
+        halves.finish()
+    exact = _tracer("map", backward=lambda i, m: [2 * i, 2 * i + 1], forward=lambda j, m: [j // 2])
+    exact.receive(0, np.arange(4))
+    exact.lineage(2)
+    exact.finish()
+
+
+def test_the_workers_error_is_found_in_what_spark_reports():
+    text = (
+        "PythonException: ...\n"
+        "sparkprov.errors.LineageDeclarationWrong: function 'f' (full lineage), output row 2\n SQLSTATE: 38000"
+    )
+    found = declaration_error(RuntimeError(text))
+    assert isinstance(found, sp.LineageDeclarationWrong)
+    assert str(found) == "function 'f' (full lineage), output row 2"
+    assert declaration_error(RuntimeError("something else")) is None
