@@ -21,7 +21,7 @@ LAYERS: list[tuple[str, ...]] = [
     ("plan",),
     ("store",),
     ("sources",),
-    ("functions",),
+    ("functions", "arrays"),
     ("capture",),
     ("query",),
     ("api",),

@@ -160,6 +160,14 @@ def build_parser() -> argparse.ArgumentParser:
         named.add_argument("--repeat", type=int, default=repeat, help=f"interleaved rounds (default {repeat})")
         named.add_argument("--data", default="data/tpch", help="where TPC-H data is generated (default data/tpch)")
         named.add_argument("--json", dest="json_out", help="write the results as JSON to this file")
+    fn = bench_sub.add_parser("functions", help="region lineage for functions over arrays: strategies compared")
+    fn.add_argument("--suite", choices=["micro"], default="micro")
+    fn.add_argument("--size", type=int, default=1000, help="the array's side (default 1000: 1000×1000)")
+    fn.add_argument("--fanin", default="1,10,100", help="comma-separated input cells per region (default 1,10,100)")
+    fn.add_argument("--fanout", default="1,10,100", help="comma-separated output cells per region (default 1,10,100)")
+    fn.add_argument("--strategies", default="", help="comma-separated encodings and BlackBox (default: all)")
+    fn.add_argument("--repeat", type=int, default=3, help="interleaved rounds (default 3)")
+    fn.add_argument("--json", dest="json_out", help="write the results as JSON to this file")
     cov = bench_sub.add_parser("coverage", help="capture a query suite and check every answer (scoreboard)")
     cov.add_argument("--suite", choices=["tpch", "tpcds"], default="tpch")
     cov.add_argument("--sf", type=float, default=0.1, help="scale factor (default 0.1)")
@@ -264,6 +272,10 @@ def _main(args: argparse.Namespace) -> int:
             from ..bench.drill_down import main as drill_down_main
 
             return drill_down_main(args)
+        if args.command == "bench" and args.bench_command == "functions":
+            from ..bench.functions import main as functions_main
+
+            return functions_main(args)
         if args.command == "bench" and args.bench_command == "coverage":
             from ..bench.coverage import main as coverage_main
 

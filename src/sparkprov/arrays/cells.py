@@ -1,0 +1,88 @@
+"""An array's cells as flat ids (row-major), and the cells a query names.
+
+>>> s = Shape((3, 4))
+>>> s.ids([(0, 1), (2, 3)]).tolist()
+[1, 11]
+>>> s.coordinates(s.ids([(2, 3)])).tolist()
+[[2, 3]]
+>>> cell_ids(s, Box((1, 1), (2, 2))).tolist()
+[5, 6, 9, 10]
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from ..errors import InvalidArgument
+
+
+@dataclass(frozen=True)
+class Shape:
+    """The dimensions of an array; a cell's id is its row-major position."""
+
+    dims: tuple[int, ...]
+
+    def __post_init__(self) -> None:
+        if not self.dims or any(not isinstance(d, int | np.integer) or d <= 0 for d in self.dims):
+            raise InvalidArgument(f"an array's shape is a tuple of positive sizes, not {self.dims!r}")
+
+    @property
+    def size(self) -> int:
+        return int(np.prod(self.dims, dtype=np.int64))
+
+    def ids(self, coordinates) -> np.ndarray:
+        """Cells' ids from their coordinates (an ``(n, k)`` array or a list of tuples)."""
+        coords = np.asarray(coordinates, dtype=np.int64).reshape(-1, len(self.dims))
+        outside = ((coords < 0) | (coords >= np.asarray(self.dims))).any(axis=1)
+        if outside.any():
+            raise InvalidArgument(f"cell {tuple(coords[outside][0].tolist())} is outside an array of shape {self.dims}")
+        return np.ravel_multi_index(coords.T, self.dims).astype(np.int64)
+
+    def coordinates(self, ids: np.ndarray) -> np.ndarray:
+        """Cells' coordinates (``(n, k)``) from their ids."""
+        return np.stack(np.unravel_index(np.asarray(ids, dtype=np.int64), self.dims), axis=1)
+
+
+@dataclass(frozen=True)
+class Box:
+    """The cells from ``lo`` to ``hi`` in every dimension, both included."""
+
+    lo: tuple[int, ...]
+    hi: tuple[int, ...]
+
+    def ids(self, shape: Shape) -> np.ndarray:
+        if len(self.lo) != len(shape.dims) or len(self.hi) != len(shape.dims):
+            raise InvalidArgument(f"a box over an array of shape {shape.dims} needs {len(shape.dims)} coordinates")
+        lo = np.maximum(np.asarray(self.lo), 0)
+        hi = np.minimum(np.asarray(self.hi), np.asarray(shape.dims) - 1)
+        if (lo > hi).any():
+            return np.zeros(0, np.int64)
+        grids = np.meshgrid(*[np.arange(a, b + 1) for a, b in zip(lo, hi)], indexing="ij")
+        return np.ravel_multi_index([g.ravel() for g in grids], shape.dims).astype(np.int64)
+
+
+def cell_ids(shape: Shape, cells: Any) -> np.ndarray:
+    """The sorted, distinct ids of ``cells``: a Box, a boolean mask of the array's
+    shape, coordinates (``(n, k)`` or tuples), or for a 1-D array plain positions."""
+    if isinstance(cells, Box):
+        found = cells.ids(shape)
+    elif isinstance(cells, np.ndarray) and cells.dtype == bool:
+        if cells.shape != shape.dims:
+            raise InvalidArgument(f"a mask of shape {cells.shape} over an array of shape {shape.dims}")
+        found = np.flatnonzero(cells.ravel())
+    elif isinstance(cells, Sequence | np.ndarray) and len(cells) == 0:
+        found = np.zeros(0, np.int64)
+    else:
+        found = shape.ids(cells)
+    return np.unique(np.asarray(found, dtype=np.int64))
+
+
+def as_mask(ids: np.ndarray, size: int) -> np.ndarray:
+    """Ids as a boolean array over the whole array (SubZero's query executor's form)."""
+    mask = np.zeros(size, dtype=bool)
+    mask[ids] = True
+    return mask

@@ -1,0 +1,491 @@
+"""How an operator's region lineage is stored and queried (SubZero section VI-B, and
+a range encoding after DSLog's ProvRC).
+
+Every encoding writes a ``RegionLog`` into a folder of Parquet files and opens it
+again as a ``StoredLineage`` answering ``backward(output ids)`` and ``forward(input
+ids)`` with sorted, distinct cell ids. An encoding is *backward-optimized* when it is
+keyed by output cells (a backward query looks its cells up) and *forward-optimized*
+when keyed by input cells; the other direction scans every entry.
+
+* ``FullOne``: one entry per key cell, pointing at its pair's other cells (no index:
+  the keys are sorted and looked up);
+* ``FullMany``: one entry per region pair, found through an R-tree over the bounding
+  boxes of its key cells, then checked cell by cell;
+* ``PayOne`` / ``PayMany``: the same for payload pairs (backward-optimized only: a
+  payload cannot be indexed by the input cells it stands for); a backward query runs
+  the payload function on each output cell it reaches, a forward query on every one;
+* ``Ranges``: the pairs expanded and grouped by the input cell's offset from the
+  output cell, each group's output cells kept as runs (an operator whose inputs sit at
+  fixed offsets, a one-to-one map or a neighbourhood, keeps a few runs per offset);
+* ``CellPairs``: every (output cell, input cell) pair, sorted by output cell: cell-level
+  lineage, what sparkprov stores for rows.
+
+>>> import tempfile
+>>> from sparkprov.arrays.cells import Shape
+>>> from sparkprov.arrays.regions import RegionLog
+>>> log = RegionLog(); log.write([0, 1], [10, 11]); log.write([5], [11])
+>>> shape = Shape((4, 4))
+>>> for enc in (FullOne("backward"), FullMany("forward"), Ranges(), CellPairs()):
+...     stored = enc.build(log, tempfile.mkdtemp(), shape, shape)
+...     print(enc.name, stored.backward([1]).tolist(), stored.forward([11]).tolist())
+FullOne← [10, 11] [0, 1, 5]
+FullMany→ [10, 11] [0, 1, 5]
+Ranges [10, 11] [0, 1, 5]
+CellPairs [10, 11] [0, 1, 5]
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from ..errors import InvalidArgument
+from .cells import Shape
+from .regions import RegionLog
+
+_META = "_encoding.json"
+_WRITE = {"compression": "zstd"}
+_EMPTY = np.zeros(0, np.int64)
+
+
+def folder_bytes(folder: str | Path) -> int:
+    """What a stored encoding takes on disk."""
+    return sum(p.stat().st_size for p in Path(folder).iterdir() if p.is_file())
+
+
+def _ids(cells) -> np.ndarray:
+    return np.unique(np.asarray(cells, dtype=np.int64).ravel())
+
+
+def _gather(values: np.ndarray, offsets: np.ndarray, lists: np.ndarray) -> np.ndarray:
+    """The values of the ragged lists numbered ``lists``, concatenated."""
+    if not len(lists):
+        return _EMPTY
+    starts, ends = offsets[lists], offsets[lists + 1]
+    lengths = ends - starts
+    total = int(lengths.sum())
+    if not total:
+        return _EMPTY
+    firsts = np.repeat(starts - (np.cumsum(lengths) - lengths), lengths)
+    return values[firsts + np.arange(total)]
+
+
+def _spans(keys: np.ndarray, ids: np.ndarray) -> np.ndarray:
+    """The positions in sorted ``keys`` of every key equal to one of ``ids``."""
+    lo, hi = np.searchsorted(keys, ids, "left"), np.searchsorted(keys, ids, "right")
+    offsets = np.zeros(len(ids) + 1, np.int64)
+    np.cumsum(hi - lo, out=offsets[1:])
+    return np.repeat(lo - offsets[:-1], hi - lo) + np.arange(offsets[-1])
+
+
+def _owner(offsets: np.ndarray) -> np.ndarray:
+    """For each value of a ragged array, the number of its list."""
+    return np.repeat(np.arange(len(offsets) - 1), np.diff(offsets))
+
+
+def _list_array(values: np.ndarray, offsets: np.ndarray) -> pa.Array:
+    return pa.LargeListArray.from_arrays(pa.array(offsets, pa.int64()), pa.array(values, pa.int64()))
+
+
+def _read_list(table: pa.Table, column: str) -> tuple[np.ndarray, np.ndarray]:
+    array = table.column(column).combine_chunks()
+    offsets = np.asarray(array.offsets, dtype=np.int64)
+    values = np.asarray(array.values, dtype=np.int64)
+    return values[offsets[0] : offsets[-1]], offsets - offsets[0]
+
+
+class StoredLineage:
+    """An operator's lineage read back from one encoding."""
+
+    def backward(self, out_ids) -> np.ndarray:
+        """The input cells the output cells ``out_ids`` depend on (sorted ids)."""
+        raise NotImplementedError
+
+    def forward(self, in_ids) -> np.ndarray:
+        """The output cells that depend on the input cells ``in_ids`` (sorted ids)."""
+        raise NotImplementedError
+
+
+class Encoding:
+    """A way to store an operator's lineage."""
+
+    mode = "region"  # the pairs it stores: "region", "payload", or "any" (expanded to cell pairs)
+    base = ""
+
+    def __init__(self, direction: str = "backward") -> None:
+        if direction not in ("backward", "forward"):
+            raise InvalidArgument(f"an encoding is backward- or forward-optimized, not {direction!r}")
+        if self.mode == "payload" and direction == "forward":
+            raise InvalidArgument(f"{self.base} stores payloads, which cannot be indexed by input cells: backward only")
+        self.direction = direction
+
+    @property
+    def name(self) -> str:
+        return self.base + ("←" if self.direction == "backward" else "→")
+
+    def build(
+        self, log: RegionLog, folder: str | Path, out_shape: Shape, in_shape: Shape, map_p: Callable | None = None
+    ) -> StoredLineage:
+        """Write ``log`` into ``folder`` and open it."""
+        if self.mode != "any" and log.mode not in (None, self.mode):
+            raise InvalidArgument(f"{self.name} stores {self.mode} pairs; the log holds {log.mode} pairs")
+        folder = Path(folder)
+        folder.mkdir(parents=True, exist_ok=True)
+        self._write(log, folder, out_shape, in_shape, map_p)
+        meta = {"encoding": self.base, "direction": self.direction, "out": out_shape.dims, "in": in_shape.dims}
+        (folder / _META).write_text(json.dumps(meta))
+        return self.open(folder, map_p)
+
+    def open(self, folder: str | Path, map_p: Callable | None = None) -> StoredLineage:
+        raise NotImplementedError
+
+    def _write(self, log: RegionLog, folder: Path, out_shape: Shape, in_shape: Shape, map_p) -> None:
+        raise NotImplementedError
+
+    def _keyed(self, log: RegionLog):
+        """(key lists, value lists) as ragged arrays: output cells first when backward-optimized."""
+        out, inp = log.out_cells(), log.in_cells()
+        return (out, inp) if self.direction == "backward" else (inp, out)
+
+
+class _Lookup(StoredLineage):
+    """Lineage keyed one way: ``lookup(ids)`` follows the keys, ``scan(ids)`` every entry."""
+
+    def __init__(self, direction: str) -> None:
+        self.direction = direction
+
+    def backward(self, out_ids) -> np.ndarray:
+        ids = _ids(out_ids)
+        return self.lookup(ids) if self.direction == "backward" else self.scan(ids)
+
+    def forward(self, in_ids) -> np.ndarray:
+        ids = _ids(in_ids)
+        return self.lookup(ids) if self.direction == "forward" else self.scan(ids)
+
+    def lookup(self, ids: np.ndarray) -> np.ndarray:
+        raise NotImplementedError
+
+    def scan(self, ids: np.ndarray) -> np.ndarray:
+        raise NotImplementedError
+
+
+class FullOne(Encoding):
+    """One entry per key cell (SubZero's FullOne): sorted keys, each naming its pair's
+    other cells, kept once per pair."""
+
+    base = "FullOne"
+
+    def _write(self, log, folder, out_shape, in_shape, map_p) -> None:
+        (kv, ko), (vv, vo) = self._keyed(log)
+        order = np.argsort(kv, kind="stable")
+        keys = pa.table({"key": kv[order], "entry": _owner(ko)[order]})
+        pq.write_table(keys, folder / "keys.parquet", **_WRITE)
+        pq.write_table(pa.table({"cells": _list_array(vv, vo)}), folder / "values.parquet", **_WRITE)
+
+    def open(self, folder, map_p=None) -> StoredLineage:
+        return _FullOneLineage(Path(folder), self.direction)
+
+
+class _FullOneLineage(_Lookup):
+    def __init__(self, folder: Path, direction: str) -> None:
+        super().__init__(direction)
+        keys = pq.read_table(folder / "keys.parquet")
+        self.keys = np.asarray(keys.column("key"), dtype=np.int64)
+        self.entries = np.asarray(keys.column("entry"), dtype=np.int64)
+        self.values, self.offsets = _read_list(pq.read_table(folder / "values.parquet"), "cells")
+
+    def lookup(self, ids: np.ndarray) -> np.ndarray:
+        entries = np.unique(self.entries[_spans(self.keys, ids)])
+        return np.unique(_gather(self.values, self.offsets, entries))
+
+    def scan(self, ids: np.ndarray) -> np.ndarray:
+        hit = np.unique(_owner(self.offsets)[np.isin(self.values, ids)])
+        return np.unique(self.keys[np.isin(self.entries, hit)])
+
+
+def _boxes(values: np.ndarray, offsets: np.ndarray, shape: Shape) -> tuple[np.ndarray, np.ndarray]:
+    """Each list's bounding box: (mins, maxs), one row per list (an empty list: none, NaN)."""
+    coords = shape.coordinates(values).astype(np.float64)
+    k, lists = len(shape.dims), len(offsets) - 1
+    mins, maxs = np.full((lists, k), np.nan), np.full((lists, k), np.nan)
+    filled = np.diff(offsets) > 0
+    if len(values):
+        starts = offsets[:-1][filled]
+        mins[filled] = np.minimum.reduceat(coords, starts, axis=0)
+        maxs[filled] = np.maximum.reduceat(coords, starts, axis=0)
+    return mins, maxs
+
+
+def _rtree(mins: np.ndarray, maxs: np.ndarray):
+    from rtree import index  # an R-tree (libspatialindex), bulk-loaded from the boxes
+
+    kept = ~np.isnan(mins).any(axis=1)
+    ids = np.flatnonzero(kept).astype(np.int64)
+    props = index.Property(dimension=mins.shape[1])
+    if not len(ids):
+        return index.Index(properties=props)
+    return index.Index((ids, np.ascontiguousarray(mins[kept]), np.ascontiguousarray(maxs[kept])), properties=props)
+
+
+def _candidates(tree, shape: Shape, ids: np.ndarray) -> np.ndarray:
+    """The entries whose boxes hold any of the cells ``ids``."""
+    if not len(ids):
+        return _EMPTY
+    points = shape.coordinates(ids).astype(np.float64)
+    found, _ = tree.intersection_v(points, points)
+    return np.unique(np.asarray(found, dtype=np.int64))
+
+
+def _write_boxes(folder: Path, values: np.ndarray, offsets: np.ndarray, shape: Shape, extra: dict) -> None:
+    mins, maxs = _boxes(values, offsets, shape)
+    columns = {"cells": _list_array(values, offsets), **extra}
+    for d in range(len(shape.dims)):
+        columns[f"min{d}"], columns[f"max{d}"] = mins[:, d], maxs[:, d]
+    pq.write_table(pa.table(columns), folder / "entries.parquet", **_WRITE)
+
+
+def _read_boxes(table: pa.Table, dims: int) -> tuple[np.ndarray, np.ndarray]:
+    mins = np.stack([np.asarray(table.column(f"min{d}"), dtype=np.float64) for d in range(dims)], axis=1)
+    maxs = np.stack([np.asarray(table.column(f"max{d}"), dtype=np.float64) for d in range(dims)], axis=1)
+    return mins, maxs
+
+
+class FullMany(Encoding):
+    """One entry per region pair (SubZero's FullMany), found through an R-tree over the
+    bounding boxes of its key cells."""
+
+    base = "FullMany"
+
+    def _write(self, log, folder, out_shape, in_shape, map_p) -> None:
+        (kv, ko), (vv, vo) = self._keyed(log)
+        key_shape = out_shape if self.direction == "backward" else in_shape
+        _write_boxes(folder, kv, ko, key_shape, {"other": _list_array(vv, vo)})
+
+    def open(self, folder, map_p=None) -> StoredLineage:
+        return _FullManyLineage(Path(folder), self.direction)
+
+
+class _FullManyLineage(_Lookup):
+    def __init__(self, folder: Path, direction: str) -> None:
+        super().__init__(direction)
+        meta = json.loads((folder / _META).read_text())
+        self.shape = Shape(tuple(meta["out" if direction == "backward" else "in"]))
+        table = pq.read_table(folder / "entries.parquet")
+        self.keys, self.key_offsets = _read_list(table, "cells")
+        self.values, self.offsets = _read_list(table, "other")
+        self.tree = _rtree(*_read_boxes(table, len(self.shape.dims)))
+
+    def lookup(self, ids: np.ndarray) -> np.ndarray:
+        candidates = _candidates(self.tree, self.shape, ids)
+        cells = _gather(self.keys, self.key_offsets, candidates)
+        lengths = np.diff(self.key_offsets)[candidates]
+        hit = np.unique(np.repeat(candidates, lengths)[np.isin(cells, ids)])
+        return np.unique(_gather(self.values, self.offsets, hit))
+
+    def scan(self, ids: np.ndarray) -> np.ndarray:
+        hit = np.unique(_owner(self.offsets)[np.isin(self.values, ids)])
+        return np.unique(_gather(self.keys, self.key_offsets, hit))
+
+
+def _payload_of(map_p: Callable | None, name: str) -> Callable:
+    if map_p is None:
+        raise InvalidArgument(f"{name} stores payloads: opening it needs the payload function map_p(cell, payload)")
+    return map_p
+
+
+def _mapped(map_p: Callable, cells: np.ndarray, payloads: list) -> np.ndarray:
+    found = [np.asarray(map_p(int(c), p), dtype=np.int64).ravel() for c, p in zip(cells.tolist(), payloads)]
+    return np.unique(np.concatenate(found)) if found else _EMPTY
+
+
+class PayOne(Encoding):
+    """One entry per output cell with its pair's payload (SubZero's PayOne)."""
+
+    mode = "payload"
+    base = "PayOne"
+
+    def _write(self, log, folder, out_shape, in_shape, map_p) -> None:
+        ov, oo = log.out_cells()
+        owner = _owner(oo)
+        order = np.argsort(ov, kind="stable")
+        payloads = pa.array(log.payloads, pa.large_binary())
+        table = pa.table({"key": ov[order], "payload": payloads.take(pa.array(owner[order]))})
+        pq.write_table(table, folder / "keys.parquet", **_WRITE)
+
+    def open(self, folder, map_p=None) -> StoredLineage:
+        return _PayOneLineage(Path(folder), _payload_of(map_p, self.base))
+
+
+class _PayOneLineage(StoredLineage):
+    def __init__(self, folder: Path, map_p: Callable) -> None:
+        table = pq.read_table(folder / "keys.parquet")
+        self.keys = np.asarray(table.column("key"), dtype=np.int64)
+        self.payloads = table.column("payload").combine_chunks()
+        self.map_p = map_p
+
+    def backward(self, out_ids) -> np.ndarray:
+        ids = _ids(out_ids)
+        rows = _spans(self.keys, ids)
+        return _mapped(self.map_p, self.keys[rows], self.payloads.take(pa.array(rows)).to_pylist())
+
+    def forward(self, in_ids) -> np.ndarray:
+        ids = _ids(in_ids)
+        payloads = self.payloads.to_pylist()
+        hit = [c for c, p in zip(self.keys.tolist(), payloads) if np.isin(np.asarray(self.map_p(c, p)), ids).any()]
+        return np.unique(np.asarray(hit, dtype=np.int64))
+
+
+class PayMany(Encoding):
+    """One entry per payload pair, found through an R-tree over its output cells' box
+    (SubZero's PayMany)."""
+
+    mode = "payload"
+    base = "PayMany"
+
+    def _write(self, log, folder, out_shape, in_shape, map_p) -> None:
+        ov, oo = log.out_cells()
+        _write_boxes(folder, ov, oo, out_shape, {"payload": pa.array(log.payloads, pa.large_binary())})
+
+    def open(self, folder, map_p=None) -> StoredLineage:
+        return _PayManyLineage(Path(folder), _payload_of(map_p, self.base))
+
+
+class _PayManyLineage(StoredLineage):
+    def __init__(self, folder: Path, map_p: Callable) -> None:
+        meta = json.loads((folder / _META).read_text())
+        self.shape = Shape(tuple(meta["out"]))
+        table = pq.read_table(folder / "entries.parquet")
+        self.keys, self.key_offsets = _read_list(table, "cells")
+        self.payloads = table.column("payload").combine_chunks()
+        self.tree = _rtree(*_read_boxes(table, len(self.shape.dims)))
+        self.map_p = map_p
+
+    def backward(self, out_ids) -> np.ndarray:
+        ids = _ids(out_ids)
+        candidates = _candidates(self.tree, self.shape, ids)
+        cells = _gather(self.keys, self.key_offsets, candidates)
+        owners = np.repeat(candidates, np.diff(self.key_offsets)[candidates])
+        inside = np.isin(cells, ids)
+        payloads = self.payloads.take(pa.array(owners[inside])).to_pylist()
+        return _mapped(self.map_p, cells[inside], payloads)
+
+    def forward(self, in_ids) -> np.ndarray:
+        ids = _ids(in_ids)
+        owners = _owner(self.key_offsets)
+        payloads = self.payloads.to_pylist()
+        hit = [
+            c
+            for c, k in zip(self.keys.tolist(), owners.tolist())
+            if np.isin(np.asarray(self.map_p(c, payloads[k])), ids).any()
+        ]
+        return np.unique(np.asarray(hit, dtype=np.int64))
+
+
+class Ranges(Encoding):
+    """The pairs grouped by the input cell's offset from the output cell (``in - out``
+    of their ids), each group's output cells kept as runs ``[start, end]``: values
+    stored relative to each other and ranges across cells, after DSLog's ProvRC."""
+
+    mode = "any"
+    base = "Ranges"
+
+    @property
+    def name(self) -> str:
+        return self.base  # answers both directions alike
+
+    def _write(self, log, folder, out_shape, in_shape, map_p) -> None:
+        out, inp = log.cell_pairs(map_p)
+        delta = inp - out
+        order = np.lexsort((out, delta))
+        delta, out = delta[order], out[order]
+        # a run breaks where the offset changes or the output cells stop being consecutive
+        breaks = np.ones(len(out), dtype=bool)
+        breaks[1:] = (delta[1:] != delta[:-1]) | (out[1:] != out[:-1] + 1)
+        starts = np.flatnonzero(breaks)
+        ends = np.append(starts[1:], len(out))[: len(starts)] - 1
+        table = pa.table({"delta": delta[starts], "start": out[starts], "end": out[ends]})
+        pq.write_table(table, folder / "runs.parquet", **_WRITE)
+
+    def open(self, folder, map_p=None) -> StoredLineage:
+        return _RangesLineage(Path(folder))
+
+
+class _RangesLineage(StoredLineage):
+    def __init__(self, folder: Path) -> None:
+        table = pq.read_table(folder / "runs.parquet")
+        delta = np.asarray(table.column("delta"), dtype=np.int64)
+        start = np.asarray(table.column("start"), dtype=np.int64)
+        end = np.asarray(table.column("end"), dtype=np.int64)
+        self.groups = []  # (offset, run starts, run ends), runs sorted by start
+        bounds = np.flatnonzero(np.r_[True, delta[1:] != delta[:-1], True]) if len(delta) else []
+        for a, b in zip(bounds[:-1], bounds[1:]):
+            self.groups.append((int(delta[a]), start[a:b], end[a:b]))
+
+    def _within(self, cells: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> np.ndarray:
+        run = np.searchsorted(starts, cells, "right") - 1
+        return (run >= 0) & (cells <= ends[np.maximum(run, 0)])
+
+    def backward(self, out_ids) -> np.ndarray:
+        ids = _ids(out_ids)
+        found = [ids[self._within(ids, s, e)] + d for d, s, e in self.groups]
+        return np.unique(np.concatenate(found)) if found else _EMPTY
+
+    def forward(self, in_ids) -> np.ndarray:
+        ids = _ids(in_ids)
+        found = []
+        for d, s, e in self.groups:
+            outs = ids - d
+            found.append(outs[self._within(outs, s, e)])
+        return np.unique(np.concatenate(found)) if found else _EMPTY
+
+
+class CellPairs(Encoding):
+    """Every (output cell, input cell) pair, sorted by output cell (delta-encoded, as
+    sparkprov's pair tables): cell-level lineage."""
+
+    mode = "any"
+    base = "CellPairs"
+
+    @property
+    def name(self) -> str:
+        return self.base
+
+    def _write(self, log, folder, out_shape, in_shape, map_p) -> None:
+        out, inp = log.cell_pairs(map_p)
+        encoding = {"out": "DELTA_BINARY_PACKED", "in": "DELTA_BINARY_PACKED"}
+        table = pa.table({"out": out, "in": inp})
+        pq.write_table(table, folder / "pairs.parquet", use_dictionary=False, column_encoding=encoding, **_WRITE)
+
+    def open(self, folder, map_p=None) -> StoredLineage:
+        return _CellPairsLineage(Path(folder))
+
+
+class _CellPairsLineage(StoredLineage):
+    def __init__(self, folder: Path) -> None:
+        table = pq.read_table(folder / "pairs.parquet")
+        self.out = np.asarray(table.column("out"), dtype=np.int64)
+        self.inp = np.asarray(table.column("in"), dtype=np.int64)
+
+    def backward(self, out_ids) -> np.ndarray:
+        ids = _ids(out_ids)
+        return np.unique(self.inp[_spans(self.out, ids)])
+
+    def forward(self, in_ids) -> np.ndarray:
+        return np.unique(self.out[np.isin(self.inp, _ids(in_ids))])
+
+
+ENCODINGS: dict[str, Callable[[], Encoding]] = {
+    "FullOne←": lambda: FullOne("backward"),
+    "FullOne→": lambda: FullOne("forward"),
+    "FullMany←": lambda: FullMany("backward"),
+    "FullMany→": lambda: FullMany("forward"),
+    "PayOne←": lambda: PayOne(),
+    "PayMany←": lambda: PayMany(),
+    "Ranges": lambda: Ranges(),
+    "CellPairs": lambda: CellPairs(),
+}

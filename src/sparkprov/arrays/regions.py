@@ -1,0 +1,145 @@
+"""What an operator writes of its lineage (SubZero's ``lwrite``): region pairs, each a
+set of output cells that depend on a set of input cells, all to all; or payload pairs,
+each a set of output cells and a small payload from which a payload function
+(``map_p(cell, payload)``) computes an output cell's input cells at query time.
+
+Pairs are kept as ragged arrays (values and offsets), so a log of millions of cells
+holds a few NumPy arrays, and an operator may write many pairs in one call.
+
+>>> log = RegionLog()
+>>> log.write([0, 1], [5])
+>>> log.write_many([[2], [3]], [[6, 7], [7, 8]])
+>>> log.pairs
+3
+>>> [(o.tolist(), i.tolist()) for o, i in log.regions()]
+[([0, 1], [5]), ([2], [6, 7]), ([3], [7, 8])]
+>>> out, inp = log.cell_pairs(); list(zip(out.tolist(), inp.tolist()))
+[(0, 5), (1, 5), (2, 6), (2, 7), (3, 7), (3, 8)]
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+
+import numpy as np
+
+from ..errors import InvalidArgument
+
+
+class Ragged:
+    """Lists of cell ids: ``values[offsets[i]:offsets[i+1]]`` is list ``i``."""
+
+    def __init__(self) -> None:
+        self._values: list[np.ndarray] = []
+        self._lengths: list[np.ndarray] = []
+
+    def add(self, lists: list) -> None:
+        arrays = [np.asarray(x, dtype=np.int64).ravel() for x in lists]
+        self._values.extend(arrays)
+        self._lengths.append(np.fromiter((len(a) for a in arrays), np.int64, len(arrays)))
+
+    def add_matrix(self, matrix: np.ndarray) -> None:
+        """One list per row of a 2-D array (lists of one length, written at once)."""
+        matrix = np.asarray(matrix, dtype=np.int64)
+        self._values.append(matrix.ravel())
+        self._lengths.append(np.full(matrix.shape[0], matrix.shape[1], np.int64))
+
+    def arrays(self) -> tuple[np.ndarray, np.ndarray]:
+        values = np.concatenate(self._values) if self._values else np.zeros(0, np.int64)
+        lengths = np.concatenate(self._lengths) if self._lengths else np.zeros(0, np.int64)
+        offsets = np.zeros(len(lengths) + 1, np.int64)
+        np.cumsum(lengths, out=offsets[1:])
+        self._values, self._lengths = [values], [lengths]
+        return values, offsets
+
+
+class RegionLog:
+    """The lineage one operator writes over one input: region pairs or payload pairs
+    (not both: an operator's log has one mode)."""
+
+    def __init__(self) -> None:
+        self._out = Ragged()
+        self._in = Ragged()
+        self._payloads: list[bytes] = []
+        self.mode: str | None = None
+
+    def _as(self, mode: str) -> None:
+        if self.mode not in (None, mode):
+            raise InvalidArgument(f"this log holds {self.mode} pairs; it cannot take {mode} pairs too")
+        self.mode = mode
+
+    def write(self, outcells, incells) -> None:
+        """One region pair: every cell of ``outcells`` depends on every cell of ``incells``."""
+        self._as("region")
+        self._out.add([outcells])
+        self._in.add([incells])
+
+    def write_many(self, outcells, incells) -> None:
+        """Many region pairs: ``outcells[i]`` depends on ``incells[i]`` (lists, or 2-D
+        arrays when every pair has as many cells)."""
+        self._as("region")
+        if len(outcells) != len(incells):
+            raise InvalidArgument(f"{len(outcells)} sets of output cells but {len(incells)} sets of input cells")
+        for ragged, lists in ((self._out, outcells), (self._in, incells)):
+            if isinstance(lists, np.ndarray) and lists.ndim == 2:
+                ragged.add_matrix(lists)
+            else:
+                ragged.add(list(lists))
+
+    def write_payload(self, outcells, payload: bytes) -> None:
+        """One payload pair: the input cells of each of ``outcells`` are ``map_p(cell, payload)``."""
+        self._as("payload")
+        if not isinstance(payload, bytes):
+            raise InvalidArgument(f"a payload is bytes, not {type(payload).__name__}")
+        self._out.add([outcells])
+        self._payloads.append(payload)
+
+    @property
+    def pairs(self) -> int:
+        return len(self.out_cells()[1]) - 1
+
+    def out_cells(self) -> tuple[np.ndarray, np.ndarray]:
+        """Every pair's output cells: (values, offsets)."""
+        return self._out.arrays()
+
+    def in_cells(self) -> tuple[np.ndarray, np.ndarray]:
+        """Every region pair's input cells: (values, offsets)."""
+        return self._in.arrays()
+
+    @property
+    def payloads(self) -> list[bytes]:
+        return self._payloads
+
+    def regions(self) -> Iterator[tuple[np.ndarray, np.ndarray]]:
+        ov, oo = self.out_cells()
+        iv, io = self.in_cells()
+        for k in range(len(oo) - 1):
+            yield ov[oo[k] : oo[k + 1]], iv[io[k] : io[k + 1]]
+
+    def cell_pairs(self, map_p: Callable | None = None) -> tuple[np.ndarray, np.ndarray]:
+        """Every (output cell, input cell) pair, distinct and sorted: the log expanded
+        to cell-level lineage (a payload log through ``map_p``)."""
+        ov, oo = self.out_cells()
+        if self.mode == "payload":
+            if map_p is None:
+                raise InvalidArgument("a payload log expands to cell pairs only through its payload function")
+            outs, ins = [], []
+            for k, payload in enumerate(self._payloads):
+                for cell in ov[oo[k] : oo[k + 1]].tolist():
+                    found = np.asarray(map_p(cell, payload), dtype=np.int64).ravel()
+                    outs.append(np.full(len(found), cell, np.int64))
+                    ins.append(found)
+            out = np.concatenate(outs) if outs else np.zeros(0, np.int64)
+            inp = np.concatenate(ins) if ins else np.zeros(0, np.int64)
+        else:
+            iv, io = self.in_cells()
+            o_len, i_len = np.diff(oo), np.diff(io)
+            # each pair: its output cells times its input cells
+            pair_of_out = np.repeat(np.arange(len(o_len)), o_len)
+            reps = i_len[pair_of_out]
+            out = np.repeat(ov, reps)
+            starts = np.repeat(io[:-1][pair_of_out], reps)
+            within = np.arange(len(out)) - np.repeat(np.cumsum(reps) - reps, reps)
+            inp = iv[starts + within]
+        both = np.unique(np.stack([out, inp], axis=1), axis=0) if len(out) else np.zeros((0, 2), np.int64)
+        return both[:, 0].copy(), both[:, 1].copy()
