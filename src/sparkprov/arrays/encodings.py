@@ -328,6 +328,10 @@ class _PayOneLineage(StoredLineage):
         self.payloads = table.column("payload").combine_chunks()
         self.map_p = map_p
 
+    def out_cells(self) -> np.ndarray:
+        """The output cells a payload was stored for."""
+        return self.keys
+
     def backward(self, out_ids) -> np.ndarray:
         ids = _ids(out_ids)
         rows = _spans(self.keys, ids)
@@ -364,6 +368,10 @@ class _PayManyLineage(StoredLineage):
         self.payloads = table.column("payload").combine_chunks()
         self.tree = _rtree(*_read_boxes(table, len(self.shape.dims)))
         self.map_p = map_p
+
+    def out_cells(self) -> np.ndarray:
+        """The output cells a payload was stored for."""
+        return np.unique(self.keys)
 
     def backward(self, out_ids) -> np.ndarray:
         ids = _ids(out_ids)

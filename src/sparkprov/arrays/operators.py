@@ -1,0 +1,154 @@
+"""Array operators that state their lineage (SubZero section V): what an operator
+implements, and the writer it is handed to record lineage while it runs.
+
+An operator's ``run(arrays, writer)`` computes its output; when ``writer`` is given it
+also records lineage in the one mode the writer asks for (``writer.mode``):
+
+* ``"full"``: region pairs, ``writer.write(outcells, incells_0, ..., incells_n)``;
+* ``"payload"``: ``writer.write_payload(outcells, payload)`` for every output cell, and
+  ``map_p(cell, payload, i)`` gives a cell's input cells in input ``i`` at query time;
+* ``"composite"``: payload pairs only where the mapping's default does not hold.
+
+``map_b`` / ``map_f`` compute lineage from cells and shapes alone, over arrays of cell
+ids at once: the whole lineage of a mapping operator (mode ``"map"``), the default of a
+composite one (mode ``"composite"``). An operator that records nothing is a black box: it
+runs again in ``"full"`` mode at query time. ``all_to_all`` says every output cell
+depends on every input cell; ``entire_array`` that the whole output depends on the
+whole input (SubZero's entire-array shortcut), both declared by the operator's author.
+
+>>> t = Transpose()
+>>> shape = Shape((2, 3))
+>>> t.output_shape([shape])
+Shape(dims=(3, 2))
+>>> t.map_b(np.array([1]), 0, [shape]).tolist()  # output (0, 1) is input (1, 0)
+[3]
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..errors import InvalidArgument
+from .cells import Shape
+from .regions import RegionLog
+
+MODES = ("full", "payload", "composite", "map")
+
+
+class LineageWriter:
+    """SubZero's ``lwrite``: what an operator records of its lineage while it runs."""
+
+    def __init__(self, mode: str, inputs: int) -> None:
+        if mode not in ("full", "payload", "composite"):
+            raise InvalidArgument(f"a lineage writer records full, payload or composite lineage, not {mode!r}")
+        self.mode = mode
+        self.logs = [RegionLog() for _ in range(inputs)] if mode == "full" else [RegionLog()]
+
+    def write(self, outcells, *incells) -> None:
+        """Every cell of ``outcells`` depends on every cell of ``incells[i]`` in input ``i``."""
+        if self.mode != "full":
+            raise InvalidArgument(f"this run records {self.mode} lineage: write_payload(), not write()")
+        if len(incells) != len(self.logs):
+            raise InvalidArgument(f"the operator has {len(self.logs)} inputs; write() got {len(incells)} sets of cells")
+        for log, cells in zip(self.logs, incells):
+            log.write(outcells, cells)
+
+    def write_many(self, outcells, *incells) -> None:
+        """Many region pairs at once: ``outcells[k]`` depends on ``incells[i][k]``."""
+        if self.mode != "full":
+            raise InvalidArgument(f"this run records {self.mode} lineage: write_payload(), not write_many()")
+        for log, cells in zip(self.logs, incells):
+            log.write_many(outcells, cells)
+
+    def write_payload(self, outcells, payload: bytes) -> None:
+        """The input cells of each of ``outcells`` are ``map_p(cell, payload, i)``."""
+        if self.mode == "full":
+            raise InvalidArgument("this run records full lineage: write(), not write_payload()")
+        self.logs[0].write_payload(outcells, payload)
+
+
+class ArrayOperator:
+    """An operator of an array workflow. Subclasses implement ``run`` and, for the
+    modes they list in ``modes``, ``map_b``/``map_f`` and ``map_p``."""
+
+    modes: tuple[str, ...] = ()
+    all_to_all = False
+    entire_array = False
+
+    @property
+    def name(self) -> str:
+        return type(self).__name__
+
+    def output_shape(self, shapes: list[Shape]) -> Shape:
+        return shapes[0]
+
+    def run(self, arrays: list[np.ndarray], writer: LineageWriter | None) -> np.ndarray:
+        raise NotImplementedError
+
+    def map_b(self, cells: np.ndarray, i: int, shapes: list[Shape]) -> np.ndarray:
+        """The cells of input ``i`` the output cells ``cells`` depend on (mapping lineage)."""
+        raise InvalidArgument(f"{self.name} has no mapping lineage")
+
+    def map_f(self, cells: np.ndarray, i: int, shapes: list[Shape]) -> np.ndarray:
+        """The output cells that depend on the cells ``cells`` of input ``i``."""
+        raise InvalidArgument(f"{self.name} has no mapping lineage")
+
+    def map_p(self, cell: int, payload: bytes, i: int) -> np.ndarray:
+        """A cell's input cells in input ``i``, from its payload (payload lineage)."""
+        raise InvalidArgument(f"{self.name} has no payload lineage")
+
+
+class Elementwise(ArrayOperator):
+    """A mapping operator applying ``function`` cell by cell to arrays of one shape:
+    an output cell depends on the cell at the same coordinates of each input."""
+
+    modes = ("map",)
+
+    def __init__(self, function, name: str | None = None) -> None:
+        self.function, self._name = function, name
+
+    @property
+    def name(self) -> str:
+        return self._name or type(self).__name__
+
+    def run(self, arrays, writer):
+        return self.function(*arrays)
+
+    def map_b(self, cells, i, shapes):
+        return np.unique(cells)
+
+    def map_f(self, cells, i, shapes):
+        return np.unique(cells)
+
+
+class Transpose(ArrayOperator):
+    """A 2-D transpose (a mapping operator)."""
+
+    modes = ("map",)
+
+    def output_shape(self, shapes):
+        return Shape(shapes[0].dims[::-1])
+
+    def run(self, arrays, writer):
+        return arrays[0].T.copy()
+
+    def map_b(self, cells, i, shapes):
+        out = self.output_shape(shapes)
+        r, c = np.unravel_index(cells, out.dims)
+        return np.unique(np.ravel_multi_index((c, r), shapes[0].dims))
+
+    def map_f(self, cells, i, shapes):
+        r, c = np.unravel_index(cells, shapes[0].dims)
+        return np.unique(np.ravel_multi_index((c, r), self.output_shape(shapes).dims))
+
+
+def neighbourhood(cells: np.ndarray, shape: Shape, radius: int) -> np.ndarray:
+    """Every cell within ``radius`` (in each dimension) of ``cells``, inside the array."""
+    if not len(cells) or radius == 0:
+        return np.unique(cells)
+    coords = shape.coordinates(cells)
+    steps = np.arange(-radius, radius + 1)
+    grid = np.stack(np.meshgrid(*[steps] * len(shape.dims), indexing="ij"), axis=-1).reshape(-1, len(shape.dims))
+    around = (coords[:, None, :] + grid[None, :, :]).reshape(-1, len(shape.dims))
+    inside = ((around >= 0) & (around < np.asarray(shape.dims))).all(axis=1)
+    return np.unique(np.ravel_multi_index(around[inside].T, shape.dims))

@@ -1,0 +1,332 @@
+"""Array workflows (SubZero sections IV to VII-A): operators run in order, each storing
+its lineage as the strategies chosen for it say, and lineage queries traced from an
+array back to an ancestor or forward to a descendant, operator by operator.
+
+A strategy is ``"BlackBox"`` (nothing stored: the operator runs again in tracing mode
+when a query reaches it), ``"Map"`` (its mapping functions, nothing stored), an
+encoding of ``encodings.ENCODINGS`` (``"FullOne←"``, ``"PayMany←"``, ``"Ranges"``...)
+or a composite one (``"CompOne←"``, ``"CompMany←"``: the mapping by default, payloads
+stored where the operator overrides it). An operator may keep several; a query step
+uses the one indexed for its direction, else a mapping, else the others, and switches
+to running the operator again when reading stored lineage has taken longer than that
+would (so no step costs much more than twice the black box).
+
+>>> import tempfile, numpy as np
+>>> from sparkprov.arrays.operators import Elementwise, Transpose
+>>> wf = ArrayWorkflow()
+>>> wf.add("t", Transpose(), ["image"])
+>>> wf.add("neg", Elementwise(np.negative), ["t"])
+>>> run = wf.run({"image": np.arange(6.0).reshape(2, 3)}, tempfile.mkdtemp(), {"t": ["Map"], "neg": ["Map"]})
+>>> run.backward([(0, 1)], "neg", "image").tolist()  # neg (0, 1) is t (0, 1), image (1, 0)
+[3]
+>>> run.forward([(1, 0)], "image", "neg").tolist()
+[1]
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from ..errors import InvalidArgument
+from .cells import Shape, cell_ids
+from .encodings import ENCODINGS, PayMany, PayOne, StoredLineage, folder_bytes
+from .operators import ArrayOperator, LineageWriter
+
+COMPOSITE = {"CompOne←": PayOne, "CompMany←": PayMany}
+STRATEGIES = ("BlackBox", "Map", *ENCODINGS, *COMPOSITE)
+CHUNK = 4096  # query cells read from stored lineage between checks of the time spent
+
+
+@dataclass
+class Node:
+    op: ArrayOperator
+    inputs: list[str]
+
+
+@dataclass
+class StepStats:
+    """How one query step was answered."""
+
+    node: str
+    method: str  # the strategy used, or "BlackBox (switched)" when reading stored lineage took too long
+    cells_in: int
+    cells_out: int
+    seconds: float
+
+
+class ArrayWorkflow:
+    """Operators over named arrays; a DAG made by naming each operator's inputs."""
+
+    def __init__(self) -> None:
+        self.nodes: dict[str, Node] = {}
+
+    def add(self, name: str, op: ArrayOperator, inputs: list[str]) -> None:
+        if name in self.nodes:
+            raise InvalidArgument(f"the workflow already has an operator named {name!r}")
+        if not isinstance(op, ArrayOperator):
+            raise InvalidArgument(f"{name!r}: an operator is an ArrayOperator, not {type(op).__name__}")
+        self.nodes[name] = Node(op, list(inputs))
+
+    def run(self, inputs: dict[str, np.ndarray], folder, strategies: dict[str, list[str]] | None = None):
+        """Run every operator, storing lineage as ``strategies`` say (an operator not
+        named keeps none: a black box)."""
+        strategies = dict(strategies or {})
+        unknown = set(strategies) - set(self.nodes)
+        if unknown:
+            raise InvalidArgument(f"strategies for operators the workflow does not have: {sorted(unknown)}")
+        for name, chosen in strategies.items():
+            for s in chosen:
+                _check_strategy(name, self.nodes[name].op, s)
+        return WorkflowRun(self, inputs, Path(folder), strategies)
+
+
+def _writer_mode(op: ArrayOperator, strategy: str) -> str | None:
+    """The lineage mode the operator runs in to store ``strategy`` (None: nothing to store)."""
+    if strategy in ("BlackBox", "Map"):
+        return None
+    if strategy in COMPOSITE:
+        return "composite"
+    if ENCODINGS[strategy]().mode == "payload":
+        return "payload"
+    if ENCODINGS[strategy]().mode == "any" and "full" not in op.modes:
+        return "payload"
+    return "full"
+
+
+def _check_strategy(name: str, op: ArrayOperator, strategy: str) -> None:
+    if strategy not in STRATEGIES:
+        raise InvalidArgument(f"{name!r}: unknown strategy {strategy!r}; strategies: {', '.join(STRATEGIES)}")
+    needs = {"Map": "map", None: None}.get(strategy) if strategy in ("Map", "BlackBox") else _writer_mode(op, strategy)
+    if needs is not None and needs not in op.modes:
+        raise InvalidArgument(f"{name!r} ({op.name}) does not support {needs} lineage, which {strategy} stores")
+
+
+@dataclass
+class _Stored:
+    readers: dict[str, list[StoredLineage]] = field(default_factory=dict)  # strategy -> one per input
+    bytes: int = 0
+    seconds: float = 0.0  # the operator's run(s) and the encoding
+
+
+class WorkflowRun:
+    """One execution of a workflow: its arrays, its stored lineage, and queries."""
+
+    def __init__(self, wf: ArrayWorkflow, inputs: dict[str, np.ndarray], folder: Path, strategies: dict) -> None:
+        self.workflow, self.folder, self.strategies = wf, folder, strategies
+        self.arrays: dict[str, np.ndarray] = {}
+        for name, array in inputs.items():
+            self.arrays[name] = np.asarray(array)
+        self.stored: dict[str, _Stored] = {}
+        self.seconds: dict[str, float] = {}  # each operator's run without lineage
+        self.trace_seconds: dict[str, float] = {}  # each operator's run in tracing (full) mode, once measured
+        for name in self._order():
+            node = wf.nodes[name]
+            missing = [i for i in node.inputs if i not in self.arrays]
+            if missing:
+                raise InvalidArgument(f"{name!r} reads {missing[0]!r}, which is neither an input nor an operator")
+            started = time.perf_counter()
+            self.arrays[name] = np.asarray(node.op.run([self.arrays[i] for i in node.inputs], None))
+            self.seconds[name] = time.perf_counter() - started
+            self.stored[name] = self._store(name, node, strategies.get(name, []))
+
+    def _order(self) -> list[str]:
+        order, seen = [], set()
+
+        def visit(name: str, path: tuple) -> None:
+            if name in path:
+                raise InvalidArgument(f"the workflow has a cycle through {name!r}")
+            if name in seen or name not in self.workflow.nodes:
+                return
+            for i in self.workflow.nodes[name].inputs:
+                visit(i, (*path, name))
+            seen.add(name)
+            order.append(name)
+
+        for name in self.workflow.nodes:
+            visit(name, ())
+        return order
+
+    def shape(self, name: str) -> Shape:
+        if name not in self.arrays:
+            raise InvalidArgument(f"no array named {name!r}; arrays: {', '.join(self.arrays)}")
+        return Shape(tuple(int(d) for d in self.arrays[name].shape))
+
+    def _shapes(self, node: Node) -> list[Shape]:
+        return [self.shape(i) for i in node.inputs]
+
+    def _map_p(self, node: Node, i: int):
+        return lambda cell, payload: node.op.map_p(cell, payload, i)
+
+    def _store(self, name: str, node: Node, chosen: list[str]) -> _Stored:
+        stored = _Stored()
+        logs: dict[str, list] = {}
+        started = time.perf_counter()
+        for strategy in chosen:
+            mode = _writer_mode(node.op, strategy)
+            if mode is None:
+                continue
+            if mode not in logs:
+                writer = LineageWriter(mode, len(node.inputs))
+                node.op.run([self.arrays[i] for i in node.inputs], writer)
+                logs[mode] = writer.logs
+            enc = COMPOSITE[strategy]() if strategy in COMPOSITE else ENCODINGS[strategy]()
+            readers = []
+            for i, source in enumerate(node.inputs):
+                log = logs[mode][i if mode == "full" else 0]
+                folder = self.folder / "lineage" / name / strategy / str(i)
+                readers.append(enc.build(log, folder, self.shape(name), self.shape(source), self._map_p(node, i)))
+                stored.bytes += folder_bytes(folder)
+            stored.readers[strategy] = readers
+        stored.seconds = time.perf_counter() - started
+        return stored
+
+    def lineage_bytes(self) -> int:
+        return sum(s.bytes for s in self.stored.values())
+
+    # queries
+
+    def backward(self, cells, start: str, target: str, stats: list | None = None) -> np.ndarray:
+        """The cells of ``target`` (an ancestor of ``start``) that cells of ``start`` depend on."""
+        return self._trace(cells, start, target, backward=True, stats=stats)
+
+    def forward(self, cells, start: str, target: str, stats: list | None = None) -> np.ndarray:
+        """The cells of ``target`` (a descendant of ``start``) that depend on cells of ``start``."""
+        return self._trace(cells, start, target, backward=False, stats=stats)
+
+    def _trace(self, cells, start: str, target: str, backward: bool, stats: list | None) -> np.ndarray:
+        ids = cell_ids(self.shape(start), cells)
+        between = self._between(target, start) if backward else self._between(start, target)
+        if start not in between:
+            kind = "an ancestor" if backward else "a descendant"
+            raise InvalidArgument(f"{target!r} is not {kind} of {start!r}")
+        found: dict[str, list[np.ndarray]] = {start: [ids]}
+        order = [n for n in self._order() if n in between]
+        for name in reversed(order) if backward else order:
+            node = self.workflow.nodes[name]
+            if name == (target if backward else start):
+                continue  # the trace stops (backward) or starts (forward) at this operator's output
+            if backward:
+                here = _union(found.pop(name, []))
+                for i, source in enumerate(node.inputs):
+                    if source in between and len(here):
+                        found.setdefault(source, []).append(self._step(name, i, here, True, stats))
+            else:
+                for i, source in enumerate(node.inputs):
+                    there = _union(found.get(source, []))
+                    if source in between and len(there):
+                        found.setdefault(name, []).append(self._step(name, i, there, False, stats))
+        return _union(found.get(target, []))
+
+    def _between(self, ancestor: str, descendant: str) -> set[str]:
+        """Arrays on some path from ``ancestor`` to ``descendant``, both included."""
+        nodes = self.workflow.nodes
+        below = {descendant}
+        for name in reversed(self._order()):  # ancestors of descendant
+            if name in below:
+                below.update(nodes[name].inputs)
+        above = {ancestor}
+        for name in self._order():  # descendants of ancestor
+            if any(i in above for i in nodes[name].inputs):
+                above.add(name)
+        return below & above
+
+    def _step(self, name: str, i: int, ids: np.ndarray, backward: bool, stats: list | None) -> np.ndarray:
+        node = self.workflow.nodes[name]
+        shapes = self._shapes(node)
+        here, there = (self.shape(name), shapes[i]) if backward else (shapes[i], self.shape(name))
+        started = time.perf_counter()
+        op = node.op
+        if op.all_to_all or (op.entire_array and len(ids) == here.size):
+            method, found = "entire array", np.arange(there.size, dtype=np.int64)
+        else:
+            method, found = self._answer(name, node, i, ids, backward)
+        if stats is not None:
+            stats.append(StepStats(name, method, len(ids), len(found), time.perf_counter() - started))
+        return found
+
+    def _answer(self, name: str, node: Node, i: int, ids: np.ndarray, backward: bool) -> tuple[str, np.ndarray]:
+        op, readers = node.op, self.stored[name].readers
+        direction = "backward" if backward else "forward"
+        indexed = [s for s in readers if _indexed_for(s, direction)]
+        if indexed:
+            return indexed[0], _read(readers[indexed[0]][i], ids, backward)
+        for s in (s for s in readers if s in COMPOSITE):
+            payloads = readers[s][i]
+            return s, self._composite(node, i, payloads.out_cells(), payloads.backward, payloads.forward, ids, backward)
+        if "map" in op.modes:
+            mapping = op.map_b if backward else op.map_f
+            return "Map", np.unique(np.asarray(mapping(ids, i, self._shapes(node)), dtype=np.int64))
+        if readers:  # stored, but indexed the other way: read it, unless the black box is cheaper
+            strategy = next(iter(readers))
+            return self._read_or_rerun(name, node, i, strategy, ids, backward)
+        return "BlackBox", self._black_box(name, node, i, ids, backward)
+
+    def _composite(self, node: Node, i: int, overridden, back, forth, ids: np.ndarray, backward: bool) -> np.ndarray:
+        # the mapping by default; the cells a payload was written for (``overridden``)
+        # answered from their payloads (``back``, ``forth``)
+        shapes = self._shapes(node)
+        if backward:
+            special = np.isin(ids, overridden)
+            default = node.op.map_b(ids[~special], i, shapes)
+            return _union([np.asarray(default, dtype=np.int64), back(ids[special])])
+        default = np.asarray(node.op.map_f(ids, i, shapes), dtype=np.int64)
+        return _union([default[~np.isin(default, overridden)], forth(ids)])
+
+    def _read_or_rerun(self, name, node, i, strategy, ids, backward) -> tuple[str, np.ndarray]:
+        # SubZero VII-A: read stored lineage chunk by chunk; once that has taken longer
+        # than running the operator again would, run it again for the rest
+        budget = self.trace_seconds.get(name, 2 * self.seconds[name] + 0.01)
+        started, parts = time.perf_counter(), []
+        for k in range(0, len(ids), CHUNK):
+            if time.perf_counter() - started > budget:
+                parts.append(self._black_box(name, node, i, ids[k:], backward))
+                return f"{strategy}, then BlackBox (switched)", _union(parts)
+            parts.append(_read(self.stored[name].readers[strategy][i], ids[k : k + CHUNK], backward))
+        return strategy, _union(parts)
+
+    def _black_box(self, name: str, node: Node, i: int, ids: np.ndarray, backward: bool) -> np.ndarray:
+        op = node.op
+        mode = next((m for m in ("full", "payload", "composite") if m in op.modes), None)
+        if mode is not None:
+            writer = LineageWriter(mode, len(node.inputs))
+            started = time.perf_counter()
+            op.run([self.arrays[s] for s in node.inputs], writer)
+            log = writer.logs[i if mode == "full" else 0]
+            out, inp = log.cell_pairs(self._map_p(node, i))
+            self.trace_seconds[name] = time.perf_counter() - started
+
+            def back(cells):
+                return np.unique(inp[np.isin(out, cells)])
+
+            def forth(cells):
+                return np.unique(out[np.isin(inp, cells)])
+
+            if mode == "composite":
+                return self._composite(node, i, np.unique(log.out_cells()[0]), back, forth, ids, backward)
+            return back(ids) if backward else forth(ids)
+        if "map" in op.modes:
+            return np.unique(np.asarray((op.map_b if backward else op.map_f)(ids, i, self._shapes(node)), np.int64))
+        # an operator that states nothing: every output cell depends on every input cell
+        there = self._shapes(node)[i] if backward else self.shape(name)
+        return np.arange(there.size, dtype=np.int64)
+
+
+def _indexed_for(strategy: str, direction: str) -> bool:
+    if strategy in COMPOSITE:
+        return False
+    return strategy in ("Ranges", "CellPairs") or ENCODINGS[strategy]().direction == direction
+
+
+def _read(reader: StoredLineage, ids: np.ndarray, backward: bool) -> np.ndarray:
+    return reader.backward(ids) if backward else reader.forward(ids)
+
+
+def _union(parts: list[np.ndarray]) -> np.ndarray:
+    parts = [p for p in parts if len(p)]
+    if not parts:
+        return np.zeros(0, np.int64)
+    return parts[0] if len(parts) == 1 else np.unique(np.concatenate(parts))
