@@ -12,7 +12,7 @@ import pytest
 import sparkprov as sp
 from sparkprov.arrays.cells import Box, Shape
 from sparkprov.arrays.operators import ArrayOperator, Elementwise, LineageWriter, Transpose, neighbourhood
-from sparkprov.arrays.workflow import STRATEGIES, ArrayWorkflow, _writer_mode
+from sparkprov.arrays.workflow import ArrayWorkflow, valid_strategies
 
 
 class Shift(ArrayOperator):
@@ -171,19 +171,6 @@ def brute_forward(run, cells: set[int], start: str, target: str) -> list[int]:
             there = found.get(source, set())
             found.setdefault(name, set()).update(o for o, x in cell_pairs(run, name, i) if x in there)
     return sorted(found.get(target, set()))
-
-
-def valid_strategies(op: ArrayOperator) -> list[str]:
-    ok = []
-    for s in STRATEGIES:
-        if s == "Map":
-            if "map" in op.modes:
-                ok.append(s)
-            continue
-        mode = _writer_mode(op, s)
-        if mode is None or mode in op.modes:
-            ok.append(s)
-    return ok
 
 
 @pytest.mark.parametrize("seed", [0, 1, 2, 3])

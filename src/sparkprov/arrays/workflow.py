@@ -84,6 +84,16 @@ class ArrayWorkflow:
         return WorkflowRun(self, inputs, Path(folder), strategies)
 
 
+def valid_strategies(op: ArrayOperator) -> list[str]:
+    """The strategies ``op`` can keep, from the lineage modes it supports."""
+    found = []
+    for s in STRATEGIES:
+        needs = "map" if s == "Map" else _writer_mode(op, s)
+        if needs is None or needs in op.modes:
+            found.append(s)
+    return found
+
+
 def _writer_mode(op: ArrayOperator, strategy: str) -> str | None:
     """The lineage mode the operator runs in to store ``strategy`` (None: nothing to store)."""
     if strategy in ("BlackBox", "Map"):
@@ -110,6 +120,8 @@ class _Stored:
     readers: dict[str, list[StoredLineage]] = field(default_factory=dict)  # strategy -> one per input
     bytes: int = 0
     seconds: float = 0.0  # the operator's run(s) and the encoding
+    # per strategy: its bytes, and the seconds it adds (the traced run's extra time, the encoding)
+    costs: dict[str, tuple[int, float]] = field(default_factory=dict)
 
 
 class WorkflowRun:
@@ -165,22 +177,28 @@ class WorkflowRun:
         stored = _Stored()
         logs: dict[str, list] = {}
         started = time.perf_counter()
+        traced: dict[str, float] = {}  # per mode: what the traced run adds to the plain one
         for strategy in chosen:
             mode = _writer_mode(node.op, strategy)
             if mode is None:
+                stored.costs[strategy] = (0, 0.0)
                 continue
             if mode not in logs:
                 writer = LineageWriter(mode, len(node.inputs))
+                ran = time.perf_counter()
                 node.op.run([self.arrays[i] for i in node.inputs], writer)
+                traced[mode] = max(time.perf_counter() - ran - self.seconds[name], 0.0)
                 logs[mode] = writer.logs
             enc = COMPOSITE[strategy]() if strategy in COMPOSITE else ENCODINGS[strategy]()
-            readers = []
+            readers, size, encoding = [], 0, time.perf_counter()
             for i, source in enumerate(node.inputs):
                 log = logs[mode][i if mode == "full" else 0]
                 folder = self.folder / "lineage" / name / strategy / str(i)
                 readers.append(enc.build(log, folder, self.shape(name), self.shape(source), self._map_p(node, i)))
-                stored.bytes += folder_bytes(folder)
+                size += folder_bytes(folder)
             stored.readers[strategy] = readers
+            stored.bytes += size
+            stored.costs[strategy] = (size, traced[mode] + time.perf_counter() - encoding)
         stored.seconds = time.perf_counter() - started
         return stored
 
@@ -260,10 +278,31 @@ class WorkflowRun:
         if "map" in op.modes:
             mapping = op.map_b if backward else op.map_f
             return "Map", np.unique(np.asarray(mapping(ids, i, self._shapes(node)), dtype=np.int64))
+        if "BlackBox" in self.strategies.get(name, ()):  # chosen over reading lineage indexed the other way
+            return "BlackBox", self._black_box(name, node, i, ids, backward)
         if readers:  # stored, but indexed the other way: read it, unless the black box is cheaper
             strategy = next(iter(readers))
             return self._read_or_rerun(name, node, i, strategy, ids, backward)
         return "BlackBox", self._black_box(name, node, i, ids, backward)
+
+    def step_with(self, name: str, strategy: str, ids: np.ndarray, backward: bool) -> np.ndarray:
+        """One query step through operator ``name`` (every input), answered by ``strategy``
+        alone (the optimizer's cost measurements)."""
+        node = self.workflow.nodes[name]
+        parts = []
+        for i in range(len(node.inputs)):
+            if strategy == "BlackBox":
+                parts.append(self._black_box(name, node, i, ids, backward))
+            elif strategy == "Map":
+                mapping = node.op.map_b if backward else node.op.map_f
+                parts.append(np.asarray(mapping(ids, i, self._shapes(node)), dtype=np.int64))
+            elif strategy in COMPOSITE:
+                payloads = self.stored[name].readers[strategy][i]
+                back, forth = payloads.backward, payloads.forward
+                parts.append(self._composite(node, i, payloads.out_cells(), back, forth, ids, backward))
+            else:
+                parts.append(_read(self.stored[name].readers[strategy][i], ids, backward))
+        return _union(parts)
 
     def _composite(self, node: Node, i: int, overridden, back, forth, ids: np.ndarray, backward: bool) -> np.ndarray:
         # the mapping by default; the cells a payload was written for (``overridden``)

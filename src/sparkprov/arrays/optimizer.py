@@ -1,0 +1,227 @@
+"""SubZero's lineage strategy optimizer (section VII): per operator, the strategies to
+keep, chosen under a disk budget and a runtime budget from costs measured on a sample
+run and the operators a sample workload of lineage queries reaches.
+
+For operator ``i`` and strategy ``j``: ``disk`` (bytes stored), ``run`` (seconds the
+strategy adds to the workflow) and the cost of a query step through the operator in
+each direction (``qb``, ``qf``, measured with as many cells as the workload's queries
+bring there). ``x_ij = 1`` keeps strategy ``j``; ``b_ij`` and ``f_ij`` say which kept
+strategy answers the operator's backward and forward steps (the minimum of SubZero's
+objective, made linear). The integer program, solved by HiGHS through
+``scipy.optimize.milp``::
+
+    minimise   Σ_i pb_i Σ_j b_ij qb_ij + pf_i Σ_j f_ij qf_ij + ε Σ_ij (disk_ij + β run_ij) x_ij
+    subject to Σ_ij disk_ij x_ij ≤ max_disk,  Σ_ij run_ij x_ij ≤ max_runtime,
+               Σ_j b_ij = 1,  Σ_j f_ij = 1,  b_ij ≤ x_ij,  f_ij ≤ x_ij,  x_ij ∈ {0, 1}
+
+where ``pb_i``, ``pf_i`` are the shares of the workload's queries whose path crosses
+operator ``i`` backward or forward (disk and runtime are scaled to their totals, so
+``ε`` only breaks ties). Strategies the user fixes are kept whatever they cost.
+"""
+
+from __future__ import annotations
+
+import statistics
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from ..errors import InvalidArgument
+from .workflow import ArrayWorkflow, StepStats, WorkflowRun, valid_strategies
+
+EPSILON = 1e-3
+
+
+@dataclass(frozen=True)
+class LineageQuery:
+    """A query of the sample workload: cells of ``start`` traced to ``target``."""
+
+    direction: str  # "backward" or "forward"
+    start: str
+    target: str
+    cells: object  # coordinates, a Box, a mask (cells.cell_ids)
+
+    def run(self, run: WorkflowRun, stats: list | None = None) -> np.ndarray:
+        if self.direction not in ("backward", "forward"):
+            raise InvalidArgument(f"a lineage query goes backward or forward, not {self.direction!r}")
+        trace = run.backward if self.direction == "backward" else run.forward
+        return trace(self.cells, self.start, self.target, stats=stats)
+
+
+@dataclass
+class StrategyCost:
+    disk: int  # bytes
+    run: float  # seconds added to the workflow
+    qb: float  # seconds of a backward step through the operator
+    qf: float  # seconds of a forward step
+
+
+@dataclass
+class Costs:
+    """What every candidate strategy of every operator costs, and how often the
+    workload reaches each operator in each direction."""
+
+    strategies: dict[str, dict[str, StrategyCost]]
+    pb: dict[str, float]
+    pf: dict[str, float]
+    cells: dict[tuple[str, str], int] = field(default_factory=dict)  # (operator, direction) -> cells per step
+
+
+def measure(
+    workflow: ArrayWorkflow,
+    inputs: dict[str, np.ndarray],
+    folder,
+    workload: list[LineageQuery],
+    repeat: int = 3,
+) -> Costs:
+    """Run the workflow once keeping every strategy each operator supports, and time
+    each strategy's steps with as many cells as the workload brings to the operator."""
+    if not workload:
+        raise InvalidArgument("the optimizer needs a sample workload of at least one lineage query")
+    every = {name: valid_strategies(node.op) for name, node in workflow.nodes.items()}
+    run = workflow.run(inputs, Path(folder), every)
+    reached: dict[tuple[str, str], list[int]] = {}
+    for q in workload:
+        stats: list[StepStats] = []
+        q.run(run, stats)
+        for s in stats:
+            reached.setdefault((s.node, q.direction), []).append(s.cells_in)
+    n = len(workload)
+    pb = {name: len(reached.get((name, "backward"), [])) / n for name in workflow.nodes}
+    pf = {name: len(reached.get((name, "forward"), [])) / n for name in workflow.nodes}
+    cells = {key: int(statistics.mean(v)) for key, v in reached.items()}
+    rng = np.random.default_rng(0)
+    table: dict[str, dict[str, StrategyCost]] = {}
+    for name, node in workflow.nodes.items():
+        table[name] = {}
+        for strategy in every[name]:
+            disk, added = run.stored[name].costs.get(strategy, (0, 0.0))
+            times = []
+            for direction in ("backward", "forward"):
+                count = cells.get((name, direction))
+                if not count:
+                    times.append(0.0)
+                    continue
+                shape = run.shape(name) if direction == "backward" else run.shape(node.inputs[0])
+                ids = np.sort(rng.choice(shape.size, min(count, shape.size), replace=False))
+                best = min(
+                    _timed(lambda o=name, s=strategy, d=direction, i=ids: run.step_with(o, s, i, d == "backward"))
+                    for _ in range(repeat)
+                )
+                times.append(best)
+            table[name][strategy] = StrategyCost(disk, added, *times)
+    return Costs(table, pb, pf, cells)
+
+
+def _timed(fn) -> float:
+    started = time.perf_counter()
+    fn()
+    return time.perf_counter() - started
+
+
+@dataclass
+class Plan:
+    """The optimizer's choice: the strategies per operator and what it predicts."""
+
+    strategies: dict[str, list[str]]
+    answers: dict[str, tuple[str, str]]  # operator -> (backward strategy, forward strategy)
+    disk: int  # predicted bytes
+    runtime: float  # predicted seconds added
+    query: float  # predicted seconds of the workload's steps, per query on average
+    costs: Costs
+
+    def explain(self) -> str:
+        """The choice as a table: per operator, what it keeps and the predicted costs."""
+        lines = [
+            f"predicted: {self.disk:,} bytes, {self.runtime:.3f} s added, {self.query * 1000:.1f} ms per query",
+            f"  {'operator':<14} {'keeps':<28} {'backward by':<12} {'forward by':<12} {'bytes':>10} {'run s':>7}",
+        ]
+        for name, kept in self.strategies.items():
+            cost = self.costs.strategies[name]
+            b, f = self.answers[name]
+            disk = sum(cost[s].disk for s in kept)
+            run = sum(cost[s].run for s in kept)
+            lines.append(f"  {name:<14} {', '.join(kept):<28} {b:<12} {f:<12} {disk:>10,} {run:>7.3f}")
+        return "\n".join(lines)
+
+
+def choose(
+    costs: Costs,
+    max_disk: float | None = None,
+    max_runtime: float | None = None,
+    beta: float = 1.0,
+    fixed: dict[str, list[str]] | None = None,
+) -> Plan:
+    """The strategies minimising the workload's query cost within the budgets."""
+    from scipy.optimize import Bounds, LinearConstraint, milp
+
+    pairs = [(i, j) for i in costs.strategies for j in costs.strategies[i]]
+    n = len(pairs)
+    disk = np.array([costs.strategies[i][j].disk for i, j in pairs], dtype=float)
+    run = np.array([costs.strategies[i][j].run for i, j in pairs], dtype=float)
+    qb = np.array([costs.pb[i] * costs.strategies[i][j].qb for i, j in pairs])
+    qf = np.array([costs.pf[i] * costs.strategies[i][j].qf for i, j in pairs])
+    # ties broken by disk and runtime, then by keeping fewer strategies (one that answers
+    # nothing, even a free one, is not kept)
+    spread = disk / max(disk.sum(), 1.0) + beta * run / max(run.sum(), 1e-9) + EPSILON
+    scale = EPSILON * spread * max(qb.sum() + qf.sum(), 1e-9)
+    c = np.concatenate([scale, qb, qf])  # variables: x, b, f
+    rows, lb, ub = [], [], []
+
+    def row(entries: dict[int, float], lo: float, hi: float) -> None:
+        r = np.zeros(3 * n)
+        for k, v in entries.items():
+            r[k] = v
+        rows.append(r)
+        lb.append(lo)
+        ub.append(hi)
+
+    for op in costs.strategies:
+        mine = [k for k, (i, _) in enumerate(pairs) if i == op]
+        row({n + k: 1 for k in mine}, 1, 1)  # one strategy answers its backward steps
+        row({2 * n + k: 1 for k in mine}, 1, 1)  # and one its forward steps
+        row(dict.fromkeys(mine, 1), 1, np.inf)  # at least one kept
+    for k in range(n):
+        row({n + k: 1, k: -1}, -np.inf, 0)  # answered only by a kept strategy
+        row({2 * n + k: 1, k: -1}, -np.inf, 0)
+    if max_disk is not None:
+        row(dict(enumerate(disk)), -np.inf, max_disk)
+    if max_runtime is not None:
+        row(dict(enumerate(run)), -np.inf, max_runtime)
+    lower = np.zeros(3 * n)
+    for op, kept in (fixed or {}).items():
+        for s in kept:
+            if (op, s) not in pairs:
+                can = ", ".join(costs.strategies.get(op, {}))
+                raise InvalidArgument(f"{op!r} cannot keep {s!r}; it can keep {can}")
+            lower[pairs.index((op, s))] = 1
+    result = milp(
+        c,
+        constraints=LinearConstraint(np.array(rows), lb, ub),
+        integrality=np.ones(3 * n),
+        bounds=Bounds(lower, np.ones(3 * n)),
+    )
+    if result.x is None:
+        budgets = f"max_disk={max_disk}, max_runtime={max_runtime}"
+        raise InvalidArgument(f"no choice of strategies fits the budgets ({budgets}) with those fixed")
+    x = result.x.round().astype(int)
+    strategies: dict[str, list[str]] = {}
+    answers: dict[str, list[str]] = {op: ["", ""] for op in costs.strategies}
+    for k, (op, s) in enumerate(pairs):
+        if x[k]:
+            strategies.setdefault(op, []).append(s)
+        if x[n + k]:
+            answers[op][0] = s
+        if x[2 * n + k]:
+            answers[op][1] = s
+    query = float((qb * x[n : 2 * n]).sum() + (qf * x[2 * n :]).sum())
+    return Plan(
+        strategies,
+        {op: (b, f) for op, (b, f) in answers.items()},
+        int((disk * x[:n]).sum()),
+        float((run * x[:n]).sum()),
+        query,
+        costs,
+    )
