@@ -99,8 +99,29 @@ def _read_list(table: pa.Table, column: str) -> tuple[np.ndarray, np.ndarray]:
     return values[offsets[0] : offsets[-1]], offsets - offsets[0]
 
 
+class OverBudget(Exception):
+    """A scan of stored lineage passed the deadline it was given (the query executor
+    then runs the operator again instead)."""
+
+
+def _scan_payloads(map_p, cells: list, payloads, ids: np.ndarray, deadline: float | None) -> np.ndarray:
+    # a forward query over payloads: every output cell's inputs computed, checked
+    # against the query's cells; stopped past ``deadline``
+    import time
+
+    hit = []
+    for k, (c, p) in enumerate(zip(cells, payloads)):
+        if deadline is not None and k % 1024 == 0 and time.perf_counter() > deadline:
+            raise OverBudget
+        if np.isin(np.asarray(map_p(c, p)), ids).any():
+            hit.append(c)
+    return np.unique(np.asarray(hit, dtype=np.int64))
+
+
 class StoredLineage:
     """An operator's lineage read back from one encoding."""
+
+    scans_payloads = False  # its forward queries run the payload function on every entry
 
     def backward(self, out_ids) -> np.ndarray:
         """The input cells the output cells ``out_ids`` depend on (sorted ids)."""
@@ -322,6 +343,8 @@ class PayOne(Encoding):
 
 
 class _PayOneLineage(StoredLineage):
+    scans_payloads = True
+
     def __init__(self, folder: Path, map_p: Callable) -> None:
         table = pq.read_table(folder / "keys.parquet")
         self.keys = np.asarray(table.column("key"), dtype=np.int64)
@@ -337,11 +360,8 @@ class _PayOneLineage(StoredLineage):
         rows = _spans(self.keys, ids)
         return _mapped(self.map_p, self.keys[rows], self.payloads.take(pa.array(rows)).to_pylist())
 
-    def forward(self, in_ids) -> np.ndarray:
-        ids = _ids(in_ids)
-        payloads = self.payloads.to_pylist()
-        hit = [c for c, p in zip(self.keys.tolist(), payloads) if np.isin(np.asarray(self.map_p(c, p)), ids).any()]
-        return np.unique(np.asarray(hit, dtype=np.int64))
+    def forward(self, in_ids, deadline: float | None = None) -> np.ndarray:
+        return _scan_payloads(self.map_p, self.keys.tolist(), self.payloads.to_pylist(), _ids(in_ids), deadline)
 
 
 class PayMany(Encoding):
@@ -360,6 +380,8 @@ class PayMany(Encoding):
 
 
 class _PayManyLineage(StoredLineage):
+    scans_payloads = True
+
     def __init__(self, folder: Path, map_p: Callable) -> None:
         meta = json.loads((folder / _META).read_text())
         self.shape = Shape(tuple(meta["out"]))
@@ -382,16 +404,10 @@ class _PayManyLineage(StoredLineage):
         payloads = self.payloads.take(pa.array(owners[inside])).to_pylist()
         return _mapped(self.map_p, cells[inside], payloads)
 
-    def forward(self, in_ids) -> np.ndarray:
-        ids = _ids(in_ids)
-        owners = _owner(self.key_offsets)
+    def forward(self, in_ids, deadline: float | None = None) -> np.ndarray:
         payloads = self.payloads.to_pylist()
-        hit = [
-            c
-            for c, k in zip(self.keys.tolist(), owners.tolist())
-            if np.isin(np.asarray(self.map_p(c, payloads[k])), ids).any()
-        ]
-        return np.unique(np.asarray(hit, dtype=np.int64))
+        per_cell = [payloads[k] for k in _owner(self.key_offsets).tolist()]
+        return _scan_payloads(self.map_p, self.keys.tolist(), per_cell, _ids(in_ids), deadline)
 
 
 class Ranges(Encoding):

@@ -81,7 +81,7 @@ def measure(
     if not workload:
         raise InvalidArgument("the optimizer needs a sample workload of at least one lineage query")
     every = {name: valid_strategies(node.op) for name, node in workflow.nodes.items()}
-    run = workflow.run(inputs, Path(folder), every)
+    run = workflow.run(inputs, Path(folder), every, costs=True)
     reached: dict[tuple[str, str], list[int]] = {}
     for q in workload:
         stats: list[StepStats] = []

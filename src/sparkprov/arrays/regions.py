@@ -116,30 +116,63 @@ class RegionLog:
         for k in range(len(oo) - 1):
             yield ov[oo[k] : oo[k + 1]], iv[io[k] : io[k + 1]]
 
-    def cell_pairs(self, map_p: Callable | None = None) -> tuple[np.ndarray, np.ndarray]:
+    def cell_pairs(
+        self, map_p: Callable | None = None, outs: np.ndarray | None = None, ins: np.ndarray | None = None
+    ) -> tuple[np.ndarray, np.ndarray]:
         """Every (output cell, input cell) pair, distinct and sorted: the log expanded
-        to cell-level lineage (a payload log through ``map_p``)."""
+        to cell-level lineage (a payload log through ``map_p``). With ``outs`` (or
+        ``ins``): only the pairs of those output (input) cells, expanding only the
+        region pairs that hold one."""
         ov, oo = self.out_cells()
+        owner = np.repeat(np.arange(len(oo) - 1), np.diff(oo))
         if self.mode == "payload":
             if map_p is None:
                 raise InvalidArgument("a payload log expands to cell pairs only through its payload function")
-            outs, ins = [], []
-            for k, payload in enumerate(self._payloads):
-                for cell in ov[oo[k] : oo[k + 1]].tolist():
-                    found = np.asarray(map_p(cell, payload), dtype=np.int64).ravel()
-                    outs.append(np.full(len(found), cell, np.int64))
-                    ins.append(found)
-            out = np.concatenate(outs) if outs else np.zeros(0, np.int64)
-            inp = np.concatenate(ins) if ins else np.zeros(0, np.int64)
+            wanted = np.ones(len(ov), dtype=bool) if outs is None else np.isin(ov, outs)
+            found = [
+                (cell, np.asarray(map_p(cell, self._payloads[k]), dtype=np.int64).ravel())
+                for cell, k in zip(ov[wanted].tolist(), owner[wanted].tolist())
+            ]
+            out = np.concatenate([np.full(len(f), c, np.int64) for c, f in found]) if found else _NONE
+            inp = np.concatenate([f for _, f in found]) if found else _NONE
         else:
             iv, io = self.in_cells()
-            o_len, i_len = np.diff(oo), np.diff(io)
-            # each pair: its output cells times its input cells
-            pair_of_out = np.repeat(np.arange(len(o_len)), o_len)
-            reps = i_len[pair_of_out]
-            out = np.repeat(ov, reps)
-            starts = np.repeat(io[:-1][pair_of_out], reps)
-            within = np.arange(len(out)) - np.repeat(np.cumsum(reps) - reps, reps)
-            inp = iv[starts + within]
-        both = np.unique(np.stack([out, inp], axis=1), axis=0) if len(out) else np.zeros((0, 2), np.int64)
-        return both[:, 0].copy(), both[:, 1].copy()
+            pairs = np.arange(len(oo) - 1)
+            if outs is not None:
+                pairs = np.unique(owner[np.isin(ov, outs)])
+            if ins is not None:
+                in_owner = np.repeat(np.arange(len(io) - 1), np.diff(io))
+                pairs = np.intersect1d(pairs, in_owner[np.isin(iv, ins)])
+            out, inp = _expand(ov, oo, iv, io, pairs)
+        keep = np.ones(len(out), dtype=bool)
+        if outs is not None:
+            keep &= np.isin(out, outs)
+        if ins is not None:
+            keep &= np.isin(inp, ins)
+        return _distinct(out[keep], inp[keep])
+
+
+_NONE = np.zeros(0, np.int64)
+
+
+def _expand(ov, oo, iv, io, pairs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The cell pairs of region pairs ``pairs``: each one's output cells times its input cells."""
+    o_len, i_len = np.diff(oo)[pairs], np.diff(io)[pairs]
+    reps = np.repeat(i_len, o_len)  # per output cell of the chosen pairs: its pair's input count
+    o_idx = np.repeat(oo[pairs], o_len) + (np.arange(o_len.sum()) - np.repeat(np.cumsum(o_len) - o_len, o_len))
+    out = np.repeat(ov[o_idx], reps)
+    starts = np.repeat(np.repeat(io[pairs], o_len), reps)
+    within = np.arange(len(out)) - np.repeat(np.cumsum(reps) - reps, reps)
+    return out, iv[starts + within]
+
+
+def _distinct(out: np.ndarray, inp: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Pairs without repeats, sorted by output then input cell (one 64-bit key each)."""
+    if not len(out):
+        return _NONE, _NONE
+    width = int(inp.max()) + 1
+    if int(out.max()) < (1 << 62) // width:
+        keys = np.unique(out * width + inp)
+        return keys // width, keys % width
+    both = np.unique(np.stack([out, inp], axis=1), axis=0)
+    return both[:, 0].copy(), both[:, 1].copy()

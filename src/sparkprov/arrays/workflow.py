@@ -33,7 +33,7 @@ import numpy as np
 
 from ..errors import InvalidArgument
 from .cells import Shape, cell_ids
-from .encodings import ENCODINGS, PayMany, PayOne, StoredLineage, folder_bytes
+from .encodings import ENCODINGS, OverBudget, PayMany, PayOne, StoredLineage, folder_bytes
 from .operators import ArrayOperator, LineageWriter
 
 COMPOSITE = {"CompOne←": PayOne, "CompMany←": PayMany}
@@ -71,9 +71,12 @@ class ArrayWorkflow:
             raise InvalidArgument(f"{name!r}: an operator is an ArrayOperator, not {type(op).__name__}")
         self.nodes[name] = Node(op, list(inputs))
 
-    def run(self, inputs: dict[str, np.ndarray], folder, strategies: dict[str, list[str]] | None = None):
+    def run(
+        self, inputs: dict[str, np.ndarray], folder, strategies: dict[str, list[str]] | None = None, costs: bool = False
+    ):
         """Run every operator, storing lineage as ``strategies`` say (an operator not
-        named keeps none: a black box)."""
+        named keeps none: a black box). ``costs``: run each operator once without
+        lineage too, so what each strategy adds is measured (the optimizer's sample run)."""
         strategies = dict(strategies or {})
         unknown = set(strategies) - set(self.nodes)
         if unknown:
@@ -81,7 +84,7 @@ class ArrayWorkflow:
         for name, chosen in strategies.items():
             for s in chosen:
                 _check_strategy(name, self.nodes[name].op, s)
-        return WorkflowRun(self, inputs, Path(folder), strategies)
+        return WorkflowRun(self, inputs, Path(folder), strategies, costs)
 
 
 def valid_strategies(op: ArrayOperator) -> list[str]:
@@ -127,7 +130,9 @@ class _Stored:
 class WorkflowRun:
     """One execution of a workflow: its arrays, its stored lineage, and queries."""
 
-    def __init__(self, wf: ArrayWorkflow, inputs: dict[str, np.ndarray], folder: Path, strategies: dict) -> None:
+    def __init__(
+        self, wf: ArrayWorkflow, inputs: dict[str, np.ndarray], folder: Path, strategies: dict, costs: bool = False
+    ) -> None:
         self.workflow, self.folder, self.strategies = wf, folder, strategies
         self.arrays: dict[str, np.ndarray] = {}
         for name, array in inputs.items():
@@ -140,10 +145,15 @@ class WorkflowRun:
             missing = [i for i in node.inputs if i not in self.arrays]
             if missing:
                 raise InvalidArgument(f"{name!r} reads {missing[0]!r}, which is neither an input nor an operator")
+            chosen = strategies.get(name, [])
+            # as SubZero's run(): the output and the lineage of the first mode a chosen
+            # strategy needs in one pass (apart when the optimizer measures what each adds)
+            modes = [m for m in dict.fromkeys(_writer_mode(node.op, s) for s in chosen) if m]
+            writer = LineageWriter(modes[0], len(node.inputs)) if modes and not costs else None
             started = time.perf_counter()
-            self.arrays[name] = np.asarray(node.op.run([self.arrays[i] for i in node.inputs], None))
+            self.arrays[name] = np.asarray(node.op.run([self.arrays[i] for i in node.inputs], writer))
             self.seconds[name] = time.perf_counter() - started
-            self.stored[name] = self._store(name, node, strategies.get(name, []))
+            self.stored[name] = self._store(name, node, chosen, {modes[0]: writer.logs} if writer else {})
 
     def _order(self) -> list[str]:
         order, seen = [], set()
@@ -173,11 +183,12 @@ class WorkflowRun:
     def _map_p(self, node: Node, i: int):
         return lambda cell, payload: node.op.map_p(cell, payload, i)
 
-    def _store(self, name: str, node: Node, chosen: list[str]) -> _Stored:
+    def _store(self, name: str, node: Node, chosen: list[str], logs: dict[str, list]) -> _Stored:
         stored = _Stored()
-        logs: dict[str, list] = {}
         started = time.perf_counter()
-        traced: dict[str, float] = {}  # per mode: what the traced run adds to the plain one
+        # per mode: what the traced run adds to the plain one (unknown, so 0, for a mode
+        # recorded in the operator's own run)
+        traced: dict[str, float] = dict.fromkeys(logs, 0.0)
         for strategy in chosen:
             mode = _writer_mode(node.op, strategy)
             if mode is None:
@@ -320,11 +331,18 @@ class WorkflowRun:
         # than running the operator again would, run it again for the rest
         budget = self.trace_seconds.get(name, 2 * self.seconds[name] + 0.01)
         started, parts = time.perf_counter(), []
+        reader = self.stored[name].readers[strategy][i]
+        switched = f"{strategy}, then BlackBox (switched)"
+        if reader.scans_payloads and not backward:  # one scan of every payload, whatever the cells
+            try:
+                return strategy, reader.forward(ids, deadline=started + budget)
+            except OverBudget:
+                return switched, self._black_box(name, node, i, ids, backward)
         for k in range(0, len(ids), CHUNK):
             if time.perf_counter() - started > budget:
                 parts.append(self._black_box(name, node, i, ids[k:], backward))
-                return f"{strategy}, then BlackBox (switched)", _union(parts)
-            parts.append(_read(self.stored[name].readers[strategy][i], ids[k : k + CHUNK], backward))
+                return switched, _union(parts)
+            parts.append(_read(reader, ids[k : k + CHUNK], backward))
         return strategy, _union(parts)
 
     def _black_box(self, name: str, node: Node, i: int, ids: np.ndarray, backward: bool) -> np.ndarray:
@@ -335,14 +353,13 @@ class WorkflowRun:
             started = time.perf_counter()
             op.run([self.arrays[s] for s in node.inputs], writer)
             log = writer.logs[i if mode == "full" else 0]
-            out, inp = log.cell_pairs(self._map_p(node, i))
             self.trace_seconds[name] = time.perf_counter() - started
 
-            def back(cells):
-                return np.unique(inp[np.isin(out, cells)])
+            def back(cells):  # only the region pairs the cells reach are expanded
+                return np.unique(log.cell_pairs(self._map_p(node, i), outs=cells)[1])
 
             def forth(cells):
-                return np.unique(out[np.isin(inp, cells)])
+                return np.unique(log.cell_pairs(self._map_p(node, i), ins=cells)[0])
 
             if mode == "composite":
                 return self._composite(node, i, np.unique(log.out_cells()[0]), back, forth, ids, backward)

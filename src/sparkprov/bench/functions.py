@@ -192,6 +192,13 @@ def measure(op: MicroOperator, strategies: list[str], repeat: int, work: Path) -
 
 
 def main(args: argparse.Namespace) -> int:
+    if args.suite == "astronomy":
+        from .astronomy import main as astronomy_main
+
+        report = astronomy_main(args)
+        if args.json_out:
+            Path(args.json_out).write_text(json.dumps(report, indent=1))
+        return 0
     strategies = [s for s in (args.strategies.split(",") if args.strategies else [*ENCODINGS, "BlackBox"]) if s]
     unknown = [s for s in strategies if s not in ENCODINGS and s != "BlackBox"]
     if unknown:

@@ -1,0 +1,378 @@
+"""SubZero's astronomy benchmark (section VIII-A) on generated images: the LSST-like
+workflow ``sparkprov bench functions --suite astronomy`` runs.
+
+Two exposures of one field (``height × width`` float32 images, 512 × 2000 by default:
+8 MB in all) with the same stars and their own cosmic rays. Built-in array operations
+are mapping operators (bias, flat field, a 3 × 3 smoothing, background, products, a
+log); four user functions state their own lineage as SubZero's do:
+
+* ``crd_a``, ``crd_b``: cosmic-ray detection (composite: a pixel depends on itself,
+  a cosmic ray on the 7 × 7 window it was judged in);
+* ``clean``: cosmic-ray removal over both exposures and both masks (composite: a
+  pixel depends on the same pixel of each input, a removed ray on the other
+  exposure's 3 × 3 window it was replaced from);
+* ``stars``: star detection (payload: a star's pixels depend on its bounding box,
+  stored as 16 bytes; every other pixel on itself).
+
+Five backward queries and one forward query, as in the paper: a star back to the raw
+exposure (BQ0), a cosmic ray of ``clean`` back to both raw exposures (BQ1), a
+100 × 100 box of the catalogue back to exposure b (BQ2), every star pixel back to the
+smoothed image (BQ3), 1000 random catalogue pixels back to exposure a (BQ4), and a
+cosmic ray's raw pixels forward to the catalogue (FQ0).
+
+>>> a, b = images(64, 200, seed=1)
+>>> run = workflow().run({"raw_a": a, "raw_b": b}, __import__("tempfile").mkdtemp(), mapped())
+>>> sorted(queries(run))
+['BQ0', 'BQ1', 'BQ2', 'BQ3', 'BQ4', 'FQ0']
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+
+from ..arrays.cells import Box, Shape
+from ..arrays.operators import ArrayOperator, Elementwise, neighbourhood
+from ..arrays.optimizer import LineageQuery
+from ..arrays.workflow import ArrayWorkflow, WorkflowRun
+
+RAY_RADIUS = 3  # a cosmic ray is judged in its 7 × 7 window (SubZero: 49 pixels)
+STAR_THRESHOLD = 25.0
+
+
+def images(height: int = 512, width: int = 2000, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
+    """Two exposures: sky noise, the same stars (Gaussian blobs), their own cosmic rays."""
+    rng = np.random.default_rng(seed)
+    stars = max(4, height * width // 5000)
+    ys, xs = rng.uniform(5, height - 5, stars), rng.uniform(5, width - 5, stars)
+    sigma, flux = rng.uniform(1.2, 2.5, stars), rng.uniform(300, 3000, stars)
+    field = np.zeros((height, width), np.float32)
+    for y, x, s, f in zip(ys, xs, sigma, flux):
+        r0, r1, c0, c1 = int(max(y - 8, 0)), int(min(y + 9, height)), int(max(x - 8, 0)), int(min(x + 9, width))
+        yy, xx = np.mgrid[r0:r1, c0:c1]
+        field[r0:r1, c0:c1] += f / (2 * np.pi * s * s) * np.exp(-((yy - y) ** 2 + (xx - x) ** 2) / (2 * s * s))
+    exposures = []
+    for _ in range(2):
+        image = 100 + field + rng.normal(0, 3, (height, width)).astype(np.float32)
+        rays = max(2, height * width // 10000)
+        ry, rx = rng.integers(0, height, rays), rng.integers(0, width, rays)
+        image[ry, rx] += rng.uniform(2000, 5000, rays).astype(np.float32)
+        streak = rx + 1 < width  # half the rays leave a second pixel
+        image[ry[streak][::2], rx[streak][::2] + 1] += 1500
+        exposures.append(image)
+    return exposures[0], exposures[1]
+
+
+def _window_mean(image: np.ndarray, radius: int) -> np.ndarray:
+    from scipy.ndimage import uniform_filter
+
+    return uniform_filter(image, size=2 * radius + 1, mode="nearest")
+
+
+class CosmicRays(ArrayOperator):
+    """1 where a pixel stands far above the mean of its 7 × 7 window, else 0."""
+
+    modes = ("full", "payload", "composite")
+
+    def run(self, arrays, writer):
+        image = arrays[0]
+        self.shape = Shape(image.shape)
+        ray = image - _window_mean(image, RAY_RADIUS) > 800
+        if writer is not None:
+            rays = np.flatnonzero(ray.ravel())
+            others = np.flatnonzero(~ray.ravel())
+            if writer.mode == "full":
+                writer.write_many(others.reshape(-1, 1), others.reshape(-1, 1))
+                for cell in rays:
+                    writer.write([cell], neighbourhood(np.array([cell]), self.shape, RAY_RADIUS))
+            else:
+                if writer.mode == "payload":
+                    writer.write_payload(others, b"")
+                for cell in rays:
+                    writer.write_payload([cell], b"r")
+        return ray.astype(np.float32)
+
+    def map_b(self, cells, i, shapes):
+        return np.unique(cells)
+
+    map_f = map_b
+
+    def map_p(self, cell, payload, i):
+        return neighbourhood(np.array([cell]), self.shape, RAY_RADIUS) if payload else np.array([cell])
+
+
+class RemoveRays(ArrayOperator):
+    """The two exposures averaged; a pixel that is a cosmic ray in one exposure is
+    taken from the other's 3 × 3 window instead (inputs: a, mask a, b, mask b)."""
+
+    modes = ("full", "payload", "composite")
+
+    def run(self, arrays, writer):
+        a, ray_a, b, ray_b = arrays
+        self.shape = Shape(a.shape)
+        out = (a + b) / 2
+        from_b, from_a = (ray_a > 0) & (ray_b == 0), (ray_b > 0) & (ray_a == 0)
+        out[from_b] = _window_mean(b, 1)[from_b]
+        out[from_a] = _window_mean(a, 1)[from_a]
+        if writer is not None:
+            special = {int(c): b"b" for c in np.flatnonzero(from_b.ravel())}
+            special.update({int(c): b"a" for c in np.flatnonzero(from_a.ravel())})
+            plain = np.setdiff1d(np.arange(self.shape.size), np.fromiter(special, np.int64, len(special)))
+            if writer.mode == "full":
+                column = plain.reshape(-1, 1)
+                writer.write_many(column, column, column, column, column)
+                for cell, which in special.items():
+                    writer.write([cell], *(self.map_p(cell, which, i) for i in range(4)))
+            else:
+                if writer.mode == "payload":
+                    writer.write_payload(plain, b"")
+                for cell, which in special.items():
+                    writer.write_payload([cell], which)
+        return out
+
+    def map_b(self, cells, i, shapes):
+        return np.unique(cells)
+
+    map_f = map_b
+
+    def map_p(self, cell, payload, i):
+        # input 0 is exposure a, 2 exposure b: the window a replaced pixel came from
+        if (payload == b"b" and i == 2) or (payload == b"a" and i == 0):
+            return neighbourhood(np.array([cell]), self.shape, 1)
+        return np.array([cell])
+
+
+class Smooth(ArrayOperator):
+    """A 3 × 3 mean (a mapping operator: each pixel depends on its window)."""
+
+    modes = ("map",)
+
+    def run(self, arrays, writer):
+        return _window_mean(arrays[0], 1)
+
+    def map_b(self, cells, i, shapes):
+        return neighbourhood(cells, shapes[0], 1)
+
+    map_f = map_b
+
+
+class Stars(ArrayOperator):
+    """Stars labelled (connected pixels above a threshold): a star's pixels depend on
+    its bounding box, stored as a payload of 16 bytes; other pixels on themselves."""
+
+    modes = ("full", "payload")
+
+    def run(self, arrays, writer):
+        from scipy.ndimage import find_objects, label
+
+        image = arrays[0]
+        self.shape = Shape(image.shape)
+        labels, count = label(image > STAR_THRESHOLD)
+        if writer is not None:
+            background = np.flatnonzero(labels.ravel() == 0)
+            if writer.mode == "full":
+                writer.write_many(background.reshape(-1, 1), background.reshape(-1, 1))
+            else:
+                writer.write_payload(background, b"")
+            for k, box in enumerate(find_objects(labels), start=1):
+                rows, cols = box
+                inside = labels[box] == k
+                cells = np.ravel_multi_index(np.nonzero(inside), inside.shape)
+                r, c = np.unravel_index(cells, inside.shape)
+                cells = np.ravel_multi_index((r + rows.start, c + cols.start), image.shape)
+                payload = np.array([rows.start, cols.start, rows.stop - 1, cols.stop - 1], np.int32).tobytes()
+                if writer.mode == "full":
+                    writer.write(cells, self.map_p(int(cells[0]), payload, 0))
+                else:
+                    writer.write_payload(cells, payload)
+        return labels.astype(np.float32)
+
+    def map_p(self, cell, payload, i):
+        if not payload:
+            return np.array([cell])
+        r0, c0, r1, c1 = np.frombuffer(payload, np.int32).tolist()
+        return Box((r0, c0), (r1, c1)).ids(self.shape)
+
+
+def workflow() -> ArrayWorkflow:
+    wf = ArrayWorkflow()
+    for x in ("a", "b"):
+        wf.add(f"bias_{x}", Elementwise(lambda v: v - 100, "bias"), [f"raw_{x}"])
+        wf.add(f"flat_{x}", Elementwise(lambda v: v / 1.01, "flat field"), [f"bias_{x}"])
+        wf.add(f"crd_{x}", CosmicRays(), [f"flat_{x}"])
+    wf.add("clean", RemoveRays(), ["flat_a", "crd_a", "flat_b", "crd_b"])
+    wf.add("smooth", Smooth(), ["clean"])
+    wf.add("background", Elementwise(lambda v: v - np.median(v), "background"), ["smooth"])
+    wf.add("stars", Stars(), ["background"])
+    wf.add("flux", Elementwise(lambda s, c: (s > 0) * c, "flux"), ["stars", "clean"])
+    wf.add("catalog", Elementwise(lambda f: np.log1p(np.maximum(f, 0)), "log"), ["flux"])
+    return wf
+
+
+USER_FUNCTIONS = ("crd_a", "crd_b", "clean", "stars")
+
+
+# the strategies of the paper's Table II for the four functions (the built-in
+# operators keep their mappings in all of them: SubZero's BlackBoxOpt and up)
+STRATEGIES = {
+    "BlackBoxOpt": {f: ["BlackBox"] for f in USER_FUNCTIONS},
+    "FullOne": {f: ["FullOne←"] for f in USER_FUNCTIONS},
+    "FullMany": {f: ["FullMany←"] for f in USER_FUNCTIONS},
+    "CellLevel": {f: ["CellPairs"] for f in USER_FUNCTIONS},
+    "SubZero": {"crd_a": ["CompOne←"], "crd_b": ["CompOne←"], "clean": ["CompOne←"], "stars": ["PayOne←"]},
+}
+
+
+def mapped(udfs: dict[str, list[str]] | None = None) -> dict[str, list[str]]:
+    """Strategies: mappings for the built-in operators, ``udfs`` for the four functions
+    (those not named keep nothing: black boxes)."""
+    wf = workflow()
+    chosen = {n: ["Map"] for n, node in wf.nodes.items() if "map" in node.op.modes}
+    for name in USER_FUNCTIONS:
+        chosen[name] = list((udfs or {}).get(name, ["BlackBox"]))
+    return chosen
+
+
+def queries(run: WorkflowRun, seed: int = 0) -> dict[str, LineageQuery]:
+    """SubZero's five backward and one forward query, on this run's stars and rays."""
+    rng = np.random.default_rng(seed)
+    shape = run.shape("catalog")
+    star_cells = np.flatnonzero(run.arrays["stars"].ravel() > 0)
+    first_star = np.flatnonzero(run.arrays["stars"].ravel() == run.arrays["stars"].ravel()[star_cells[0]])
+    rays = np.flatnonzero(run.arrays["crd_a"].ravel() > 0)
+    ray = rays[len(rays) // 2 : len(rays) // 2 + 1]
+    h, w = shape.dims
+    box = Box((h // 4, w // 4), (min(h // 4 + 99, h - 1), min(w // 4 + 99, w - 1)))
+    sample = rng.choice(shape.size, min(1000, shape.size), replace=False)
+
+    def coords(ids):
+        return shape.coordinates(np.asarray(ids, dtype=np.int64))
+
+    return {
+        "BQ0": LineageQuery("backward", "catalog", "raw_a", coords(first_star)),
+        "BQ1": LineageQuery("backward", "clean", "raw_b", coords(ray)),
+        "BQ2": LineageQuery("backward", "catalog", "raw_b", box),
+        "BQ3": LineageQuery("backward", "stars", "smooth", coords(star_cells)),
+        "BQ4": LineageQuery("backward", "catalog", "raw_a", coords(sample)),
+        "FQ0": LineageQuery("forward", "raw_a", "catalog", coords(ray)),
+    }
+
+
+def _plan(
+    a: np.ndarray, b: np.ndarray, folder: Path, plain_seconds: float, max_disk_ratio: float, max_run_ratio: float
+):
+    """The optimizer's choice for the four functions, from costs measured on a sample
+    (the exposures' top eighth) and scaled to the whole images."""
+    from ..arrays.optimizer import choose, measure
+
+    rows = max(64, a.shape[0] // 8)
+    sample = {"raw_a": a[:rows].copy(), "raw_b": b[:rows].copy()}
+    probe = workflow().run(sample, folder / "probe", mapped())
+    workload = list(queries(probe).values())
+    costs = measure(workflow(), sample, folder / "sample", workload, repeat=2)
+    scale = a.size / sample["raw_a"].size
+    for by in costs.strategies.values():
+        for cost in by.values():
+            cost.disk, cost.run = int(cost.disk * scale), cost.run * scale
+    fixed = {n: ["Map"] for n, node in workflow().nodes.items() if "map" in node.op.modes}
+    max_disk = max_disk_ratio * (a.nbytes + b.nbytes)
+    return choose(costs, max_disk=max_disk, max_runtime=max_run_ratio * plain_seconds, fixed=fixed)
+
+
+def main(args) -> dict:
+    """Every strategy's costs and query times; the optimizer's choice among them."""
+    import shutil
+    import statistics
+    import tempfile
+    import time
+
+    a, b = images(args.height, args.width)
+    inputs = {"raw_a": a, "raw_b": b}
+    input_bytes = a.nbytes + b.nbytes
+    report: dict = {"suite": "astronomy", "shape": [args.height, args.width], "input_bytes": input_bytes}
+    with tempfile.TemporaryDirectory(prefix="sparkprov-bench-astronomy-") as tmp:
+        work = Path(tmp)
+
+        def timed_run(strategies, k):
+            started = time.perf_counter()
+            run = workflow().run(inputs, work / f"run-{k}", strategies)
+            return time.perf_counter() - started, run
+
+        plain = statistics.median(timed_run(mapped(), f"plain-{r}")[0] for r in range(3))
+        plan = _plan(a, b, work / "optimizer", plain, args.max_disk_ratio, args.max_run_ratio)
+        strategies = {**STRATEGIES, "Optimizer": {f: plan.strategies[f] for f in USER_FUNCTIONS}}
+        seconds: dict[str, list[float]] = {s: [] for s in strategies}
+        base: list[float] = []
+        runs: dict[str, WorkflowRun] = {}
+        for r in range(args.repeat):  # interleaved: the plain workflow, then every strategy, each round
+            base.append(timed_run(mapped(), f"plain-{r}")[0])
+            for name, chosen in strategies.items():
+                spent, runs[name] = timed_run(mapped(chosen), f"{name}-{r}")
+                seconds[name].append(spent)
+                if r < args.repeat - 1:
+                    shutil.rmtree(work / f"run-{name}-{r}", ignore_errors=True)
+        plain = statistics.median(base)
+        report["plain_seconds"] = round(plain, 3)
+        rows = []
+        for name, run in runs.items():
+            qs = queries(run)
+            times = {}
+            for key, q in qs.items():
+                times[key] = statistics.median(_timed_query(q, run) for _ in range(3))
+            backward = [t for k, t in times.items() if k.startswith("BQ")]
+            rows.append(
+                {
+                    "strategy": name,
+                    "functions": {f: strategies[name][f] for f in USER_FUNCTIONS},
+                    "runtime_ratio": round(statistics.median(seconds[name]) / plain, 2),
+                    "lineage_bytes": run.lineage_bytes(),
+                    "bytes_over_input": round(run.lineage_bytes() / input_bytes, 3),
+                    "query_ms": {k: round(t * 1000, 1) for k, t in times.items()},
+                    "backward_p50_ms": round(statistics.median(backward) * 1000, 1),
+                }
+            )
+        by = {r["strategy"]: r for r in rows}
+        for r in rows:
+            for other in ("BlackBoxOpt", "CellLevel"):
+                r[f"backward_speedup_vs_{other}"] = round(
+                    by[other]["backward_p50_ms"] / max(r["backward_p50_ms"], 1e-3), 1
+                )
+        report["strategies"] = rows
+        report["optimizer"] = {
+            "max_disk_bytes": int(args.max_disk_ratio * input_bytes),
+            "max_runtime_seconds": round(args.max_run_ratio * plain, 3),
+            "chosen": plan.strategies,
+            "predicted_bytes": plan.disk,
+            "measured_bytes": by["Optimizer"]["lineage_bytes"],
+            "predicted_runtime_seconds": round(plan.runtime, 3),
+            "measured_runtime_seconds": round(statistics.median(seconds["Optimizer"]) - plain, 3),
+            "explain": plan.explain(),
+        }
+    _print(report)
+    return report
+
+
+def _timed_query(q: LineageQuery, run: WorkflowRun) -> float:
+    import time
+
+    started = time.perf_counter()
+    q.run(run)
+    return time.perf_counter() - started
+
+
+def _print(report: dict) -> None:
+    shape = "×".join(str(d) for d in report["shape"])
+    print(f"\nastronomy: two {shape} exposures ({report['input_bytes']:,} bytes); workflow {report['plain_seconds']} s")
+    keys = list(report["strategies"][0]["query_ms"])
+    print(f"  {'strategy':<12} {'runtime':>8} {'bytes/in':>9} " + " ".join(f"{k:>8}" for k in keys) + "   (ms)")
+    for r in report["strategies"]:
+        cells = " ".join(f"{r['query_ms'][k]:>8.1f}" for k in keys)
+        print(f"  {r['strategy']:<12} {r['runtime_ratio']:>8.2f} {r['bytes_over_input']:>9.3f} {cells}")
+    opt = report["optimizer"]
+    print(f"\noptimizer (max_disk {opt['max_disk_bytes']:,} bytes, max_runtime {opt['max_runtime_seconds']} s):")
+    print(opt["explain"])
+    print(
+        f"  measured: {opt['measured_bytes']:,} bytes (predicted {opt['predicted_bytes']:,}), "
+        f"{opt['measured_runtime_seconds']} s added (predicted {opt['predicted_runtime_seconds']})"
+    )
