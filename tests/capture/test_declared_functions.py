@@ -258,3 +258,26 @@ def test_undeclared_functions_stay_coarse(session, spark):
     cap = session.capture(t.coalesce(1).mapInPandas(lambda bs: (b[b.k > 3] for b in bs), "k long"), "plain")
     assert "1 coarse" in cap.explain().splitlines()[0]
     assert cap.backward("k = 5", "t").count() == 6
+
+
+def test_verify_flags_a_declaration_its_rows_do_not_reproduce(session, spark):
+    t = session.source(spark.createDataFrame([(k, float(k)) for k in range(8)], "k long, x double"), "t")
+
+    @sp.lineage("rowwise")
+    def centred(batches):  # wrong: each row reads its batch's mean too
+        for pdf in batches:
+            yield pdf.assign(x=pdf.x - pdf.x.mean())
+
+    @sp.lineage("rowwise")
+    def doubled(batches):
+        for pdf in batches:
+            yield pdf.assign(x=pdf.x * 2)
+
+    wrong = session.capture(t.coalesce(1).mapInPandas(centred, "k long, x double"), "centred")
+    report = wrong.verify(sample=3)
+    assert not report.ok and len(report.checked) == 3
+    assert "did not come out again from their lineage" in str(report)
+    right = session.capture(t.coalesce(1).mapInPandas(doubled, "k long, x double"), "doubled")
+    assert right.verify(rows=[0, 5]).ok
+    with pytest.raises(sp.InvalidArgument, match="list of output rids"):
+        right.verify(rows="k = 1")

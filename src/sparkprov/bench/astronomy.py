@@ -315,11 +315,11 @@ def main(args) -> dict:
         plain = statistics.median(base)
         report["plain_seconds"] = round(plain, 3)
         rows = []
+        truth = {k: q.run(runs["BlackBoxOpt"]) for k, q in queries(runs["BlackBoxOpt"]).items()}
         for name, run in runs.items():
             qs = queries(run)
-            times = {}
-            for key, q in qs.items():
-                times[key] = statistics.median(_timed_query(q, run) for _ in range(3))
+            times = {key: statistics.median(_timed_query(q, run) for _ in range(3)) for key, q in qs.items()}
+            agree = all(np.array_equal(q.run(run), truth[k]) for k, q in qs.items())
             backward = [t for k, t in times.items() if k.startswith("BQ")]
             rows.append(
                 {
@@ -330,6 +330,7 @@ def main(args) -> dict:
                     "bytes_over_input": round(run.lineage_bytes() / input_bytes, 3),
                     "query_ms": {k: round(t * 1000, 1) for k, t in times.items()},
                     "backward_p50_ms": round(statistics.median(backward) * 1000, 1),
+                    "answers_agree": agree,  # with the black box's, query by query
                 }
             )
         by = {r["strategy"]: r for r in rows}

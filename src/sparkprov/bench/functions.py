@@ -198,7 +198,7 @@ def main(args: argparse.Namespace) -> int:
         report = astronomy_main(args)
         if args.json_out:
             Path(args.json_out).write_text(json.dumps(report, indent=1))
-        return 0
+        return 0 if all(s["answers_agree"] for s in report["strategies"]) else 1
     strategies = [s for s in (args.strategies.split(",") if args.strategies else [*ENCODINGS, "BlackBox"]) if s]
     unknown = [s for s in strategies if s not in ENCODINGS and s != "BlackBox"]
     if unknown:
