@@ -109,12 +109,18 @@ def _scan_payloads(map_p, cells: list, payloads, ids: np.ndarray, deadline: floa
     # against the query's cells; stopped past ``deadline``
     import time
 
-    hit = []
-    for k, (c, p) in enumerate(zip(cells, payloads)):
-        if deadline is not None and k % 1024 == 0 and time.perf_counter() > deadline:
-            raise OverBudget
-        if np.isin(np.asarray(map_p(c, p)), ids).any():
-            hit.append(c)
+    many = getattr(map_p, "many", None)
+    hit, k = [], 0
+    for payload, group in _by_payload(cells, payloads).items():
+        # a payload's cells together first: none of them is reached if their union is not
+        if many is not None and not np.isin(np.asarray(many(np.asarray(group, np.int64), payload)), ids).any():
+            continue
+        for c in group:
+            k += 1
+            if deadline is not None and k % 1024 == 0 and time.perf_counter() > deadline:
+                raise OverBudget
+            if np.isin(np.asarray(map_p(c, payload)), ids).any():
+                hit.append(c)
     return np.unique(np.asarray(hit, dtype=np.int64))
 
 
@@ -319,8 +325,22 @@ def _payload_of(map_p: Callable | None, name: str) -> Callable:
     return map_p
 
 
+def _by_payload(cells: list, payloads: list) -> dict:
+    groups: dict = {}
+    for c, p in zip(cells, payloads):
+        groups.setdefault(p, []).append(c)
+    return groups
+
+
 def _mapped(map_p: Callable, cells: np.ndarray, payloads: list) -> np.ndarray:
-    found = [np.asarray(map_p(int(c), p), dtype=np.int64).ravel() for c, p in zip(cells.tolist(), payloads)]
+    """The union of ``map_p(cell, payload)`` over the cells; with a ``map_p.many``
+    (the cells of one payload at once), one call per distinct payload."""
+    many = getattr(map_p, "many", None)
+    if many is not None:
+        groups = _by_payload(cells.tolist(), payloads)
+        found = [np.asarray(many(np.asarray(cs, np.int64), p), dtype=np.int64).ravel() for p, cs in groups.items()]
+    else:
+        found = [np.asarray(map_p(int(c), p), dtype=np.int64).ravel() for c, p in zip(cells.tolist(), payloads)]
     return np.unique(np.concatenate(found)) if found else _EMPTY
 
 

@@ -97,6 +97,26 @@ class ArrayOperator:
         """A cell's input cells in input ``i``, from its payload (payload lineage)."""
         raise InvalidArgument(f"{self.name} has no payload lineage")
 
+    def map_p_many(self, cells: np.ndarray, payload: bytes, i: int) -> np.ndarray:
+        """The input cells of all ``cells``, which share ``payload`` (one call per
+        payload; override it when that is cheaper than a call per cell)."""
+        found = [np.asarray(self.map_p(int(c), payload, i), dtype=np.int64).ravel() for c in cells]
+        return np.unique(np.concatenate(found)) if found else np.zeros(0, np.int64)
+
+
+class PayloadFunction:
+    """An operator's payload function for one input, as the encodings call it:
+    ``f(cell, payload)``, and ``f.many(cells, payload)`` for cells sharing a payload."""
+
+    def __init__(self, op: ArrayOperator, i: int) -> None:
+        self.op, self.i = op, i
+
+    def __call__(self, cell: int, payload: bytes) -> np.ndarray:
+        return self.op.map_p(cell, payload, self.i)
+
+    def many(self, cells: np.ndarray, payload: bytes) -> np.ndarray:
+        return self.op.map_p_many(cells, payload, self.i)
+
 
 class Elementwise(ArrayOperator):
     """A mapping operator applying ``function`` cell by cell to arrays of one shape:

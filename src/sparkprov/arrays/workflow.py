@@ -34,7 +34,7 @@ import numpy as np
 from ..errors import InvalidArgument
 from .cells import Shape, cell_ids
 from .encodings import ENCODINGS, OverBudget, PayMany, PayOne, StoredLineage, folder_bytes
-from .operators import ArrayOperator, LineageWriter
+from .operators import ArrayOperator, LineageWriter, PayloadFunction
 
 COMPOSITE = {"CompOne←": PayOne, "CompMany←": PayMany}
 STRATEGIES = ("BlackBox", "Map", *ENCODINGS, *COMPOSITE)
@@ -180,8 +180,8 @@ class WorkflowRun:
     def _shapes(self, node: Node) -> list[Shape]:
         return [self.shape(i) for i in node.inputs]
 
-    def _map_p(self, node: Node, i: int):
-        return lambda cell, payload: node.op.map_p(cell, payload, i)
+    def _map_p(self, node: Node, i: int) -> PayloadFunction:
+        return PayloadFunction(node.op, i)
 
     def _store(self, name: str, node: Node, chosen: list[str], logs: dict[str, list]) -> _Stored:
         stored = _Stored()
@@ -202,9 +202,13 @@ class WorkflowRun:
                 logs[mode] = writer.logs
             enc = COMPOSITE[strategy]() if strategy in COMPOSITE else ENCODINGS[strategy]()
             readers, size, encoding = [], 0, time.perf_counter()
+            shared = enc.mode == "payload"  # payloads serve every input: stored once, read per input
             for i, source in enumerate(node.inputs):
+                folder = self.folder / "lineage" / name / strategy / str(0 if shared else i)
+                if shared and i > 0:
+                    readers.append(enc.open(folder, self._map_p(node, i)))
+                    continue
                 log = logs[mode][i if mode == "full" else 0]
-                folder = self.folder / "lineage" / name / strategy / str(i)
                 readers.append(enc.build(log, folder, self.shape(name), self.shape(source), self._map_p(node, i)))
                 size += folder_bytes(folder)
             stored.readers[strategy] = readers

@@ -12,7 +12,8 @@ log); four user functions state their own lineage as SubZero's do:
   pixel depends on the same pixel of each input, a removed ray on the other
   exposure's 3 × 3 window it was replaced from);
 * ``stars``: star detection (payload: a star's pixels depend on its bounding box,
-  stored as 16 bytes; every other pixel on itself).
+  stored as 16 bytes; every other pixel on itself, by an empty payload or, as a
+  composite, by the mapping's default).
 
 Five backward queries and one forward query, as in the paper: a star back to the raw
 exposure (BQ0), a cosmic ray of ``clean`` back to both raw exposures (BQ1), a
@@ -81,7 +82,7 @@ class CosmicRays(ArrayOperator):
         ray = image - _window_mean(image, RAY_RADIUS) > 800
         if writer is not None:
             rays = np.flatnonzero(ray.ravel())
-            others = np.flatnonzero(~ray.ravel())
+            others = np.flatnonzero(~ray.ravel()) if writer.mode != "composite" else None
             if writer.mode == "full":
                 writer.write_many(others.reshape(-1, 1), others.reshape(-1, 1))
                 for cell in rays:
@@ -118,7 +119,7 @@ class RemoveRays(ArrayOperator):
         if writer is not None:
             special = {int(c): b"b" for c in np.flatnonzero(from_b.ravel())}
             special.update({int(c): b"a" for c in np.flatnonzero(from_a.ravel())})
-            plain = np.setdiff1d(np.arange(self.shape.size), np.fromiter(special, np.int64, len(special)))
+            plain = np.flatnonzero(~(from_a | from_b).ravel()) if writer.mode != "composite" else None
             if writer.mode == "full":
                 column = plain.reshape(-1, 1)
                 writer.write_many(column, column, column, column, column)
@@ -159,9 +160,10 @@ class Smooth(ArrayOperator):
 
 class Stars(ArrayOperator):
     """Stars labelled (connected pixels above a threshold): a star's pixels depend on
-    its bounding box, stored as a payload of 16 bytes; other pixels on themselves."""
+    its bounding box, stored as a payload of 16 bytes; other pixels on themselves (in
+    payload mode an empty payload; in composite mode the mapping's default)."""
 
-    modes = ("full", "payload")
+    modes = ("full", "payload", "composite")
 
     def run(self, arrays, writer):
         from scipy.ndimage import find_objects, label
@@ -173,7 +175,7 @@ class Stars(ArrayOperator):
             background = np.flatnonzero(labels.ravel() == 0)
             if writer.mode == "full":
                 writer.write_many(background.reshape(-1, 1), background.reshape(-1, 1))
-            else:
+            elif writer.mode == "payload":
                 writer.write_payload(background, b"")
             for k, box in enumerate(find_objects(labels), start=1):
                 rows, cols = box
@@ -188,11 +190,20 @@ class Stars(ArrayOperator):
                     writer.write_payload(cells, payload)
         return labels.astype(np.float32)
 
+    def map_b(self, cells, i, shapes):
+        return np.unique(cells)
+
+    map_f = map_b
+
     def map_p(self, cell, payload, i):
         if not payload:
             return np.array([cell])
         r0, c0, r1, c1 = np.frombuffer(payload, np.int32).tolist()
         return Box((r0, c0), (r1, c1)).ids(self.shape)
+
+    def map_p_many(self, cells, payload, i):
+        # a star's pixels all depend on its box: one call for the star
+        return np.unique(cells) if not payload else self.map_p(int(cells[0]), payload, i)
 
 
 def workflow() -> ArrayWorkflow:
@@ -220,7 +231,7 @@ STRATEGIES = {
     "FullOne": {f: ["FullOne←"] for f in USER_FUNCTIONS},
     "FullMany": {f: ["FullMany←"] for f in USER_FUNCTIONS},
     "CellLevel": {f: ["CellPairs"] for f in USER_FUNCTIONS},
-    "SubZero": {"crd_a": ["CompOne←"], "crd_b": ["CompOne←"], "clean": ["CompOne←"], "stars": ["PayOne←"]},
+    "SubZero": {f: ["CompOne←"] for f in USER_FUNCTIONS},  # the paper's: composite, payloads as PayOne
 }
 
 

@@ -10,7 +10,8 @@ strategy (interleaved rounds, medians): the run with lineage over the run withou
 the time it adds (the operator itself takes milliseconds, so the ratio is large);
 the lineage's bytes over the input's; opening the stored lineage (files read, the
 R-tree built); a backward query of 1000 output cells and a forward query of 1000
-input cells. ``BlackBox`` stores nothing and runs the operator again with lineage at
+input cells (five of each; one forward query over payloads, which runs the payload
+function on every stored cell). ``BlackBox`` stores nothing and runs the operator again with lineage at
 query time. Every strategy's answers are compared with the black box's.
 
 >>> op = MicroOperator(size=40, fanin=3, fanout=4, seed=1)
@@ -162,12 +163,15 @@ def measure(op: MicroOperator, strategies: list[str], repeat: int, work: Path) -
                 lambda name=name, folder=folder: ENCODINGS[name]().open(folder, _cells_from_payload)
             )
         back_t, fwd_t, agree = [], [], True
-        for (b, f), (want_b, want_f) in zip(queries, truth):
+        for k, ((b, f), (want_b, want_f)) in enumerate(zip(queries, truth)):
             tb, got_b = _timed(lambda b=b, stored=stored: stored.backward(b))
-            tf, got_f = _timed(lambda f=f, stored=stored: stored.forward(f))
             back_t.append(tb)
+            agree = agree and np.array_equal(got_b, want_b)
+            if k and getattr(stored, "scans_payloads", False):
+                continue  # a forward query over payloads runs the payload function on every cell: timed once
+            tf, got_f = _timed(lambda f=f, stored=stored: stored.forward(f))
             fwd_t.append(tf)
-            agree = agree and np.array_equal(got_b, want_b) and np.array_equal(got_f, want_f)
+            agree = agree and np.array_equal(got_f, want_f)
         rows.append(
             {
                 "strategy": name,
