@@ -34,10 +34,23 @@ def test_astronomy_suite_compares_strategies_and_the_optimizers_choice(tmp_path)
     assert main([*args, "--max-run-ratio", "100", "--json", str(out)]) == 0
     report = json.loads(out.read_text())
     names = [s["strategy"] for s in report["strategies"]]
-    assert names == ["BlackBoxOpt", "FullOne", "FullMany", "CellLevel", "SubZero", "Optimizer"]
+    assert names[:6] == ["BlackBoxOpt", "FullOne", "FullMany", "CellLevel", "SubZero", "Optimizer"]
+    assert names[6:] == ["Optimizer (disk budget only)"]
     for s in report["strategies"]:
         assert s["answers_agree"], s["strategy"]
         assert sorted(s["query_ms"]) == ["BQ0", "BQ1", "BQ2", "BQ3", "BQ4", "FQ0"]
     opt = report["optimizer"]
     assert opt["predicted_bytes"] <= opt["max_disk_bytes"]
     assert set(opt["chosen"]) >= {"crd_a", "crd_b", "clean", "stars"}
+
+
+def test_genomics_suite_runs_every_strategy_and_budget(tmp_path):
+    out = tmp_path / "genomics.json"
+    args = ["bench", "functions", "--suite", "genomics", "--replicas", "3", "--repeat", "1"]
+    assert main([*args, "--max-disk-mb", "0.01,1", "--json", str(out)]) == 0
+    report = json.loads(out.read_text())
+    assert [s["strategy"] for s in report["strategies"]][:2] == ["BlackBox", "FullOne"]
+    assert all(s["answers_agree"] for s in report["strategies"])
+    for plan in report["optimizer"]:
+        assert plan["answers_agree"] and plan["predicted_bytes"] <= plan["max_disk_mb"] * 1e6
+        assert plan["measured_bytes"] == plan["predicted_bytes"]

@@ -112,12 +112,15 @@ def _scan_payloads(map_p, cells: list, payloads, ids: np.ndarray, deadline: floa
     many = getattr(map_p, "many", None)
     hit, k = [], 0
     for payload, group in _by_payload(cells, payloads).items():
+        k += 1
+        if deadline is not None and k % 256 == 0 and time.perf_counter() > deadline:
+            raise OverBudget
         # a payload's cells together first: none of them is reached if their union is not
         if many is not None and not np.isin(np.asarray(many(np.asarray(group, np.int64), payload)), ids).any():
             continue
         for c in group:
             k += 1
-            if deadline is not None and k % 1024 == 0 and time.perf_counter() > deadline:
+            if deadline is not None and k % 256 == 0 and time.perf_counter() > deadline:
                 raise OverBudget
             if np.isin(np.asarray(map_p(c, payload)), ids).any():
                 hit.append(c)

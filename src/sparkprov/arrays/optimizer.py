@@ -14,14 +14,15 @@ objective, made linear). The integer program, solved by HiGHS through
     subject to Σ_ij disk_ij x_ij ≤ max_disk,  Σ_ij run_ij x_ij ≤ max_runtime,
                Σ_j b_ij = 1,  Σ_j f_ij = 1,  b_ij ≤ x_ij,  f_ij ≤ x_ij,  x_ij ∈ {0, 1}
 
-where ``pb_i``, ``pf_i`` are the shares of the workload's queries whose path crosses
-operator ``i`` backward or forward (disk and runtime are scaled to their totals, so
-``ε`` only breaks ties). Strategies the user fixes are kept whatever they cost.
+where ``pb_i qb_ij`` (and ``pf_i qf_ij``) is what the workload's backward (forward)
+steps through operator ``i`` take with strategy ``j``, per query: each step timed from
+the cells it starts from in a traced run of the sample workload (disk and runtime are
+scaled to their totals, so ``ε`` only breaks ties). Strategies the user fixes are kept
+whatever they cost.
 """
 
 from __future__ import annotations
 
-import statistics
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -54,19 +55,21 @@ class LineageQuery:
 class StrategyCost:
     disk: int  # bytes
     run: float  # seconds added to the workflow
-    qb: float  # seconds of a backward step through the operator
-    qf: float  # seconds of a forward step
+    qb: float  # seconds of the workload's backward steps through the operator, per query
+    qf: float  # seconds of its forward steps, per query
 
 
 @dataclass
 class Costs:
-    """What every candidate strategy of every operator costs, and how often the
-    workload reaches each operator in each direction."""
+    """What every candidate strategy of every operator costs; ``steps[k]`` are the
+    operators query ``k`` of the workload goes through, each with its direction, and
+    ``seconds[(k, operator, strategy)]`` what that step takes with the strategy."""
 
     strategies: dict[str, dict[str, StrategyCost]]
     pb: dict[str, float]
     pf: dict[str, float]
-    cells: dict[tuple[str, str], int] = field(default_factory=dict)  # (operator, direction) -> cells per step
+    steps: list[list[tuple[str, str]]] = field(default_factory=list)
+    seconds: dict[tuple[int, str, str], float] = field(default_factory=dict)
 
 
 def measure(
@@ -76,43 +79,44 @@ def measure(
     workload: list[LineageQuery],
     repeat: int = 3,
 ) -> Costs:
-    """Run the workflow once keeping every strategy each operator supports, and time
-    each strategy's steps with as many cells as the workload brings to the operator."""
+    """Run the workflow once keeping every strategy each operator supports, trace the
+    workload, and time every strategy on every step the workload takes, from the very
+    cells that step started from."""
     if not workload:
         raise InvalidArgument("the optimizer needs a sample workload of at least one lineage query")
     every = {name: valid_strategies(node.op) for name, node in workflow.nodes.items()}
     run = workflow.run(inputs, Path(folder), every, costs=True)
-    reached: dict[tuple[str, str], list[int]] = {}
-    for q in workload:
+    n = len(workload)
+    steps: list[list[tuple[str, str]]] = []
+    seconds: dict[tuple[int, str, str], float] = {}
+    for k, q in enumerate(workload):
         stats: list[StepStats] = []
         q.run(run, stats)
-        for s in stats:
-            reached.setdefault((s.node, q.direction), []).append(s.cells_in)
-    n = len(workload)
-    pb = {name: len(reached.get((name, "backward"), [])) / n for name in workflow.nodes}
-    pf = {name: len(reached.get((name, "forward"), [])) / n for name in workflow.nodes}
-    cells = {key: int(statistics.mean(v)) for key, v in reached.items()}
-    rng = np.random.default_rng(0)
+        cells: dict[str, np.ndarray] = {}
+        for s in stats:  # an operator of several inputs: one step per input, from the same cells backward
+            cells[s.node] = s.cells if s.node not in cells else np.union1d(cells[s.node], s.cells)
+        steps.append([(name, q.direction) for name in cells])
+        for name, ids in cells.items():
+            for strategy in every[name]:
+                timing = [
+                    _timed(lambda o=name, s=strategy, i=ids, b=q.direction == "backward": run.step_with(o, s, i, b))
+                    for _ in range(repeat)
+                ]
+                seconds[(k, name, strategy)] = min(timing)
     table: dict[str, dict[str, StrategyCost]] = {}
-    for name, node in workflow.nodes.items():
+    for name in workflow.nodes:
         table[name] = {}
         for strategy in every[name]:
             disk, added = run.stored[name].costs.get(strategy, (0, 0.0))
-            times = []
-            for direction in ("backward", "forward"):
-                count = cells.get((name, direction))
-                if not count:
-                    times.append(0.0)
-                    continue
-                shape = run.shape(name) if direction == "backward" else run.shape(node.inputs[0])
-                ids = np.sort(rng.choice(shape.size, min(count, shape.size), replace=False))
-                best = min(
-                    _timed(lambda o=name, s=strategy, d=direction, i=ids: run.step_with(o, s, i, d == "backward"))
-                    for _ in range(repeat)
-                )
-                times.append(best)
-            table[name][strategy] = StrategyCost(disk, added, *times)
-    return Costs(table, pb, pf, cells)
+            per = {"backward": 0.0, "forward": 0.0}
+            for k, path in enumerate(steps):
+                for op, direction in path:
+                    if op == name:
+                        per[direction] += seconds[(k, name, strategy)] / n
+            table[name][strategy] = StrategyCost(disk, added, per["backward"], per["forward"])
+    pb = {name: sum((name, "backward") in p for p in steps) / n for name in workflow.nodes}
+    pf = {name: sum((name, "forward") in p for p in steps) / n for name in workflow.nodes}
+    return Costs(table, pb, pf, steps, seconds)
 
 
 def _timed(fn) -> float:
@@ -131,6 +135,14 @@ class Plan:
     runtime: float  # predicted seconds added
     query: float  # predicted seconds of the workload's steps, per query on average
     costs: Costs
+
+    def predicted(self, k: int) -> float:
+        """The predicted seconds of workload query ``k`` with the chosen strategies."""
+        total = 0.0
+        for op, direction in self.costs.steps[k]:
+            by = self.answers[op][0 if direction == "backward" else 1]
+            total += self.costs.seconds.get((k, op, by), 0.0)
+        return total
 
     def explain(self) -> str:
         """The choice as a table: per operator, what it keeps and the predicted costs."""
@@ -161,8 +173,8 @@ def choose(
     n = len(pairs)
     disk = np.array([costs.strategies[i][j].disk for i, j in pairs], dtype=float)
     run = np.array([costs.strategies[i][j].run for i, j in pairs], dtype=float)
-    qb = np.array([costs.pb[i] * costs.strategies[i][j].qb for i, j in pairs])
-    qf = np.array([costs.pf[i] * costs.strategies[i][j].qf for i, j in pairs])
+    qb = np.array([costs.strategies[i][j].qb for i, j in pairs])  # already per query of the workload
+    qf = np.array([costs.strategies[i][j].qf for i, j in pairs])
     # ties broken by disk and runtime, then by keeping fewer strategies (one that answers
     # nothing, even a free one, is not kept)
     spread = disk / max(disk.sum(), 1.0) + beta * run / max(run.sum(), 1e-9) + EPSILON

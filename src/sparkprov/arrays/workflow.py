@@ -56,6 +56,7 @@ class StepStats:
     cells_in: int
     cells_out: int
     seconds: float
+    cells: np.ndarray | None = None  # the cells the step started from
 
 
 class ArrayWorkflow:
@@ -140,6 +141,9 @@ class WorkflowRun:
         self.stored: dict[str, _Stored] = {}
         self.seconds: dict[str, float] = {}  # each operator's run without lineage
         self.trace_seconds: dict[str, float] = {}  # each operator's run in tracing (full) mode, once measured
+        # SubZero VII-A's query-time switch from stored lineage indexed the other way to
+        # running the operator again (off: such lineage is read to the end, "static")
+        self.switch = True
         for name in self._order():
             node = wf.nodes[name]
             missing = [i for i in node.inputs if i not in self.arrays]
@@ -278,7 +282,7 @@ class WorkflowRun:
         else:
             method, found = self._answer(name, node, i, ids, backward)
         if stats is not None:
-            stats.append(StepStats(name, method, len(ids), len(found), time.perf_counter() - started))
+            stats.append(StepStats(name, method, len(ids), len(found), time.perf_counter() - started, ids))
         return found
 
     def _answer(self, name: str, node: Node, i: int, ids: np.ndarray, backward: bool) -> tuple[str, np.ndarray]:
@@ -286,38 +290,35 @@ class WorkflowRun:
         direction = "backward" if backward else "forward"
         indexed = [s for s in readers if _indexed_for(s, direction)]
         if indexed:
-            return indexed[0], _read(readers[indexed[0]][i], ids, backward)
+            return indexed[0], self._by(indexed[0], name, node, i, ids, backward)
         for s in (s for s in readers if s in COMPOSITE):
-            payloads = readers[s][i]
-            return s, self._composite(node, i, payloads.out_cells(), payloads.backward, payloads.forward, ids, backward)
+            return s, self._by(s, name, node, i, ids, backward)
         if "map" in op.modes:
-            mapping = op.map_b if backward else op.map_f
-            return "Map", np.unique(np.asarray(mapping(ids, i, self._shapes(node)), dtype=np.int64))
+            return "Map", self._by("Map", name, node, i, ids, backward)
         if "BlackBox" in self.strategies.get(name, ()):  # chosen over reading lineage indexed the other way
-            return "BlackBox", self._black_box(name, node, i, ids, backward)
+            return "BlackBox", self._by("BlackBox", name, node, i, ids, backward)
         if readers:  # stored, but indexed the other way: read it, unless the black box is cheaper
             strategy = next(iter(readers))
             return self._read_or_rerun(name, node, i, strategy, ids, backward)
-        return "BlackBox", self._black_box(name, node, i, ids, backward)
+        return "BlackBox", self._by("BlackBox", name, node, i, ids, backward)
+
+    def _by(self, strategy: str, name: str, node: Node, i: int, ids: np.ndarray, backward: bool) -> np.ndarray:
+        """A step through input ``i`` of operator ``name`` answered by ``strategy``."""
+        if strategy == "BlackBox":
+            return self._black_box(name, node, i, ids, backward)
+        if strategy == "Map":
+            mapping = node.op.map_b if backward else node.op.map_f
+            return np.unique(np.asarray(mapping(ids, i, self._shapes(node)), dtype=np.int64))
+        reader = self.stored[name].readers[strategy][i]
+        if strategy in COMPOSITE:
+            return self._composite(node, i, reader.out_cells(), reader.backward, reader.forward, ids, backward)
+        return _read(reader, ids, backward)
 
     def step_with(self, name: str, strategy: str, ids: np.ndarray, backward: bool) -> np.ndarray:
         """One query step through operator ``name`` (every input), answered by ``strategy``
-        alone (the optimizer's cost measurements)."""
+        alone, as a query answers it (the optimizer's cost measurements)."""
         node = self.workflow.nodes[name]
-        parts = []
-        for i in range(len(node.inputs)):
-            if strategy == "BlackBox":
-                parts.append(self._black_box(name, node, i, ids, backward))
-            elif strategy == "Map":
-                mapping = node.op.map_b if backward else node.op.map_f
-                parts.append(np.asarray(mapping(ids, i, self._shapes(node)), dtype=np.int64))
-            elif strategy in COMPOSITE:
-                payloads = self.stored[name].readers[strategy][i]
-                back, forth = payloads.backward, payloads.forward
-                parts.append(self._composite(node, i, payloads.out_cells(), back, forth, ids, backward))
-            else:
-                parts.append(_read(self.stored[name].readers[strategy][i], ids, backward))
-        return _union(parts)
+        return _union([self._by(strategy, name, node, i, ids, backward) for i in range(len(node.inputs))])
 
     def _composite(self, node: Node, i: int, overridden, back, forth, ids: np.ndarray, backward: bool) -> np.ndarray:
         # the mapping by default; the cells a payload was written for (``overridden``)
@@ -333,7 +334,7 @@ class WorkflowRun:
     def _read_or_rerun(self, name, node, i, strategy, ids, backward) -> tuple[str, np.ndarray]:
         # SubZero VII-A: read stored lineage chunk by chunk; once that has taken longer
         # than running the operator again would, run it again for the rest
-        budget = self.trace_seconds.get(name, 2 * self.seconds[name] + 0.01)
+        budget = self.trace_seconds.get(name, 2 * self.seconds[name] + 0.01) if self.switch else float("inf")
         started, parts = time.perf_counter(), []
         reader = self.stored[name].readers[strategy][i]
         switched = f"{strategy}, then BlackBox (switched)"

@@ -196,13 +196,15 @@ def measure(op: MicroOperator, strategies: list[str], repeat: int, work: Path) -
 
 
 def main(args: argparse.Namespace) -> int:
-    if args.suite == "astronomy":
+    if args.suite in ("astronomy", "genomics"):
         from .astronomy import main as astronomy_main
+        from .genomics import main as genomics_main
 
-        report = astronomy_main(args)
+        report = (astronomy_main if args.suite == "astronomy" else genomics_main)(args)
         if args.json_out:
             Path(args.json_out).write_text(json.dumps(report, indent=1))
-        return 0 if all(s["answers_agree"] for s in report["strategies"]) else 1
+        checked = report["strategies"] + (report["optimizer"] if args.suite == "genomics" else [])
+        return 0 if all(s["answers_agree"] for s in checked) else 1
     strategies = [s for s in (args.strategies.split(",") if args.strategies else [*ENCODINGS, "BlackBox"]) if s]
     unknown = [s for s in strategies if s not in ENCODINGS and s != "BlackBox"]
     if unknown:
