@@ -196,6 +196,13 @@ def measure(op: MicroOperator, strategies: list[str], repeat: int, work: Path) -
 
 
 def main(args: argparse.Namespace) -> int:
+    if args.suite == "rows":
+        from .row_functions import main as rows_main
+
+        report = rows_main(args)
+        if args.json_out:
+            Path(args.json_out).write_text(json.dumps(report, indent=1))
+        return 0
     if args.suite in ("astronomy", "genomics"):
         from .astronomy import main as astronomy_main
         from .genomics import main as genomics_main

@@ -1,0 +1,20 @@
+"""``bench functions --suite rows``: each function measured plain, undeclared and
+declared, and its declared lineage narrower than the undeclared one."""
+
+from __future__ import annotations
+
+from pyspark.sql import functions as F
+
+from sparkprov.bench.row_functions import FUNCTIONS, _measure
+
+
+def test_declared_functions_trace_fewer_rows(spark, session, tmp_path):
+    data = str(tmp_path / "table")
+    spark.range(400).select("id", (F.col("id") % 10).alias("g"), F.rand(1).alias("x")).write.parquet(data)
+    table = session.source(spark.read.parquet(data), "table")
+    for name in FUNCTIONS:
+        r = _measure(session, table, tmp_path, name, repeat=1)
+        traced = r["rows_behind_one_output_row"]
+        assert traced["declared"] == (2 if name == "group top two" else 1), (name, traced)
+        assert traced["undeclared"] > traced["declared"], (name, traced)
+        assert r["declared_ratio"] > 0 and r["undeclared_ratio"] > 0
