@@ -201,7 +201,8 @@ def test_query_steps_say_how_they_were_answered(tmp_path):
         run, set(Box((0, 0), (5, 4)).ids(run.shape("flip")).tolist()), "flip", "image"
     )
     methods = {s.node: s.method for s in stats}
-    assert methods["flip"] == "Map" and methods["rays"] == "CompOne←" and methods["blur"] == "PayMany←"
+    # a stored read may hand over to the black box if it runs long (a loaded machine)
+    assert methods["flip"] == "Map" and methods["rays"] == "CompOne←" and methods["blur"].startswith("PayMany←")
     assert methods["sum"] == "BlackBox" and methods["runs"] in ("FullOne→", "FullOne→, then BlackBox (switched)")
     # reading lineage indexed the other way stops once it costs more than running the operator
     run.trace_seconds["runs"] = 0.0

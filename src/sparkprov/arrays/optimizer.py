@@ -84,7 +84,7 @@ def measure(
     cells that step started from."""
     if not workload:
         raise InvalidArgument("the optimizer needs a sample workload of at least one lineage query")
-    every = {name: valid_strategies(node.op) for name, node in workflow.nodes.items()}
+    every = {name: _candidates(node.op) for name, node in workflow.nodes.items()}
     run = workflow.run(inputs, Path(folder), every, costs=True)
     n = len(workload)
     steps: list[list[tuple[str, str]]] = []
@@ -117,6 +117,15 @@ def measure(
     pb = {name: sum((name, "backward") in p for p in steps) / n for name in workflow.nodes}
     pf = {name: sum((name, "forward") in p for p in steps) / n for name in workflow.nodes}
     return Costs(table, pb, pf, steps, seconds)
+
+
+def _candidates(op) -> list[str]:
+    """The strategies worth measuring: a mapping operator's black box is its mapping,
+    so it is not a choice of its own."""
+    found = valid_strategies(op)
+    if "map" in op.modes and not {"full", "payload", "composite"} & set(op.modes):
+        found.remove("BlackBox")
+    return found
 
 
 def _timed(fn) -> float:

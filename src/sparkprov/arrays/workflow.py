@@ -9,7 +9,8 @@ or a composite one (``"CompOne←"``, ``"CompMany←"``: the mapping by default,
 stored where the operator overrides it). An operator may keep several; a query step
 uses the one indexed for its direction, else a mapping, else the others, and switches
 to running the operator again when reading stored lineage has taken longer than that
-would (so no step costs much more than twice the black box).
+would (so no step costs much more than twice the black box; ``run.switch = False``
+turns that off).
 
 >>> import tempfile, numpy as np
 >>> from sparkprov.arrays.operators import Elementwise, Transpose
@@ -289,8 +290,8 @@ class WorkflowRun:
         op, readers = node.op, self.stored[name].readers
         direction = "backward" if backward else "forward"
         indexed = [s for s in readers if _indexed_for(s, direction)]
-        if indexed:
-            return indexed[0], self._by(indexed[0], name, node, i, ids, backward)
+        if indexed:  # read it, unless that costs more than running the operator again
+            return self._read_or_rerun(name, node, i, indexed[0], ids, backward)
         for s in (s for s in readers if s in COMPOSITE):
             return s, self._by(s, name, node, i, ids, backward)
         if "map" in op.modes:
@@ -333,7 +334,9 @@ class WorkflowRun:
 
     def _read_or_rerun(self, name, node, i, strategy, ids, backward) -> tuple[str, np.ndarray]:
         # SubZero VII-A: read stored lineage chunk by chunk; once that has taken longer
-        # than running the operator again would, run it again for the rest
+        # than running the operator again would (as measured when it last ran in
+        # tracing mode, else twice its plain run), run it again for the rest: a step
+        # then costs at most about twice the black box's
         budget = self.trace_seconds.get(name, 2 * self.seconds[name] + 0.01) if self.switch else float("inf")
         started, parts = time.perf_counter(), []
         reader = self.stored[name].readers[strategy][i]
