@@ -118,11 +118,8 @@ class PayloadFunction:
         return self.op.map_p_many(cells, payload, self.i)
 
 
-class Elementwise(ArrayOperator):
-    """A mapping operator applying ``function`` cell by cell to arrays of one shape:
-    an output cell depends on the cell at the same coordinates of each input."""
-
-    modes = ("map",)
+class FunctionOperator(ArrayOperator):
+    """An operator whose output is ``function(*inputs)``; subclasses say its lineage."""
 
     def __init__(self, function, name: str | None = None) -> None:
         self.function, self._name = function, name
@@ -133,6 +130,13 @@ class Elementwise(ArrayOperator):
 
     def run(self, arrays, writer):
         return self.function(*arrays)
+
+
+class Elementwise(FunctionOperator):
+    """A mapping operator applying ``function`` cell by cell to arrays of one shape:
+    an output cell depends on the cell at the same coordinates of each input."""
+
+    modes = ("map",)
 
     def map_b(self, cells, i, shapes):
         return np.unique(cells)

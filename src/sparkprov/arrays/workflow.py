@@ -89,6 +89,16 @@ class ArrayWorkflow:
         return WorkflowRun(self, inputs, Path(folder), strategies, costs)
 
 
+def with_mappings(workflow: ArrayWorkflow, chosen: dict[str, list[str]] | None) -> dict[str, list[str]]:
+    """Strategies for every operator: ``chosen``'s, else its mapping (a mapping
+    operator), else none (a black box)."""
+    found = {}
+    for name, node in workflow.nodes.items():
+        default = ["Map"] if "map" in node.op.modes else ["BlackBox"]
+        found[name] = list((chosen or {}).get(name, default))
+    return found
+
+
 def valid_strategies(op: ArrayOperator) -> list[str]:
     """The strategies ``op`` can keep, from the lineage modes it supports."""
     found = []

@@ -36,7 +36,7 @@ import numpy as np
 from ..arrays.cells import Box, Shape
 from ..arrays.operators import ArrayOperator, Elementwise, neighbourhood
 from ..arrays.optimizer import LineageQuery
-from ..arrays.workflow import ArrayWorkflow, WorkflowRun
+from ..arrays.workflow import ArrayWorkflow, WorkflowRun, with_mappings
 
 RAY_RADIUS = 3  # a cosmic ray is judged in its 7 × 7 window (SubZero: 49 pixels)
 STAR_THRESHOLD = 25.0
@@ -238,11 +238,7 @@ STRATEGIES = {
 def mapped(udfs: dict[str, list[str]] | None = None) -> dict[str, list[str]]:
     """Strategies: mappings for the built-in operators, ``udfs`` for the four functions
     (those not named keep nothing: black boxes)."""
-    wf = workflow()
-    chosen = {n: ["Map"] for n, node in wf.nodes.items() if "map" in node.op.modes}
-    for name in USER_FUNCTIONS:
-        chosen[name] = list((udfs or {}).get(name, ["BlackBox"]))
-    return chosen
+    return with_mappings(workflow(), udfs)
 
 
 def queries(run: WorkflowRun, seed: int = 0) -> dict[str, LineageQuery]:

@@ -27,9 +27,9 @@ import warnings
 import numpy as np
 
 from ..arrays.cells import Box, Shape
-from ..arrays.operators import ArrayOperator, Elementwise, Transpose
+from ..arrays.operators import ArrayOperator, Elementwise, FunctionOperator, Transpose
 from ..arrays.optimizer import LineageQuery
-from ..arrays.workflow import ArrayWorkflow, WorkflowRun
+from ..arrays.workflow import ArrayWorkflow, WorkflowRun, with_mappings
 
 FEATURES = 55
 COHORTS = 100
@@ -50,20 +50,10 @@ def _rows_cells(rows: np.ndarray, shape: Shape) -> np.ndarray:
     return (np.asarray(rows, np.int64)[:, None] * cols + np.arange(cols)).ravel()
 
 
-class RowWise(ArrayOperator):
+class RowWise(FunctionOperator):
     """A mapping operator where an output cell depends on its whole row (centring)."""
 
     modes = ("map",)
-
-    def __init__(self, function, name: str) -> None:
-        self.function, self._name = function, name
-
-    @property
-    def name(self) -> str:
-        return self._name
-
-    def run(self, arrays, writer):
-        return self.function(arrays[0])
 
     def map_b(self, cells, i, shapes):
         return _rows_cells(np.unique(cells // shapes[0].dims[1]), shapes[0])
@@ -72,20 +62,10 @@ class RowWise(ArrayOperator):
         return _rows_cells(np.unique(cells // shapes[0].dims[1]), self.output_shape(shapes))
 
 
-class ColumnWise(ArrayOperator):
+class ColumnWise(FunctionOperator):
     """A mapping operator where an output cell depends on its whole column (scaling)."""
 
     modes = ("map",)
-
-    def __init__(self, function, name: str) -> None:
-        self.function, self._name = function, name
-
-    @property
-    def name(self) -> str:
-        return self._name
-
-    def run(self, arrays, writer):
-        return self.function(arrays[0])
 
     def map_b(self, cells, i, shapes):
         rows, cols = shapes[0].dims
@@ -278,11 +258,8 @@ STRATEGIES = {
 
 
 def mapped(udfs: dict[str, list[str]] | None = None) -> dict[str, list[str]]:
-    wf = workflow()
-    chosen = {n: ["Map"] for n, node in wf.nodes.items() if "map" in node.op.modes}
-    for name in USER_FUNCTIONS:
-        chosen[name] = list((udfs or {}).get(name, ["BlackBox"]))
-    return chosen
+    """Mappings for the built-in operators, ``udfs`` for the functions (else black boxes)."""
+    return with_mappings(workflow(), udfs)
 
 
 def queries(run: WorkflowRun, seed: int = 0) -> dict[str, LineageQuery]:

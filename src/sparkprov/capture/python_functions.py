@@ -89,10 +89,6 @@ def grouped_map_iter(func: Callable, names: list[str], offset: int, handle: str,
     """``func`` of applyInPandas / applyInArrow in their iterator forms (batches of one
     group in, batches out); the wrapper is annotated so PySpark picks that form too."""
     import itertools
-    from typing import Any
-
-    import pandas as pd
-    import pyarrow as pa
 
     with_key = _takes_key(func, 1)
     user_part, handle_of, with_handles = _form(arrow)
@@ -106,13 +102,7 @@ def grouped_map_iter(func: Callable, names: list[str], offset: int, handle: str,
         for out in func(key, user) if with_key else func(user):
             yield with_handles(out, handles)
 
-    batch = pa.RecordBatch if arrow else pd.DataFrame
-    wrapped.__annotations__ = {
-        "key": tuple[pa.Scalar, ...] if arrow else tuple[Any, ...],
-        "batches": Iterator[batch],
-        "return": Iterator[batch],
-    }
-    return wrapped
+    return _iter_annotated(wrapped, arrow)
 
 
 def cogrouped_map(
@@ -190,8 +180,7 @@ def declared_grouped_map(decl, names: list[str], offset: int, row: str, handle: 
     from ..functions import frames
     from ..functions.tracer import Tracer
 
-    with_key = _takes_key(decl.function, 1)
-    user_part = _form(arrow)[0]
+    with_key, user_part = _takes_key(decl.function, 1), _form(arrow)[0]
 
     def wrapped(key, data):
         tracer = Tracer(decl, f"the group of key {key}", key=key)
@@ -209,8 +198,7 @@ def declared_grouped_map_iter(decl, names: list[str], offset: int, row: str, han
     from ..functions import frames
     from ..functions.tracer import Tracer
 
-    with_key = _takes_key(decl.function, 1)
-    user_part = _form(arrow)[0]
+    with_key, user_part = _takes_key(decl.function, 1), _form(arrow)[0]
 
     def wrapped(key, batches):
         tracer = Tracer(decl, f"the group of key {key}", key=key)
