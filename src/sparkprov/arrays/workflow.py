@@ -150,10 +150,12 @@ class WorkflowRun:
         for name, array in inputs.items():
             self.arrays[name] = np.asarray(array)
         self.stored: dict[str, _Stored] = {}
-        self.seconds: dict[str, float] = {}  # each operator's run without lineage
+        # each operator's run (with the lineage of its first mode when it keeps some,
+        # except in a run measuring costs)
+        self.seconds: dict[str, float] = {}
         self.trace_seconds: dict[str, float] = {}  # each operator's run in tracing (full) mode, once measured
-        # SubZero VII-A's query-time switch from stored lineage indexed the other way to
-        # running the operator again (off: such lineage is read to the end, "static")
+        # SubZero VII-A's query-time switch from reading stored lineage to running the
+        # operator again (off: stored lineage is read to the end, "static")
         self.switch = True
         for name in self._order():
             node = wf.nodes[name]
