@@ -71,9 +71,9 @@ COARSE_PAIRS_MAX = 50_000_000
 
 def _coarse_pairs(table, name: str) -> int:
     """The pairs undeclared capture would store: rows² / partitions for a partition
-    function, rows × group size for a grouped one."""
+    function; for the grouped one (one output row per group) each row once."""
     rows, parts = table.count(), table.rdd.getNumPartitions()
-    return rows * rows // max(parts, 1) if name != "group top two" else rows * (rows // 1000 or 1)
+    return rows * rows // max(parts, 1) if name != "group top two" else rows
 
 
 def _measure(session, table, work: Path, name: str, repeat: int) -> dict:
