@@ -46,7 +46,7 @@ import pyarrow.parquet as pq
 
 from ..errors import InvalidArgument
 from .cells import Shape
-from .regions import RegionLog
+from .regions import RegionLog, owners
 
 _META = "_encoding.json"
 _WRITE = {"compression": "zstd"}
@@ -81,11 +81,6 @@ def _spans(keys: np.ndarray, ids: np.ndarray) -> np.ndarray:
     offsets = np.zeros(len(ids) + 1, np.int64)
     np.cumsum(hi - lo, out=offsets[1:])
     return np.repeat(lo - offsets[:-1], hi - lo) + np.arange(offsets[-1])
-
-
-def _owner(offsets: np.ndarray) -> np.ndarray:
-    """For each value of a ragged array, the number of its list."""
-    return np.repeat(np.arange(len(offsets) - 1), np.diff(offsets))
 
 
 def _list_array(values: np.ndarray, offsets: np.ndarray) -> pa.Array:
@@ -213,7 +208,7 @@ class FullOne(Encoding):
     def _write(self, log, folder, out_shape, in_shape, map_p) -> None:
         (kv, ko), (vv, vo) = self._keyed(log)
         order = np.argsort(kv, kind="stable")
-        keys = pa.table({"key": kv[order], "entry": _owner(ko)[order]})
+        keys = pa.table({"key": kv[order], "entry": owners(ko)[order]})
         pq.write_table(keys, folder / "keys.parquet", **_WRITE)
         pq.write_table(pa.table({"cells": _list_array(vv, vo)}), folder / "values.parquet", **_WRITE)
 
@@ -234,7 +229,7 @@ class _FullOneLineage(_Lookup):
         return np.unique(_gather(self.values, self.offsets, entries))
 
     def scan(self, ids: np.ndarray) -> np.ndarray:
-        hit = np.unique(_owner(self.offsets)[np.isin(self.values, ids)])
+        hit = np.unique(owners(self.offsets)[np.isin(self.values, ids)])
         return np.unique(self.keys[np.isin(self.entries, hit)])
 
 
@@ -318,7 +313,7 @@ class _FullManyLineage(_Lookup):
         return np.unique(_gather(self.values, self.offsets, hit))
 
     def scan(self, ids: np.ndarray) -> np.ndarray:
-        hit = np.unique(_owner(self.offsets)[np.isin(self.values, ids)])
+        hit = np.unique(owners(self.offsets)[np.isin(self.values, ids)])
         return np.unique(_gather(self.keys, self.key_offsets, hit))
 
 
@@ -355,7 +350,7 @@ class PayOne(Encoding):
 
     def _write(self, log, folder, out_shape, in_shape, map_p) -> None:
         ov, oo = log.out_cells()
-        owner = _owner(oo)
+        owner = owners(oo)
         order = np.argsort(ov, kind="stable")
         payloads = pa.array(log.payloads, pa.large_binary())
         table = pa.table({"key": ov[order], "payload": payloads.take(pa.array(owner[order]))})
@@ -429,7 +424,7 @@ class _PayManyLineage(StoredLineage):
 
     def forward(self, in_ids, deadline: float | None = None) -> np.ndarray:
         payloads = self.payloads.to_pylist()
-        per_cell = [payloads[k] for k in _owner(self.key_offsets).tolist()]
+        per_cell = [payloads[k] for k in owners(self.key_offsets).tolist()]
         return _scan_payloads(self.map_p, self.keys.tolist(), per_cell, _ids(in_ids), deadline)
 
 

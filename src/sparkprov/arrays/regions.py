@@ -124,7 +124,7 @@ class RegionLog:
         ``ins``): only the pairs of those output (input) cells, expanding only the
         region pairs that hold one."""
         ov, oo = self.out_cells()
-        owner = np.repeat(np.arange(len(oo) - 1), np.diff(oo))
+        owner = owners(oo)
         if self.mode == "payload":
             if map_p is None:
                 raise InvalidArgument("a payload log expands to cell pairs only through its payload function")
@@ -141,7 +141,7 @@ class RegionLog:
             if outs is not None:
                 pairs = np.unique(owner[np.isin(ov, outs)])
             if ins is not None:
-                in_owner = np.repeat(np.arange(len(io) - 1), np.diff(io))
+                in_owner = owners(io)
                 pairs = np.intersect1d(pairs, in_owner[np.isin(iv, ins)])
             out, inp = _expand(ov, oo, iv, io, pairs)
         keep = np.ones(len(out), dtype=bool)
@@ -153,6 +153,11 @@ class RegionLog:
 
 
 _NONE = np.zeros(0, np.int64)
+
+
+def owners(offsets: np.ndarray) -> np.ndarray:
+    """For each value of a ragged array, the number of its list."""
+    return np.repeat(np.arange(len(offsets) - 1), np.diff(offsets))
 
 
 def _expand(ov, oo, iv, io, pairs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
