@@ -25,7 +25,7 @@ KINDS = [
     "cogroupPandas",
     "cogroupArrow",
 ]
-MODES = ["full", "map", "rowwise"]
+MODES = ["full", "map", "rowwise", "payload", "composite"]
 SCHEMA = "k long, used array<long>"
 
 
@@ -40,9 +40,11 @@ def declared(kind: str, mode: str):
 
     def positions(ks, mode):
         n = len(ks)
-        if mode == "full":  # a filter, a neighbour, and a row from nothing
+        if mode in ("full", "payload"):  # a filter, a neighbour, and a row from nothing
             rows = [[p, p - 1] if p and ks[p] % 2 == 0 else [p] for p in range(n) if ks[p] % 3]
             return rows + ([[]] if n >= 3 else [])
+        if mode == "composite":  # the mapping, but every third row also reads the first
+            return [[i, 0] if i % 3 == 0 and i else back(i) for i in range(n)]
         return [back(i) if mode == "map" else [i] for i in range(n)]
 
     def rows_of(ks, rks=None):
@@ -50,7 +52,11 @@ def declared(kind: str, mode: str):
         for j, pos in enumerate(positions(ks, mode)):
             rpos = [j % len(rks)] if rks else []
             used = sorted([ks[p] for p in pos] + [rks[p] for p in rpos] if rks else [ks[p] for p in pos])
-            out.append({"k": used[0] if used else -1, "used": used, "l": pos, "r": rpos})
+            # a payload spells the positions (composite: only where the mapping is overridden)
+            payload = ",".join(map(str, pos)) + ("|" + ",".join(map(str, rpos)) if rks is not None else "")
+            if mode == "composite" and not (j % 3 == 0 and j):
+                payload = None
+            out.append({"k": used[0] if used else -1, "used": used, "l": pos, "r": rpos, "p": payload})
         return out
 
     def frame(rows, arrow, cogroup=False):
@@ -59,9 +65,11 @@ def declared(kind: str, mode: str):
             data["inputs"] = [r["l"] for r in rows]
             if cogroup:
                 data["rights"] = [r["r"] for r in rows]
+        if mode in ("payload", "composite"):
+            data["payload"] = [r["p"] for r in rows]
         if arrow:
             types = {"k": pa.int64(), "used": pa.list_(pa.int64()), "inputs": pa.list_(pa.int64())}
-            types["rights"] = types["inputs"]
+            types |= {"rights": types["inputs"], "payload": pa.string()}
             return pa.table({c: pa.array(v, types[c]) for c, v in data.items()})
         return pd.DataFrame({c: pd.Series(v, dtype=object if c != "k" else "int64") for c, v in data.items()})
 
@@ -104,6 +112,19 @@ def declared(kind: str, mode: str):
             return frame(rows_of(keys(left), keys(right)), kind == "cogroupArrow", cogroup=True)
 
     cogroup = kind.startswith("cogroup")
+
+    def decoded(i, payload, meta):  # "positions" or, for cogroup, "left|right"
+        sides = [[int(p) for p in side.split(",") if p] for side in payload.split("|")]
+        return tuple(sides) if cogroup else sides[0]
+
+    if mode == "payload":
+        return sp.lineage("payload", column="payload", map_p=decoded)(f)
+    if mode == "composite":
+
+        def mapped(i, meta):
+            return (back(i), [i % meta["input_rows"][1]] if meta["input_rows"][1] else []) if cogroup else back(i)
+
+        return sp.lineage("composite", column="payload", backward=mapped, map_p=decoded)(f)
     if mode == "full":
         return sp.lineage("full", column=("inputs", "rights") if cogroup else "inputs")(f)
     if mode == "map" and cogroup:  # the right input: row i modulo its size
@@ -217,8 +238,17 @@ def test_wrong_declarations_fail_the_capture(session, spark):
         for pdf in batches:
             yield pdf.head(len(pdf) // 2)
 
+    @sp.lineage("payload", column="span", map_p=lambda i, span, meta: range(*span))
+    def unreadable(pdf):  # a payload map_p cannot read: the capture fails, not a later query
+        return pdf.assign(span="all")
+
     by_g = t.groupBy("g")
     cases = [
+        (
+            by_g.applyInPandas(unreadable, "k long, g string"),
+            r"'.*unreadable' \(payload lineage\), output row 0 of the group of key \('a',\): "
+            r"its map_p \(on payload 'all'\) raised TypeError",
+        ),
         (
             by_g.applyInPandas(shifted, "k long, g string"),
             r"'.*shifted' \(map lineage\), output row 0 of the group of key \('a',\): "

@@ -21,13 +21,23 @@ from sparkprov.functions.tracer import Tracer, declaration_error
     ("args", "kwargs", "message"),
     [
         (("cell",), {}, "unknown lineage mode 'cell'"),
-        (("payload",), {}, "not implemented yet"),
+        (("blackbox",), {}, "not implemented yet"),
+        (("payload",), {"map_p": lambda i, p, m: p}, "payload lineage needs column="),
+        (("payload",), {"column": "p"}, "payload lineage needs map_p="),
+        (("payload",), {"column": ("p", "q"), "map_p": lambda i, p, m: p}, "payload lineage needs column="),
+        (("composite",), {"column": "p", "map_p": lambda i, p, m: p}, "composite lineage needs backward="),
+        (("map",), {"backward": lambda i, m: [i], "map_p": lambda i, p, m: p}, "map_p= is for payload"),
+        (
+            ("composite",),
+            {"column": "p", "map_p": lambda i, p, m: p, "backward": lambda i, m: [i], "forward": lambda j, m: [j]},
+            "forward= is for map lineage, not 'composite'",
+        ),
         (("full",), {}, "full lineage needs column="),
         (("full",), {"column": ("a", "b", "c")}, "full lineage needs column="),
         (("map",), {}, "map lineage needs backward="),
         (("map",), {"backward": lambda i, m: [i], "forward": 3}, "forward= must be a function"),
-        (("rowwise",), {"column": "x"}, "column= is for full lineage"),
-        (("full",), {"column": "x", "backward": lambda i, m: [i]}, "are for map lineage"),
+        (("rowwise",), {"column": "x"}, "column= is for full, payload and composite lineage"),
+        (("full",), {"column": "x", "backward": lambda i, m: [i]}, "backward= is for map and composite lineage"),
     ],
 )
 def test_bad_declarations_are_refused(args, kwargs, message):
@@ -113,6 +123,27 @@ def test_wrong_positions_name_the_function_and_row(tracer, reported, message):
     tracer.receive(0, np.array([10, 11]))
     with pytest.raises(sp.LineageDeclarationWrong, match=r"function '.*\.f' \((full|map) lineage\).*" + message):
         tracer.lineage(1, reported)
+
+
+def test_payloads_are_read_by_map_p_and_composite_maps_the_rest():
+    spans = _tracer("payload", column="p", map_p=lambda i, p, m: range(p[0], p[1]))
+    spans.receive(0, np.array([10, 11, 12]))
+    assert spans.lineage(2, [[(0, 2), (2, 3)]]) == [[[10, 11], [12]]]
+    mixed = _tracer("composite", column="p", backward=lambda i, m: [i], map_p=lambda i, p, m: range(i - p, i + p + 1))
+    mixed.receive(0, np.arange(100, 105))
+    # no payload (None, or NaN where pandas made the column float): the mapping
+    assert mixed.lineage(4, [[None, float("nan"), 1, None]]) == [[[100], [101], [101, 102, 103], [103]]]
+    wrong = _tracer("payload", column="p", map_p=lambda i, p, m: [int(p)])
+    wrong.receive(0, np.arange(2))
+    with pytest.raises(
+        sp.LineageDeclarationWrong, match=r"output row 0 .* its map_p \(on payload 'x'\) raised ValueError"
+    ):
+        wrong.lineage(1, [["x"]])
+    pair = _tracer("payload", sides=2, column="p", map_p=lambda i, p, m: [p])
+    pair.receive(0, np.arange(2))
+    pair.receive(1, np.arange(2))
+    with pytest.raises(sp.LineageDeclarationWrong, match=r"map_p \(on payload 1\) must give \(left, right\)"):
+        pair.lineage(1, [[1]])
 
 
 def test_checks_made_when_the_call_ends():

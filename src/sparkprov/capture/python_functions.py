@@ -160,12 +160,13 @@ def _traced(tracer, out, handles: list[str]):
 
     decl = tracer.decl
     reported = None
-    if decl.mode == "full":
+    if decl.columns:
         missing = [c for c in decl.columns if not frames.has_column(out, c)]
         if missing:
+            what = "each row's input positions" if decl.mode == "full" else "each row's payload"
             raise LineageDeclarationWrong(
-                f"function {decl.name!r} (full lineage) returned rows in {tracer.where} without column "
-                f"{missing[0]!r}, where it declared it reports each row's input positions"
+                f"function {decl.name!r} ({decl.mode} lineage) returned rows in {tracer.where} without column "
+                f"{missing[0]!r}, where it declared it reports {what}"
             )
         reported = [frames.column_values(out, c) for c in decl.columns]
     lists = tracer.lineage(frames.row_count(out), reported)

@@ -16,7 +16,16 @@ Modes (SubZero's lineage modes):
   positions of an input row and is checked to be its inverse;
 * ``"full"``: the function reports them itself, in an extra output ``column`` holding
   per output row an input position or a list of them (for cogroup, a pair of columns:
-  left and right). A run without capture drops the column.
+  left and right). A run without capture drops the column;
+* ``"payload"``: the function reports a small payload per output row in ``column``
+  (any value Spark can hold), and ``map_p(position, payload, meta)`` gives the input
+  positions from it (for cogroup: left and right);
+* ``"composite"``: ``backward`` as for map, except for the output rows with a payload
+  (not None) in ``column``, where ``map_p`` gives them (SubZero's cosmic-ray pixels).
+
+A payload's positions are computed as the function runs, and the ids they name are
+stored (the payload itself is not kept): a payload ``map_p`` cannot read fails the
+capture, never a later query.
 
 A declared function runs as before without capture; with capture its output rows get
 exactly the lineage declared, checked as it runs (``LineageDeclarationWrong``).
@@ -43,9 +52,10 @@ from typing import Any, TypeVar
 from ..errors import InvalidArgument
 from . import frames
 
-MODES = ("rowwise", "map", "full")
-# SubZero's other modes, planned: stated so a user asking for one is told, not misread
-PLANNED = ("payload", "composite", "blackbox")
+MODES = ("rowwise", "map", "full", "payload", "composite")
+# SubZero's other mode, planned: stated so a user asking for it is told, not misread
+PLANNED = ("blackbox",)
+_REPORTED = ("full", "payload", "composite")  # modes whose function adds a column to its output
 _ATTRIBUTE = "__sparkprov_lineage__"
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -57,9 +67,10 @@ class Declaration:
 
     mode: str
     function: Callable  # the user's function, undecorated
-    columns: tuple[str, ...] = ()  # full: the output columns reporting input positions
-    backward: Callable | None = None  # map: output position -> input positions
+    columns: tuple[str, ...] = ()  # full: input positions; payload, composite: the payload
+    backward: Callable | None = None  # map, composite: output position -> input positions
     forward: Callable | None = None  # map: input position -> output positions (checked)
+    map_p: Callable | None = None  # payload, composite: (output position, payload) -> input positions
 
     @property
     def name(self) -> str:
@@ -72,6 +83,15 @@ class Declaration:
         if self.mode == "map":
             mapped = "backward and forward mappings" if self.forward else "a backward mapping"
             return f"map lineage of {self.name} ({mapped} over positions)"
+        if self.mode == "payload":
+            return (
+                f"payload lineage of {self.name} (map_p over the payload in column {self.columns[0]}, run as it runs)"
+            )
+        if self.mode == "composite":
+            return (
+                f"composite lineage of {self.name} (a backward mapping over positions; map_p over the payload "
+                f"in column {self.columns[0]} where a row has one, run as it runs)"
+            )
         return f"rowwise lineage of {self.name} (output row i from input row i)"
 
 
@@ -81,6 +101,7 @@ def lineage(
     column: str | tuple[str, str] | None = None,
     backward: Callable[[int, dict], Any] | None = None,
     forward: Callable[[int, dict], Any] | None = None,
+    map_p: Callable[[int, Any, dict], Any] | None = None,
 ) -> Callable[[F], F]:
     """Declare the lineage of a function passed to mapInPandas, mapInArrow,
     applyInPandas, applyInArrow or cogroup().applyInPandas / applyInArrow.
@@ -89,37 +110,58 @@ def lineage(
     >>> double = sp.lineage("rowwise")(lambda pdf: pdf.assign(x=pdf.x * 2))
     >>> sp.lineage("map", backward=lambda i, meta: [i // 2])(lambda pdf: pdf).__name__
     '<lambda>'
+    >>> spans = sp.lineage("payload", column="span", map_p=lambda i, span, meta: range(*span))
     """
     if mode in PLANNED:
         raise InvalidArgument(f"lineage mode {mode!r} is not implemented yet; modes: {', '.join(MODES)}")
     if mode not in MODES:
         raise InvalidArgument(f"unknown lineage mode {mode!r}; modes: {', '.join(MODES)}")
-    columns: tuple[str, ...] = ()
-    if mode == "full":
-        columns = (column,) if isinstance(column, str) else tuple(column or ())
-        if not columns or len(columns) > 2 or not all(isinstance(c, str) and c for c in columns):
-            raise InvalidArgument(
-                "full lineage needs column=: the output column naming each row's input positions "
-                "(a pair of column names for cogroup: left and right)"
-            )
-    elif column is not None:
-        raise InvalidArgument(f"column= is for full lineage, not {mode!r}")
-    if mode == "map":
+    columns = _columns(mode, column)
+    if mode in ("map", "composite"):
         if not callable(backward):
-            raise InvalidArgument("map lineage needs backward=: a function (output position, meta) -> input positions")
-        if forward is not None and not callable(forward):
-            raise InvalidArgument("forward= must be a function (input position, meta) -> output positions")
-    elif backward is not None or forward is not None:
-        raise InvalidArgument(f"backward= and forward= are for map lineage, not {mode!r}")
+            raise InvalidArgument(
+                f"{mode} lineage needs backward=: a function (output position, meta) -> input positions"
+            )
+    elif backward is not None:
+        raise InvalidArgument(f"backward= is for map and composite lineage, not {mode!r}")
+    if forward is not None and mode != "map":
+        raise InvalidArgument(f"forward= is for map lineage, not {mode!r}")
+    if forward is not None and not callable(forward):
+        raise InvalidArgument("forward= must be a function (input position, meta) -> output positions")
+    if mode in ("payload", "composite"):
+        if not callable(map_p):
+            raise InvalidArgument(
+                f"{mode} lineage needs map_p=: a function (output position, payload, meta) -> input positions"
+            )
+    elif map_p is not None:
+        raise InvalidArgument(f"map_p= is for payload and composite lineage, not {mode!r}")
 
     def declare(function: F) -> F:
         if not callable(function):
             raise InvalidArgument(f"sp.lineage declares a function's lineage; got {type(function).__name__}")
         if declaration_of(function) is not None:
             raise InvalidArgument(f"{getattr(function, '__qualname__', function)!r} already declares its lineage")
-        return _declared(Declaration(mode, function, columns, backward, forward))
+        return _declared(Declaration(mode, function, columns, backward, forward, map_p))
 
     return declare
+
+
+def _columns(mode: str, column: Any) -> tuple[str, ...]:
+    # the output columns a mode's function adds: full's positions (two for cogroup), a payload
+    if mode not in _REPORTED:
+        if column is not None:
+            raise InvalidArgument(f"column= is for full, payload and composite lineage, not {mode!r}")
+        return ()
+    columns = (column,) if isinstance(column, str) else tuple(column or ())
+    most = 2 if mode == "full" else 1
+    if not columns or len(columns) > most or not all(isinstance(c, str) and c for c in columns):
+        if mode == "full":
+            raise InvalidArgument(
+                "full lineage needs column=: the output column naming each row's input positions "
+                "(a pair of column names for cogroup: left and right)"
+            )
+        raise InvalidArgument(f"{mode} lineage needs column=: the name of the output column holding the payload")
+    return columns
 
 
 def declaration_of(function: Any) -> Declaration | None:

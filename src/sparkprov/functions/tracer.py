@@ -44,7 +44,8 @@ class Tracer:
 
     def lineage(self, rows: int, reported: list[list] | None = None) -> list[list[list[int]]]:
         """Per side, per output row of the next ``rows``: the ids of its input rows.
-        ``reported``: full lineage's column values, per side."""
+        ``reported``: the values of the declared columns (full lineage's positions per
+        side, or the payload)."""
         import numpy as np
 
         decl = self.decl
@@ -55,8 +56,12 @@ class Tracer:
                 found = [[position]]
             elif decl.mode == "map":
                 found = self._mapped(position)
-            else:
+            elif decl.mode == "full":
                 found = [_positions(r[i]) for r in reported or []]
+            elif decl.mode == "composite" and _absent(reported[0][i]):
+                found = self._mapped(position)
+            else:
+                found = self._paid(position, reported[0][i])
             per_row.append([self._checked(position, side, p) for side, p in enumerate(found)])
         self.produced += rows
         if decl.forward is not None:
@@ -66,14 +71,23 @@ class Tracer:
         return [[ids[side][row[side]].tolist() for row in per_row] for side in range(len(ids))]
 
     def _mapped(self, position: int) -> list:
+        return self._called(position, "backward mapping", self.decl.backward, position, self._meta())
+
+    def _paid(self, position: int, payload: Any) -> list:
+        return self._called(
+            position, f"map_p (on payload {payload!r:.60})", self.decl.map_p, position, payload, self._meta()
+        )
+
+    def _called(self, position: int, what: str, function, *args) -> list:
+        # a mapping's positions per side, from a function the declaration gave
         try:
-            found = self.decl.backward(position, self._meta())
+            found = function(*args)
         except Exception as e:
-            raise self._wrong(position, f"its backward mapping raised {type(e).__name__}: {e}") from e
+            raise self._wrong(position, f"its {what} raised {type(e).__name__}: {e}") from e
         if len(self.received) == 1:
             return [_positions(found)]
         if not isinstance(found, tuple | list) or len(found) != len(self.received):
-            raise self._wrong(position, "a cogrouped function's backward mapping must give (left, right) positions")
+            raise self._wrong(position, f"a cogrouped function's {what} must give (left, right) positions")
         return [_positions(f) for f in found]
 
     def _checked(self, position: int, side: int, found: list | None) -> list[int]:
@@ -121,6 +135,15 @@ class Tracer:
             f"function {self.decl.name!r} (map lineage), input row {position} of {self.where}: "
             f"its forward mapping {what}"
         )
+
+
+def _absent(payload: Any) -> bool:
+    # no payload: None, or what pandas and NumPy hold for it (NaN, NA, NaT)
+    if payload is None:
+        return True
+    if isinstance(payload, float):
+        return payload != payload
+    return type(payload).__name__ in ("NAType", "NaTType")
 
 
 def _positions(value: Any) -> list[int] | None:
