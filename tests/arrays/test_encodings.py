@@ -115,3 +115,26 @@ def test_offsets_make_few_runs(tmp_path):
     assert stored.backward([5, 70_000]).tolist() == [5, 70_000]
     assert len(stored.groups) == 1 and len(stored.groups[0][1]) == 1
     assert folder_bytes(tmp_path / "r") < 5_000
+
+
+def test_a_payload_scan_that_would_miss_its_deadline_gives_up_early(tmp_path):
+    import time
+
+    from sparkprov.arrays.encodings import OverBudget
+
+    big = Shape((40, 50))
+    log = RegionLog()
+    for cell in range(big.size):  # one payload per cell: nothing to group
+        log.write_payload([cell], str(cell).encode())
+
+    def slow(cell, payload):  # about 1 ms a cell: 2 s for the whole scan
+        time.sleep(0.001)
+        return [int(payload)]
+
+    stored = ENCODINGS["PayOne←"]().build(log, tmp_path / "p", big, big, map_p=slow)
+    started = time.perf_counter()
+    with pytest.raises(OverBudget):
+        stored.forward([3], deadline=started + 0.5)
+    # the rate of its first cells says it cannot end in time: it stops there, not at 0.5 s
+    assert time.perf_counter() - started < 0.35
+    assert stored.forward([3, 7], deadline=time.perf_counter() + 60).tolist() == [3, 7]

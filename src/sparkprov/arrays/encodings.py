@@ -45,7 +45,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from ..errors import InvalidArgument
-from .cells import Shape
+from .cells import Shape, distinct
 from .regions import RegionLog, owners
 
 _META = "_encoding.json"
@@ -59,7 +59,7 @@ def folder_bytes(folder: str | Path) -> int:
 
 
 def _ids(cells) -> np.ndarray:
-    return np.unique(np.asarray(cells, dtype=np.int64).ravel())
+    return distinct(np.asarray(cells, dtype=np.int64).ravel())
 
 
 def _gather(values: np.ndarray, offsets: np.ndarray, lists: np.ndarray) -> np.ndarray:
@@ -99,27 +99,53 @@ class OverBudget(Exception):
     then runs the operator again instead)."""
 
 
-def _scan_payloads(map_p, cells: list, payloads, ids: np.ndarray, deadline: float | None) -> np.ndarray:
-    # a forward query over payloads: every output cell's inputs computed, checked
-    # against the query's cells; stopped past ``deadline``
-    import time
+class _Scan:
+    """Progress of a scan that must end by a deadline: stopped as soon as the rate so
+    far says it would not (SubZero VII-A's statistics gathered while the query runs),
+    so giving up costs a small part of the budget, not all of it."""
 
-    many = getattr(map_p, "many", None)
-    hit, k = [], 0
-    for payload, group in _by_payload(cells, payloads).items():
-        k += 1
-        if deadline is not None and k % 256 == 0 and time.perf_counter() > deadline:
+    def __init__(self, total: int, deadline: float | None) -> None:
+        import time
+
+        self.clock = time.perf_counter
+        self.total, self.deadline, self.done, self.next_check = total, deadline, 0, 16
+        self.started = self.clock()
+
+    def advance(self, units: int) -> None:
+        self.done += units
+        if self.deadline is None or self.done < self.next_check:
+            return
+        self.next_check = self.done + 256
+        now = self.clock()
+        finish = now + (now - self.started) / self.done * (self.total - self.done)
+        if finish > self.deadline:
             raise OverBudget
+
+
+def _scan_payloads(map_p, groups: dict, ids: np.ndarray, deadline: float | None) -> np.ndarray:
+    # a forward query over payloads (``groups``: each payload's output cells): every
+    # output cell's inputs computed, checked against the query's cells; given up as
+    # soon as it would end past ``deadline``
+    many = getattr(map_p, "many", None)
+    hit = []
+    scan = _Scan(sum(len(g) for g in groups.values()), deadline)
+    wanted = np.zeros(int(ids.max()) + 1 if len(ids) else 0, dtype=bool)
+    wanted[ids] = True  # membership by indexing: isin would sort the query's cells at every call
+
+    def reaches(found) -> bool:
+        found = np.asarray(found, dtype=np.int64).ravel()
+        return bool(wanted[found[(found >= 0) & (found < len(wanted))]].any())
+
+    for payload, group in groups.items():
         # a payload's cells together first: none of them is reached if their union is not
-        if many is not None and not np.isin(np.asarray(many(np.asarray(group, np.int64), payload)), ids).any():
+        if many is not None and not reaches(many(np.asarray(group, np.int64), payload)):
+            scan.advance(len(group))
             continue
         for c in group:
-            k += 1
-            if deadline is not None and k % 256 == 0 and time.perf_counter() > deadline:
-                raise OverBudget
-            if np.isin(np.asarray(map_p(c, payload)), ids).any():
+            scan.advance(1)
+            if reaches(map_p(c, payload)):
                 hit.append(c)
-    return np.unique(np.asarray(hit, dtype=np.int64))
+    return distinct(np.asarray(hit, dtype=np.int64))
 
 
 class StoredLineage:
@@ -225,12 +251,12 @@ class _FullOneLineage(_Lookup):
         self.values, self.offsets = _read_list(pq.read_table(folder / "values.parquet"), "cells")
 
     def lookup(self, ids: np.ndarray) -> np.ndarray:
-        entries = np.unique(self.entries[_spans(self.keys, ids)])
-        return np.unique(_gather(self.values, self.offsets, entries))
+        entries = distinct(self.entries[_spans(self.keys, ids)])
+        return distinct(_gather(self.values, self.offsets, entries))
 
     def scan(self, ids: np.ndarray) -> np.ndarray:
-        hit = np.unique(owners(self.offsets)[np.isin(self.values, ids)])
-        return np.unique(self.keys[np.isin(self.entries, hit)])
+        hit = distinct(owners(self.offsets)[np.isin(self.values, ids)])
+        return distinct(self.keys[np.isin(self.entries, hit)])
 
 
 def _boxes(values: np.ndarray, offsets: np.ndarray, shape: Shape) -> tuple[np.ndarray, np.ndarray]:
@@ -263,7 +289,7 @@ def _candidates(tree, shape: Shape, ids: np.ndarray) -> np.ndarray:
         return _EMPTY
     points = shape.coordinates(ids).astype(np.float64)
     found, _ = tree.intersection_v(points, points)
-    return np.unique(np.asarray(found, dtype=np.int64))
+    return distinct(np.asarray(found, dtype=np.int64))
 
 
 def _write_boxes(folder: Path, values: np.ndarray, offsets: np.ndarray, shape: Shape, extra: dict) -> None:
@@ -309,12 +335,12 @@ class _FullManyLineage(_Lookup):
         candidates = _candidates(self.tree, self.shape, ids)
         cells = _gather(self.keys, self.key_offsets, candidates)
         lengths = np.diff(self.key_offsets)[candidates]
-        hit = np.unique(np.repeat(candidates, lengths)[np.isin(cells, ids)])
-        return np.unique(_gather(self.values, self.offsets, hit))
+        hit = distinct(np.repeat(candidates, lengths)[np.isin(cells, ids)])
+        return distinct(_gather(self.values, self.offsets, hit))
 
     def scan(self, ids: np.ndarray) -> np.ndarray:
-        hit = np.unique(owners(self.offsets)[np.isin(self.values, ids)])
-        return np.unique(_gather(self.keys, self.key_offsets, hit))
+        hit = distinct(owners(self.offsets)[np.isin(self.values, ids)])
+        return distinct(_gather(self.keys, self.key_offsets, hit))
 
 
 def _payload_of(map_p: Callable | None, name: str) -> Callable:
@@ -339,7 +365,7 @@ def _mapped(map_p: Callable, cells: np.ndarray, payloads: list) -> np.ndarray:
         found = [np.asarray(many(np.asarray(cs, np.int64), p), dtype=np.int64).ravel() for p, cs in groups.items()]
     else:
         found = [np.asarray(map_p(int(c), p), dtype=np.int64).ravel() for c, p in zip(cells.tolist(), payloads)]
-    return np.unique(np.concatenate(found)) if found else _EMPTY
+    return distinct(np.concatenate(found)) if found else _EMPTY
 
 
 class PayOne(Encoding):
@@ -368,6 +394,7 @@ class _PayOneLineage(StoredLineage):
         self.keys = np.asarray(table.column("key"), dtype=np.int64)
         self.payloads = table.column("payload").combine_chunks()
         self.map_p = map_p
+        self._groups: dict | None = None
 
     def out_cells(self) -> np.ndarray:
         """The output cells a payload was stored for."""
@@ -379,7 +406,9 @@ class _PayOneLineage(StoredLineage):
         return _mapped(self.map_p, self.keys[rows], self.payloads.take(pa.array(rows)).to_pylist())
 
     def forward(self, in_ids, deadline: float | None = None) -> np.ndarray:
-        return _scan_payloads(self.map_p, self.keys.tolist(), self.payloads.to_pylist(), _ids(in_ids), deadline)
+        if self._groups is None:  # read once, for every forward query after
+            self._groups = _by_payload(self.keys.tolist(), self.payloads.to_pylist())
+        return _scan_payloads(self.map_p, self._groups, _ids(in_ids), deadline)
 
 
 class PayMany(Encoding):
@@ -408,10 +437,11 @@ class _PayManyLineage(StoredLineage):
         self.payloads = table.column("payload").combine_chunks()
         self.tree = _rtree(*_read_boxes(table, len(self.shape.dims)))
         self.map_p = map_p
+        self._groups: dict | None = None
 
     def out_cells(self) -> np.ndarray:
         """The output cells a payload was stored for."""
-        return np.unique(self.keys)
+        return distinct(self.keys)
 
     def backward(self, out_ids) -> np.ndarray:
         ids = _ids(out_ids)
@@ -423,9 +453,11 @@ class _PayManyLineage(StoredLineage):
         return _mapped(self.map_p, cells[inside], payloads)
 
     def forward(self, in_ids, deadline: float | None = None) -> np.ndarray:
-        payloads = self.payloads.to_pylist()
-        per_cell = [payloads[k] for k in owners(self.key_offsets).tolist()]
-        return _scan_payloads(self.map_p, self.keys.tolist(), per_cell, _ids(in_ids), deadline)
+        if self._groups is None:  # read once, for every forward query after
+            payloads = self.payloads.to_pylist()
+            per_cell = [payloads[k] for k in owners(self.key_offsets).tolist()]
+            self._groups = _by_payload(self.keys.tolist(), per_cell)
+        return _scan_payloads(self.map_p, self._groups, _ids(in_ids), deadline)
 
 
 class Ranges(Encoding):
@@ -475,7 +507,7 @@ class _RangesLineage(StoredLineage):
     def backward(self, out_ids) -> np.ndarray:
         ids = _ids(out_ids)
         found = [ids[self._within(ids, s, e)] + d for d, s, e in self.groups]
-        return np.unique(np.concatenate(found)) if found else _EMPTY
+        return distinct(np.concatenate(found)) if found else _EMPTY
 
     def forward(self, in_ids) -> np.ndarray:
         ids = _ids(in_ids)
@@ -483,7 +515,7 @@ class _RangesLineage(StoredLineage):
         for d, s, e in self.groups:
             outs = ids - d
             found.append(outs[self._within(outs, s, e)])
-        return np.unique(np.concatenate(found)) if found else _EMPTY
+        return distinct(np.concatenate(found)) if found else _EMPTY
 
 
 class CellPairs(Encoding):
@@ -515,10 +547,10 @@ class _CellPairsLineage(StoredLineage):
 
     def backward(self, out_ids) -> np.ndarray:
         ids = _ids(out_ids)
-        return np.unique(self.inp[_spans(self.out, ids)])
+        return distinct(self.inp[_spans(self.out, ids)])
 
     def forward(self, in_ids) -> np.ndarray:
-        return np.unique(self.out[np.isin(self.inp, _ids(in_ids))])
+        return distinct(self.out[np.isin(self.inp, _ids(in_ids))])
 
 
 ENCODINGS: dict[str, Callable[[], Encoding]] = {

@@ -29,7 +29,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..errors import InvalidArgument
-from .cells import Shape
+from .cells import Shape, distinct
 from .regions import RegionLog
 
 MODES = ("full", "payload", "composite", "map")
@@ -101,7 +101,7 @@ class ArrayOperator:
         """The input cells of all ``cells``, which share ``payload`` (one call per
         payload; override it when that is cheaper than a call per cell)."""
         found = [np.asarray(self.map_p(int(c), payload, i), dtype=np.int64).ravel() for c in cells]
-        return np.unique(np.concatenate(found)) if found else np.zeros(0, np.int64)
+        return distinct(np.concatenate(found)) if found else np.zeros(0, np.int64)
 
 
 class PayloadFunction:
@@ -139,10 +139,10 @@ class Elementwise(FunctionOperator):
     modes = ("map",)
 
     def map_b(self, cells, i, shapes):
-        return np.unique(cells)
+        return distinct(cells)
 
     def map_f(self, cells, i, shapes):
-        return np.unique(cells)
+        return distinct(cells)
 
 
 class Transpose(ArrayOperator):
@@ -159,20 +159,20 @@ class Transpose(ArrayOperator):
     def map_b(self, cells, i, shapes):
         out = self.output_shape(shapes)
         r, c = np.unravel_index(cells, out.dims)
-        return np.unique(np.ravel_multi_index((c, r), shapes[0].dims))
+        return distinct(np.ravel_multi_index((c, r), shapes[0].dims))
 
     def map_f(self, cells, i, shapes):
         r, c = np.unravel_index(cells, shapes[0].dims)
-        return np.unique(np.ravel_multi_index((c, r), self.output_shape(shapes).dims))
+        return distinct(np.ravel_multi_index((c, r), self.output_shape(shapes).dims))
 
 
 def neighbourhood(cells: np.ndarray, shape: Shape, radius: int) -> np.ndarray:
     """Every cell within ``radius`` (in each dimension) of ``cells``, inside the array."""
     if not len(cells) or radius == 0:
-        return np.unique(cells)
+        return distinct(cells)
     coords = shape.coordinates(cells)
     steps = np.arange(-radius, radius + 1)
     grid = np.stack(np.meshgrid(*[steps] * len(shape.dims), indexing="ij"), axis=-1).reshape(-1, len(shape.dims))
     around = (coords[:, None, :] + grid[None, :, :]).reshape(-1, len(shape.dims))
     inside = ((around >= 0) & (around < np.asarray(shape.dims))).all(axis=1)
-    return np.unique(np.ravel_multi_index(around[inside].T, shape.dims))
+    return distinct(np.ravel_multi_index(around[inside].T, shape.dims))

@@ -24,6 +24,7 @@ from collections.abc import Callable, Iterator
 import numpy as np
 
 from ..errors import InvalidArgument
+from .cells import distinct
 
 
 class Ragged:
@@ -139,7 +140,7 @@ class RegionLog:
             iv, io = self.in_cells()
             pairs = np.arange(len(oo) - 1)
             if outs is not None:
-                pairs = np.unique(owner[np.isin(ov, outs)])
+                pairs = distinct(owner[np.isin(ov, outs)])
             if ins is not None:
                 in_owner = owners(io)
                 pairs = np.intersect1d(pairs, in_owner[np.isin(iv, ins)])
@@ -177,7 +178,7 @@ def _distinct(out: np.ndarray, inp: np.ndarray) -> tuple[np.ndarray, np.ndarray]
         return _NONE, _NONE
     width = int(inp.max()) + 1
     if int(out.max()) < (1 << 62) // width:
-        keys = np.unique(out * width + inp)
+        keys = distinct(out * width + inp)
         return keys // width, keys % width
     both = np.unique(np.stack([out, inp], axis=1), axis=0)
     return both[:, 0].copy(), both[:, 1].copy()

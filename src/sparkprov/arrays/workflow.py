@@ -33,7 +33,7 @@ from pathlib import Path
 import numpy as np
 
 from ..errors import InvalidArgument
-from .cells import Shape, cell_ids
+from .cells import Shape, cell_ids, distinct
 from .encodings import ENCODINGS, OverBudget, PayMany, PayOne, StoredLineage, folder_bytes
 from .operators import ArrayOperator, LineageWriter, PayloadFunction
 
@@ -321,7 +321,7 @@ class WorkflowRun:
             return self._black_box(name, node, i, ids, backward)
         if strategy == "Map":
             mapping = node.op.map_b if backward else node.op.map_f
-            return np.unique(np.asarray(mapping(ids, i, self._shapes(node)), dtype=np.int64))
+            return distinct(np.asarray(mapping(ids, i, self._shapes(node)), dtype=np.int64))
         reader = self.stored[name].readers[strategy][i]
         if strategy in COMPOSITE:
             return self._composite(node, i, reader.out_cells(), reader.backward, reader.forward, ids, backward)
@@ -376,16 +376,16 @@ class WorkflowRun:
             self.trace_seconds[name] = time.perf_counter() - started
 
             def back(cells):  # only the region pairs the cells reach are expanded
-                return np.unique(log.cell_pairs(self._map_p(node, i), outs=cells)[1])
+                return distinct(log.cell_pairs(self._map_p(node, i), outs=cells)[1])
 
             def forth(cells):
-                return np.unique(log.cell_pairs(self._map_p(node, i), ins=cells)[0])
+                return distinct(log.cell_pairs(self._map_p(node, i), ins=cells)[0])
 
             if mode == "composite":
-                return self._composite(node, i, np.unique(log.out_cells()[0]), back, forth, ids, backward)
+                return self._composite(node, i, distinct(log.out_cells()[0]), back, forth, ids, backward)
             return back(ids) if backward else forth(ids)
         if "map" in op.modes:
-            return np.unique(np.asarray((op.map_b if backward else op.map_f)(ids, i, self._shapes(node)), np.int64))
+            return distinct(np.asarray((op.map_b if backward else op.map_f)(ids, i, self._shapes(node)), np.int64))
         # an operator that states nothing: every output cell depends on every input cell
         there = self._shapes(node)[i] if backward else self.shape(name)
         return np.arange(there.size, dtype=np.int64)
@@ -405,4 +405,4 @@ def _union(parts: list[np.ndarray]) -> np.ndarray:
     parts = [p for p in parts if len(p)]
     if not parts:
         return np.zeros(0, np.int64)
-    return parts[0] if len(parts) == 1 else np.unique(np.concatenate(parts))
+    return parts[0] if len(parts) == 1 else distinct(np.concatenate(parts))
