@@ -311,3 +311,32 @@ def test_verify_flags_a_declaration_its_rows_do_not_reproduce(session, spark):
     assert right.verify(rows=[0, 5]).ok
     with pytest.raises(sp.InvalidArgument, match="list of output rids"):
         right.verify(rows="k = 1")
+
+
+def test_python_udfs_declare_only_the_lineage_they_have(session, spark):
+    from pyspark.sql import functions as F
+
+    t = session.source(spark.createDataFrame([(k, "ab"[k % 2]) for k in range(6)], "k long, g string"), "t")
+
+    @sp.lineage("rowwise")  # what a scalar UDF's lineage is anyway: said, and kept exact
+    def plus(k: pd.Series) -> pd.Series:
+        return k + 1
+
+    cap = session.capture(t.select(F.pandas_udf(plus, "long")("k").alias("k1")), "plus")
+    assert [r.k for r in cap.backward("k1 = 3", "t").collect()] == [2]
+
+    @sp.lineage("full", column="inputs")
+    def shifted(k):
+        return k
+
+    @sp.lineage("map", backward=lambda i, meta: [0])
+    def first(v: pd.Series) -> float:
+        return float(v.iloc[0])
+
+    refused = [
+        (t.select(F.udf(shifted, "long")("k")), r"'.*shifted' declares full lineage, but it is a scalar Python UDF"),
+        (t.groupBy("g").agg(F.pandas_udf(first, "double")("k")), "declares map lineage, but it is an aggregate"),
+    ]
+    for q, message in refused:  # a declaration capture would not follow is refused, not ignored
+        with pytest.raises(sp.InvalidArgument, match=message):
+            session.capture(q, "refused")

@@ -173,3 +173,12 @@ def test_the_workers_error_is_found_in_what_spark_reports():
     assert isinstance(found, sp.LineageDeclarationWrong)
     assert str(found) == "function 'f' (full lineage), output row 2"
     assert declaration_error(RuntimeError("something else")) is None
+
+
+def test_a_udtf_class_is_told_its_declaration_is_not_implemented():
+    class Split:
+        def eval(self, text: str):
+            yield from ((w,) for w in text.split())
+
+    with pytest.raises(sp.InvalidArgument, match="'.*Split' is a class .* not implemented yet"):
+        sp.lineage("rowwise")(Split)

@@ -81,7 +81,7 @@ def measure(
 ) -> Costs:
     """Run the workflow once keeping every strategy each operator supports, trace the
     workload, and time every strategy on every step the workload takes, from the very
-    cells that step started from."""
+    cells that step started from (the median of ``repeat`` timings)."""
     if not workload:
         raise InvalidArgument("the optimizer needs a sample workload of at least one lineage query")
     every = {name: _candidates(node.op) for name, node in workflow.nodes.items()}
@@ -102,7 +102,7 @@ def measure(
                     _timed(lambda o=name, s=strategy, i=ids, b=q.direction == "backward": run.step_with(o, s, i, b))
                     for _ in range(repeat)
                 ]
-                seconds[(k, name, strategy)] = min(timing)
+                seconds[(k, name, strategy)] = float(np.median(timing))
     table: dict[str, dict[str, StrategyCost]] = {}
     for name in workflow.nodes:
         table[name] = {}

@@ -329,9 +329,14 @@ class WorkflowRun:
 
     def step_with(self, name: str, strategy: str, ids: np.ndarray, backward: bool) -> np.ndarray:
         """One query step through operator ``name`` (every input), answered by ``strategy``
-        alone, as a query answers it (the optimizer's cost measurements)."""
+        alone, as a query answers it (the optimizer's cost measurements): stored lineage
+        read until running the operator again is cheaper, as the query-time switch does."""
         node = self.workflow.nodes[name]
-        return _union([self._by(strategy, name, node, i, ids, backward) for i in range(len(node.inputs))])
+        if strategy in ("BlackBox", "Map") or strategy in COMPOSITE:
+            parts = [self._by(strategy, name, node, i, ids, backward) for i in range(len(node.inputs))]
+        else:
+            parts = [self._read_or_rerun(name, node, i, strategy, ids, backward)[1] for i in range(len(node.inputs))]
+        return _union(parts)
 
     def _composite(self, node: Node, i: int, overridden, back, forth, ids: np.ndarray, backward: bool) -> np.ndarray:
         # the mapping by default; the cells a payload was written for (``overridden``)

@@ -10,7 +10,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from ..errors import UnsupportedOperation
+from ..errors import InvalidArgument, UnsupportedOperation
+from ..functions.declare import declaration_of
 from ..plan.catalyst import JExpr, JPlan
 from .explain import COARSE, LEAF_STRATEGY, README_HOW, STRATEGY
 from .rules import RULES, TABLE
@@ -67,6 +68,8 @@ def check_supported(cx: CaptureContext, node: JPlan, below: bool = True) -> None
     below = below and b.has_pattern(node, _UNSUPPORTED_PATTERN)
     if below or b.has_pattern(node, "PLAN_EXPRESSION"):
         _check_expressions(cx, node, op)
+    if b.has_pattern(node, "PYTHON_UDF"):
+        _check_declared_udfs(cx, node)
     if op not in LEAVES and op not in RULES:
         raise UnsupportedOperation(op, cx.plan_text(node))
     if op == "Window":
@@ -93,6 +96,29 @@ def _check_expressions(cx: CaptureContext, node: JPlan, op: str) -> None:
         for cls in b.expression_classes(e) if walk else ():
             if cls in _UNSUPPORTED_EXPRESSIONS:
                 raise UnsupportedOperation(_UNSUPPORTED_EXPRESSIONS[cls], cx.plan_text(node), f"in {op}")
+
+
+def _check_declared_udfs(cx: CaptureContext, node: JPlan) -> None:
+    # A Python UDF's lineage is fixed by what it is: a scalar one's value comes from
+    # its row, a grouped aggregate's from its group. A declaration saying otherwise
+    # would be ignored, so it is refused (rowwise on a scalar UDF says what is so).
+    from pyspark.util import PythonEvalType
+
+    names = {v: k for k, v in vars(PythonEvalType).items() if k.startswith("SQL_")}
+    for function, eval_type in cx.bridge.python_udfs(node):
+        decl, name = declaration_of(function), names.get(eval_type, "")
+        aggregate = "_AGG_" in name
+        scalar = name in ("SQL_BATCHED_UDF", "SQL_ARROW_BATCHED_UDF") or name.startswith("SQL_SCALAR_")
+        # functions over groups and partitions (applyInPandas...) have rules of their own
+        if decl is None or not (aggregate or scalar) or decl.mode == "rowwise" and scalar:
+            continue
+        kind = (
+            "an aggregate Python UDF (one value per group or window: its lineage is every row of it)"
+            if aggregate
+            else "a scalar Python UDF (one value per input row: its lineage is that row)"
+        )
+        advice = "" if aggregate else "; declare it rowwise, or not at all"
+        raise InvalidArgument(f"{decl.name!r} declares {decl.mode} lineage, but it is {kind}{advice}")
 
 
 def _check_subqueries(cx: CaptureContext, node: JPlan, op: str, e: JExpr) -> None:

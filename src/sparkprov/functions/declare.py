@@ -139,6 +139,12 @@ def lineage(
     def declare(function: F) -> F:
         if not callable(function):
             raise InvalidArgument(f"sp.lineage declares a function's lineage; got {type(function).__name__}")
+        if isinstance(function, type):
+            raise InvalidArgument(
+                f"{function.__qualname__!r} is a class (a Python UDTF?): declaring a UDTF's lineage is not "
+                "implemented yet; its rows come from the row eval() was called on, or its whole partition "
+                "(said in explain())"
+            )
         if declaration_of(function) is not None:
             raise InvalidArgument(f"{getattr(function, '__qualname__', function)!r} already declares its lineage")
         return _declared(Declaration(mode, function, columns, backward, forward, map_p))

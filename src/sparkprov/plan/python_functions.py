@@ -40,6 +40,17 @@ class PythonFunctions:
         raw = python_function.command().toArray(self.jvm.scala.reflect.ClassTag.Byte())
         return CloudPickleSerializer().loads(bytes(raw))
 
+    def python_udfs(self, node: JPlan) -> list[tuple[Any, int]]:
+        """The Python UDFs (scalar, pandas, grouped-aggregate) ``node``'s own expressions
+        call: ``(function, eval type)`` each, the function unpickled as PySpark pickled it."""
+        found = []
+        for e in self.expressions(node):
+            if self.has_pattern(e, "PYTHON_UDF"):
+                for d in self._descendants(e):
+                    if self.class_name(d) in ("PythonUDF", "PythonUDAF"):
+                        found.append((self._unpickled(d.func())[0], int(d.evalType())))
+        return found
+
     @staticmethod
     def python_eval_type(node: JPlan) -> int:
         """How PySpark calls a node's Python function (``pyspark.util.PythonEvalType``)."""
