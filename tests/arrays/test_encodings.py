@@ -86,6 +86,15 @@ def test_queries_name_cells_by_coordinates_boxes_and_masks():
         cell_ids(SHAPE, [(6, 0)])
     with pytest.raises(sp.InvalidArgument, match="positive sizes"):
         Shape((3, 0))
+    values = np.arange(SHAPE.size).reshape(SHAPE.dims)
+    assert cell_ids(SHAPE, lambda v: (v % 20 == 0) & (v > 0), values).tolist() == [20, 40]
+    for predicate, message in [
+        (lambda v: v + 1, "must give a boolean mask of the array's shape, not int64"),
+        (lambda v: v.ravel() > 3, r"a mask of shape \(42,\) over an array of shape \(6, 7\)"),
+        (lambda v: v.nope, "the predicate raised AttributeError"),
+    ]:
+        with pytest.raises(sp.InvalidArgument, match=message):
+            cell_ids(SHAPE, predicate, values)
 
 
 def test_misused_encodings_say_why(tmp_path):

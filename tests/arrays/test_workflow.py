@@ -218,6 +218,17 @@ def test_query_steps_say_how_they_were_answered(tmp_path):
     assert {s.node: s.method for s in stats}["runs"] == "FullOne→, then BlackBox (switched)"
 
 
+def test_cells_named_by_a_predicate_over_the_arrays_values(tmp_path):
+    image = np.random.default_rng(2).random((5, 6))
+    run = workflow().run({"image": image}, tmp_path, {"runs": ["FullOne←"]})
+    bright = run.arrays["flip"] > 0.7
+    assert bright.any() and not bright.all()
+    assert run.backward(lambda v: v > 0.7, "flip", "image").tolist() == run.backward(bright, "flip", "image").tolist()
+    assert (
+        run.forward(lambda v: v < 0.1, "image", "flip").tolist() == run.forward(image < 0.1, "image", "flip").tolist()
+    )
+
+
 def test_entire_array_shortcut_and_opaque_operators(tmp_path):
     class Invert(ArrayOperator):
         all_to_all = True  # a matrix inverse: every output cell depends on every input cell

@@ -80,9 +80,23 @@ class Box:
         return np.ravel_multi_index([g.ravel() for g in grids], shape.dims).astype(np.int64)
 
 
-def cell_ids(shape: Shape, cells: Any) -> np.ndarray:
+def cell_ids(shape: Shape, cells: Any, values: np.ndarray | None = None) -> np.ndarray:
     """The sorted, distinct ids of ``cells``: a Box, a boolean mask of the array's
-    shape, coordinates (``(n, k)`` or tuples), or for a 1-D array plain positions."""
+    shape, coordinates (``(n, k)`` or tuples), for a 1-D array plain positions, or a
+    predicate over the array's ``values`` (a function of them giving such a mask).
+
+    >>> cell_ids(Shape((2, 2)), lambda v: v > 2, np.array([[1, 5], [3, 0]])).tolist()
+    [1, 2]
+    """
+    if callable(cells) and not isinstance(cells, Box):
+        if values is None:
+            raise InvalidArgument("a predicate selects cells by their values; this array's values are not known")
+        try:
+            cells = np.asarray(cells(values))
+        except Exception as e:
+            raise InvalidArgument(f"the predicate raised {type(e).__name__}: {e}") from e
+        if cells.dtype != bool:
+            raise InvalidArgument(f"a predicate must give a boolean mask of the array's shape, not {cells.dtype}")
     if isinstance(cells, Box):
         found = cells.ids(shape)
     elif isinstance(cells, np.ndarray) and cells.dtype == bool:

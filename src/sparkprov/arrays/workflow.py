@@ -240,7 +240,9 @@ class WorkflowRun:
     # queries
 
     def backward(self, cells, start: str, target: str, stats: list | None = None) -> np.ndarray:
-        """The cells of ``target`` (an ancestor of ``start``) that cells of ``start`` depend on."""
+        """The cells of ``target`` (an ancestor of ``start``) that cells of ``start`` depend on;
+        ``cells``: coordinates, a Box, a boolean mask, or a predicate over ``start``'s
+        values (``lambda v: v > 100``)."""
         return self._trace(cells, start, target, backward=True, stats=stats)
 
     def forward(self, cells, start: str, target: str, stats: list | None = None) -> np.ndarray:
@@ -248,7 +250,7 @@ class WorkflowRun:
         return self._trace(cells, start, target, backward=False, stats=stats)
 
     def _trace(self, cells, start: str, target: str, backward: bool, stats: list | None) -> np.ndarray:
-        ids = cell_ids(self.shape(start), cells)
+        ids = cell_ids(self.shape(start), cells, self.arrays[start])
         between = self._between(target, start) if backward else self._between(start, target)
         if start not in between:
             kind = "an ancestor" if backward else "a descendant"
