@@ -28,14 +28,14 @@ class Tracer:
 
     def __init__(self, decl: Declaration, where: str, sides: int = 1, key: Any = None) -> None:
         self.decl, self.where, self.key = decl, where, key
-        self._ids: list[list] = [[] for _ in range(sides)]  # per side, the id arrays received
+        self._ids = [_Ids() for _ in range(sides)]  # per side, the ids received
         self.received = [0] * sides
         self.produced = 0
         self._backward: list[list[list[int]]] = []  # per output row, per side: kept for forward's check
 
     def receive(self, side: int, ids) -> None:
         """The ids of the next input rows of ``side``, in the order the function gets them."""
-        self._ids[side].append(ids)
+        self._ids[side].extend(ids)
         self.received[side] += len(ids)
 
     def _meta(self) -> dict:
@@ -46,7 +46,6 @@ class Tracer:
         """Per side, per output row of the next ``rows``: the ids of its input rows.
         ``reported``: the values of the declared columns (full lineage's positions per
         side, or the payload)."""
-        import numpy as np
 
         decl = self.decl
         per_row: list[list[list[int]]] = []
@@ -66,8 +65,7 @@ class Tracer:
         self.produced += rows
         if decl.forward is not None:
             self._backward.extend(per_row)
-        ids = [np.concatenate(a) if len(a) > 1 else (a[0] if a else np.zeros(0, np.int64)) for a in self._ids]
-        self._ids = [[a] for a in ids]
+        ids = [a.view() for a in self._ids]
         return [[ids[side][row[side]].tolist() for row in per_row] for side in range(len(ids))]
 
     def _mapped(self, position: int) -> list:
@@ -135,6 +133,31 @@ class Tracer:
             f"function {self.decl.name!r} (map lineage), input row {position} of {self.where}: "
             f"its forward mapping {what}"
         )
+
+
+class _Ids:
+    """Ids appended batch by batch into one array that doubles when full, so a function
+    that streams (a batch in, a batch out) costs linear time, not quadratic."""
+
+    def __init__(self) -> None:
+        import numpy as np
+
+        self._array, self._size = np.zeros(1024, np.int64), 0
+
+    def extend(self, ids) -> None:
+        import numpy as np
+
+        ids = np.asarray(ids, dtype=np.int64)
+        end = self._size + len(ids)
+        if end > len(self._array):
+            grown = np.zeros(max(end, 2 * len(self._array)), np.int64)
+            grown[: self._size] = self._array[: self._size]
+            self._array = grown
+        self._array[self._size : end] = ids
+        self._size = end
+
+    def view(self):
+        return self._array[: self._size]
 
 
 def _absent(payload: Any) -> bool:
