@@ -157,20 +157,33 @@ class WorkflowRun:
         # SubZero VII-A's query-time switch from reading stored lineage to running the
         # operator again (off: stored lineage is read to the end, "static")
         self.switch = True
-        for name in self._order():
-            node = wf.nodes[name]
-            missing = [i for i in node.inputs if i not in self.arrays]
-            if missing:
-                raise InvalidArgument(f"{name!r} reads {missing[0]!r}, which is neither an input nor an operator")
-            chosen = strategies.get(name, [])
-            # as SubZero's run(): the output and the lineage of the first mode a chosen
-            # strategy needs in one pass (apart when the optimizer measures what each adds)
-            modes = [m for m in dict.fromkeys(_writer_mode(node.op, s) for s in chosen) if m]
-            writer = LineageWriter(modes[0], len(node.inputs)) if modes and not costs else None
-            started = time.perf_counter()
-            self.arrays[name] = np.asarray(node.op.run([self.arrays[i] for i in node.inputs], writer))
-            self.seconds[name] = time.perf_counter() - started
-            self.stored[name] = self._store(name, node, chosen, {modes[0]: writer.logs} if writer else {})
+        # Lineage is written by one background thread while the next operators run
+        # (Parquet writes and NumPy release the GIL), and the run returns once all of it
+        # is on disk; a run measuring costs writes in line, so each write is timed alone.
+        from concurrent.futures import ThreadPoolExecutor
+
+        writing: dict[str, object] = {}
+        with ThreadPoolExecutor(max_workers=1, thread_name_prefix="sparkprov-lineage") as writer_thread:
+            for name in self._order():
+                node = wf.nodes[name]
+                missing = [i for i in node.inputs if i not in self.arrays]
+                if missing:
+                    raise InvalidArgument(f"{name!r} reads {missing[0]!r}, which is neither an input nor an operator")
+                chosen = strategies.get(name, [])
+                # as SubZero's run(): the output and the lineage of the first mode a chosen
+                # strategy needs in one pass (apart when the optimizer measures what each adds)
+                modes = [m for m in dict.fromkeys(_writer_mode(node.op, s) for s in chosen) if m]
+                writer = LineageWriter(modes[0], len(node.inputs)) if modes and not costs else None
+                started = time.perf_counter()
+                self.arrays[name] = np.asarray(node.op.run([self.arrays[i] for i in node.inputs], writer))
+                self.seconds[name] = time.perf_counter() - started
+                logs = {modes[0]: writer.logs} if writer else {}
+                if costs or not chosen:
+                    self.stored[name] = self._store(name, node, chosen, logs)
+                else:
+                    writing[name] = writer_thread.submit(self._store, name, node, chosen, logs)
+        for name, future in writing.items():
+            self.stored[name] = future.result()  # a write that failed fails the run
 
     def _order(self) -> list[str]:
         order, seen = [], set()
