@@ -15,7 +15,7 @@ those ids.
 from __future__ import annotations
 
 import numbers
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 from ..errors import LineageDeclarationWrong
@@ -69,23 +69,22 @@ class Tracer:
         return [[ids[side][row[side]].tolist() for row in per_row] for side in range(len(ids))]
 
     def _mapped(self, position: int) -> list:
-        return self._called(position, "backward mapping", self.decl.backward, position, self._meta())
+        return self._called(position, lambda: "backward mapping", self.decl.backward, position, self._meta())
 
     def _paid(self, position: int, payload: Any) -> list:
-        return self._called(
-            position, f"map_p (on payload {payload!r:.60})", self.decl.map_p, position, payload, self._meta()
-        )
+        what = lambda: f"map_p (on payload {payload!r:.60})"  # noqa: E731 - said only when wrong
+        return self._called(position, what, self.decl.map_p, position, payload, self._meta())
 
-    def _called(self, position: int, what: str, function, *args) -> list:
+    def _called(self, position: int, what: Callable[[], str], function, *args) -> list:
         # a mapping's positions per side, from a function the declaration gave
         try:
             found = function(*args)
         except Exception as e:
-            raise self._wrong(position, f"its {what} raised {type(e).__name__}: {e}") from e
+            raise self._wrong(position, f"its {what()} raised {type(e).__name__}: {e}") from e
         if len(self.received) == 1:
             return [_positions(found)]
         if not isinstance(found, tuple | list) or len(found) != len(self.received):
-            raise self._wrong(position, f"a cogrouped function's {what} must give (left, right) positions")
+            raise self._wrong(position, f"a cogrouped function's {what()} must give (left, right) positions")
         return [_positions(f) for f in found]
 
     def _checked(self, position: int, side: int, found: list | None) -> list[int]:
