@@ -271,3 +271,21 @@ def test_bad_workflows_and_strategies_are_refused(tmp_path):
         wf2.add("b", Blur(), ["image"])
         wf2.run({"image": np.zeros((2, 2))}, tmp_path, {"b": ["CompOne←"]})
     assert Elementwise(np.negative, "neg").name == "neg"
+
+
+def test_lineage_written_in_the_background_is_on_disk_when_the_run_returns(tmp_path, monkeypatch):
+    image = np.random.default_rng(4).random((5, 6))
+    run = workflow().run({"image": image}, tmp_path / "ok", {"runs": ["FullOne←"], "blur": ["PayMany←"]})
+    assert run.stored["runs"].bytes > 0 and run.stored["blur"].bytes > 0
+    assert (tmp_path / "ok" / "lineage" / "runs" / "FullOne←").is_dir()
+    import sparkprov.arrays.workflow as W
+
+    def broken(self, name, *args):  # a write that fails fails the run, whichever thread wrote it
+        if name == "blur":
+            raise OSError("disk full")
+        return original(self, name, *args)
+
+    original = W.WorkflowRun._store
+    monkeypatch.setattr(W.WorkflowRun, "_store", broken)
+    with pytest.raises(OSError, match="disk full"):
+        workflow().run({"image": image}, tmp_path / "broken", {"runs": ["FullOne←"], "blur": ["PayMany←"]})
