@@ -160,6 +160,7 @@ class WorkflowRun:
         # Lineage is written by one background thread while the next operators run
         # (Parquet writes and NumPy release the GIL), and the run returns once all of it
         # is on disk; a run measuring costs writes in line, so each write is timed alone.
+        # The arrays are only added to, never changed, while a write reads them.
         from concurrent.futures import ThreadPoolExecutor
 
         writing: dict[str, object] = {}
@@ -178,7 +179,9 @@ class WorkflowRun:
                 self.arrays[name] = np.asarray(node.op.run([self.arrays[i] for i in node.inputs], writer))
                 self.seconds[name] = time.perf_counter() - started
                 logs = {modes[0]: writer.logs} if writer else {}
-                if costs or not chosen:
+                # an operator run again for another mode's lineage runs here, never beside
+                # the next operator: operators need not be safe to run in two threads
+                if costs or not chosen or len(modes) > 1:
                     self.stored[name] = self._store(name, node, chosen, logs)
                 else:
                     writing[name] = writer_thread.submit(self._store, name, node, chosen, logs)
