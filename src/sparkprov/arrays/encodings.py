@@ -58,10 +58,6 @@ def folder_bytes(folder: str | Path) -> int:
     return sum(p.stat().st_size for p in Path(folder).iterdir() if p.is_file())
 
 
-def _ids(cells) -> np.ndarray:
-    return distinct(np.asarray(cells, dtype=np.int64).ravel())
-
-
 def _gather(values: np.ndarray, offsets: np.ndarray, lists: np.ndarray) -> np.ndarray:
     """The values of the ragged lists numbered ``lists``, concatenated."""
     if not len(lists):
@@ -145,7 +141,7 @@ def _scan_payloads(map_p, groups: dict, ids: np.ndarray, deadline: float | None)
             scan.advance(1)
             if reaches(map_p(c, payload)):
                 hit.append(c)
-    return distinct(np.asarray(hit, dtype=np.int64))
+    return distinct(hit)
 
 
 class StoredLineage:
@@ -211,11 +207,11 @@ class _Lookup(StoredLineage):
         self.direction = direction
 
     def backward(self, out_ids) -> np.ndarray:
-        ids = _ids(out_ids)
+        ids = distinct(out_ids)
         return self.lookup(ids) if self.direction == "backward" else self.scan(ids)
 
     def forward(self, in_ids) -> np.ndarray:
-        ids = _ids(in_ids)
+        ids = distinct(in_ids)
         return self.lookup(ids) if self.direction == "forward" else self.scan(ids)
 
     def lookup(self, ids: np.ndarray) -> np.ndarray:
@@ -289,7 +285,7 @@ def _candidates(tree, shape: Shape, ids: np.ndarray) -> np.ndarray:
         return _EMPTY
     points = shape.coordinates(ids).astype(np.float64)
     found, _ = tree.intersection_v(points, points)
-    return distinct(np.asarray(found, dtype=np.int64))
+    return distinct(found)
 
 
 def _write_boxes(folder: Path, values: np.ndarray, offsets: np.ndarray, shape: Shape, extra: dict) -> None:
@@ -401,14 +397,14 @@ class _PayOneLineage(StoredLineage):
         return self.keys
 
     def backward(self, out_ids) -> np.ndarray:
-        ids = _ids(out_ids)
+        ids = distinct(out_ids)
         rows = _spans(self.keys, ids)
         return _mapped(self.map_p, self.keys[rows], self.payloads.take(pa.array(rows)).to_pylist())
 
     def forward(self, in_ids, deadline: float | None = None) -> np.ndarray:
         if self._groups is None:  # read once, for every forward query after
             self._groups = _by_payload(self.keys.tolist(), self.payloads.to_pylist())
-        return _scan_payloads(self.map_p, self._groups, _ids(in_ids), deadline)
+        return _scan_payloads(self.map_p, self._groups, distinct(in_ids), deadline)
 
 
 class PayMany(Encoding):
@@ -444,7 +440,7 @@ class _PayManyLineage(StoredLineage):
         return distinct(self.keys)
 
     def backward(self, out_ids) -> np.ndarray:
-        ids = _ids(out_ids)
+        ids = distinct(out_ids)
         candidates = _candidates(self.tree, self.shape, ids)
         cells = _gather(self.keys, self.key_offsets, candidates)
         owners = np.repeat(candidates, np.diff(self.key_offsets)[candidates])
@@ -457,7 +453,7 @@ class _PayManyLineage(StoredLineage):
             payloads = self.payloads.to_pylist()
             per_cell = [payloads[k] for k in owners(self.key_offsets).tolist()]
             self._groups = _by_payload(self.keys.tolist(), per_cell)
-        return _scan_payloads(self.map_p, self._groups, _ids(in_ids), deadline)
+        return _scan_payloads(self.map_p, self._groups, distinct(in_ids), deadline)
 
 
 class Ranges(Encoding):
@@ -505,12 +501,12 @@ class _RangesLineage(StoredLineage):
         return (run >= 0) & (cells <= ends[np.maximum(run, 0)])
 
     def backward(self, out_ids) -> np.ndarray:
-        ids = _ids(out_ids)
+        ids = distinct(out_ids)
         found = [ids[self._within(ids, s, e)] + d for d, s, e in self.groups]
         return distinct(np.concatenate(found)) if found else _EMPTY
 
     def forward(self, in_ids) -> np.ndarray:
-        ids = _ids(in_ids)
+        ids = distinct(in_ids)
         found = []
         for d, s, e in self.groups:
             outs = ids - d
@@ -546,11 +542,11 @@ class _CellPairsLineage(StoredLineage):
         self.inp = np.asarray(table.column("in"), dtype=np.int64)
 
     def backward(self, out_ids) -> np.ndarray:
-        ids = _ids(out_ids)
+        ids = distinct(out_ids)
         return distinct(self.inp[_spans(self.out, ids)])
 
     def forward(self, in_ids) -> np.ndarray:
-        return distinct(self.out[np.isin(self.inp, _ids(in_ids))])
+        return distinct(self.out[np.isin(self.inp, distinct(in_ids))])
 
 
 ENCODINGS: dict[str, Callable[[], Encoding]] = {

@@ -339,7 +339,7 @@ class WorkflowRun:
             return self._black_box(name, node, i, ids, backward)
         if strategy == "Map":
             mapping = node.op.map_b if backward else node.op.map_f
-            return distinct(np.asarray(mapping(ids, i, self._shapes(node)), dtype=np.int64))
+            return distinct(mapping(ids, i, self._shapes(node)))
         reader = self.stored[name].readers[strategy][i]
         if strategy in COMPOSITE:
             return self._composite(node, i, reader.out_cells(), reader.backward, reader.forward, ids, backward)
@@ -408,7 +408,7 @@ class WorkflowRun:
                 return self._composite(node, i, distinct(log.out_cells()[0]), back, forth, ids, backward)
             return back(ids) if backward else forth(ids)
         if "map" in op.modes:
-            return distinct(np.asarray((op.map_b if backward else op.map_f)(ids, i, self._shapes(node)), np.int64))
+            return distinct((op.map_b if backward else op.map_f)(ids, i, self._shapes(node)))
         # an operator that states nothing: every output cell depends on every input cell
         there = self._shapes(node)[i] if backward else self.shape(name)
         return np.arange(there.size, dtype=np.int64)

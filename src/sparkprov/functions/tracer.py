@@ -46,7 +46,6 @@ class Tracer:
         """Per side, per output row of the next ``rows``: the ids of its input rows.
         ``reported``: the values of the declared columns (full lineage's positions per
         side, or the payload)."""
-
         decl = self.decl
         if decl.mode == "rowwise":  # one id per row, in order: no per-row work
             end = self.produced + rows
