@@ -45,6 +45,7 @@ _LAZY = {
     "LineageCursor": "api.cursor",
     "LineageContext": "rdd.context",
     "LineageRDD": "rdd.lineage_rdd",
+    "Workflow": "workflows",
 }
 
 if TYPE_CHECKING:
@@ -55,6 +56,7 @@ if TYPE_CHECKING:
     from .functions.declare import lineage
     from .rdd.context import LineageContext
     from .rdd.lineage_rdd import LineageRDD
+    from .workflows import Workflow
 
 
 def __getattr__(name: str):
@@ -80,6 +82,7 @@ __all__ = [
     "LineageContext",
     "LineageCursor",
     "LineageRDD",
+    "Workflow",
     "LineageDeclarationWrong",
     "LineageNotBuilt",
     "LineageRestricted",

@@ -393,6 +393,14 @@ class Capture:
         found = {n: SourceLeaf(k, leaf) for n, (k, leaf) in leaves.items()}
         return replay(self._session._bridge, query, found, replacements, self.output.drop(RID), key)
 
+    def operators(self) -> list[str]:
+        """The captured plan's operators, top first, as :meth:`explain` names them.
+
+        >>> cap.operators()[0]  # doctest: +SKIP
+        'Aggregate [k#1], [k#1, sum(v#2L) AS sum(v)#5L]'
+        """
+        return [op for _, op, _, _ in self._entry.explain or []]
+
     def explain(self) -> str:
         """A readable report: one line per operator of the captured plan, with its
         lineage granularity (exact, or coarse and why) and how capture recorded it.

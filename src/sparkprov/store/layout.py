@@ -189,6 +189,10 @@ class StoreFolders:
         """The folders of one LineageContext."""
         return RddFolders(self.root / "rdd" / context_id)
 
+    def workflow(self, name: str) -> WorkflowFolders:
+        """The folders of workflow ``name`` (sp.Workflow)."""
+        return WorkflowFolders(self.root / "workflows" / name)
+
 
 @dataclass(frozen=True)
 class RddFolders:
@@ -211,3 +215,43 @@ class RddFolders:
     def frame(self, name: str) -> Path:
         """Parquet written for a crossing between an RDD and a DataFrame."""
         return self.root / "frames" / name
+
+
+@dataclass(frozen=True)
+class WorkflowFolders:
+    """The folders of one workflow (``workflows/<name>/``): its executions' records, the
+    datasets each execution wrote, its state tables' versions and its provenance graph.
+
+    >>> WorkflowFolders(Path("/s/workflows/dealers")).dataset(2, "bid1")
+    PosixPath('/s/workflows/dealers/executions/e000002/bid1')
+    """
+
+    root: Path
+
+    @property
+    def records(self) -> Path:
+        return self.root / "records"
+
+    def record(self, execution: int) -> Path:
+        """The committed record of execution ``execution`` (written last: no record, no execution)."""
+        return self.records / f"e{execution:06d}.json"
+
+    @property
+    def initial(self) -> Path:
+        """The record of the state tables' initial versions."""
+        return self.records / "initial.json"
+
+    def execution(self, execution: int) -> Path:
+        return self.root / "executions" / f"e{execution:06d}"
+
+    def dataset(self, execution: int, name: str) -> Path:
+        """The rows of input or output ``name`` in execution ``execution``."""
+        return self.execution(execution) / name
+
+    def state(self, name: str, version: int) -> Path:
+        """Version ``version`` of state table ``name`` (0: its initial rows; n: written by execution n)."""
+        return self.root / "state" / name / f"v{version:06d}"
+
+    def graph(self, execution: int) -> Path:
+        """The provenance graph's nodes, edges and tuples added by execution ``execution``."""
+        return self.execution(execution) / "graph"

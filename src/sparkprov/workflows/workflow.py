@@ -1,0 +1,215 @@
+"""``sp.Workflow``: modules with state, run again and again, with fine-grained
+provenance across invocations and executions (Lipstick).
+
+>>> import tempfile, sparkprov as sp
+>>> from pyspark.sql import SparkSession
+>>> spark = SparkSession.builder.getOrCreate()
+>>> wf = sp.Workflow("shop", sp.LineageSession(spark, store=tempfile.mkdtemp()))
+>>> wf.state("stock", spark.createDataFrame([("vw", 1), ("vw", 2), ("bmw", 3)], "model string, car long"))
+>>> @wf.module(inputs=["request"], outputs=["offer"], state=["stock"])
+... def dealer(request, stock):
+...     return request.join(stock, "model").groupBy("model").count()
+>>> execution = wf.run(request=spark.createDataFrame([("vw",)], "model string"))
+>>> g = wf.graph()
+>>> offer = g.tuple("offer", wf.dataset("offer").first()._sp_rid, 1)
+>>> car = wf.dataset("stock", 0).where("car = 1").first()._sp_rid
+>>> g.depends(offer, on=g.tuple("stock", car, 0))  # another vw is on the lot: the offer stays
+False
+>>> g.depends(offer, on=g.tuple("request", wf.dataset("request").first()._sp_rid, 1))
+True
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+from pyspark.sql import DataFrame
+
+from ..api.session import LineageSession
+from ..errors import InvalidArgument
+from ..store.catalog import check_name
+from ..store.layout import StoreFolders, WorkflowFolders
+from ..store.workflow_record import (
+    ExecutionRecord,
+    initial_state,
+    records,
+    write_initial_state,
+    write_record,
+)
+from . import execution as run_one
+from .graph import ProvenanceGraph
+from .graph_build import EDGE_SCHEMA, NODE_SCHEMA, TUPLE_SCHEMA
+from .modules import Module, check_names, check_new, workflow_inputs
+
+
+class Workflow:
+    """A workflow of modules: Python functions over DataFrames, each declared with the
+    datasets it reads (``inputs``), writes (``outputs``) and keeps (``state``). The
+    order follows from the names; :meth:`run` is one execution."""
+
+    def __init__(self, name: str, session: LineageSession) -> None:
+        if not isinstance(session, LineageSession):
+            raise InvalidArgument(f"a Workflow needs a LineageSession, not {type(session).__name__}")
+        self.name = check_name(name)
+        self.session = session
+        self.folders: WorkflowFolders = StoreFolders(session.store.root).workflow(name)
+        self.modules: dict[str, Module] = {}
+        self._state_tuples: dict = {}  # (state, version, rid) -> node, for the current versions
+
+    def __repr__(self) -> str:
+        return f"Workflow({self.name!r}, modules={list(self.modules)}, executions={len(self.executions)})"
+
+    def module(
+        self,
+        inputs: Iterable[str] | str = (),
+        outputs: Iterable[str] | str = (),
+        state: Iterable[str] | str = (),
+        name: str | None = None,
+    ) -> Callable[[Callable], Callable]:
+        """Declare a module: the decorated function is called with its inputs and state
+        tables as DataFrames, by name, and returns a DataFrame (its one output) or a
+        dict ``{output or state table: DataFrame}``; a state table it returns is
+        replaced by those rows (rows kept from the old version stay the same tuples).
+        ``name``: the module's name (default: the function's).
+
+        >>> @wf.module(inputs=["bids"], outputs=["best"])  # doctest: +SKIP
+        ... def aggregator(bids):
+        ...     return bids.groupBy().min("price")
+        """
+        ins, outs, kept = check_names("input", inputs), check_names("output", outputs), check_names("state", state)
+        if not outs:
+            raise InvalidArgument("a module writes at least one output")
+
+        def declare(function: Callable) -> Callable:
+            if not callable(function):
+                raise InvalidArgument(f"a module is a function, not {type(function).__name__}")
+            module = Module(name or getattr(function, "__name__", ""), function, ins, outs, kept)
+            if not name and module.name == "<lambda>":
+                raise InvalidArgument("a lambda has no name of its own: give the module one, @wf.module(..., name=...)")
+            check_names("module", [module.name])
+            check_new(module, self.modules)
+            self.modules[module.name] = module
+            return function
+
+        return declare
+
+    def state(self, name: str, rows: DataFrame) -> None:
+        """The initial rows of state table ``name`` (before the first execution)."""
+        check_names("state", [name])
+        if not isinstance(rows, DataFrame):
+            raise InvalidArgument(f"the rows of state table {name!r} are a DataFrame, not {type(rows).__name__}")
+        if self.executions:
+            raise InvalidArgument(f"workflow {self.name!r} has run already: its state tables carry on from there")
+        given = initial_state(self.folders)
+        if name in given:
+            raise InvalidArgument(f"state table {name!r} has its initial rows already")
+        cap = self.session.capture(rows, run_one.capture_name(self.name, name), path=str(self.folders.state(name, 0)))
+        write_initial_state(self.folders, {**given, name: [cap.name, cap.version]})
+
+    @property
+    def executions(self) -> list[ExecutionRecord]:
+        """Every committed execution's record, oldest first."""
+        return records(self.folders)
+
+    def run(self, track: bool = True, **inputs: DataFrame) -> ExecutionRecord:
+        """One execution: ``inputs`` are the workflow's input datasets (those no module
+        writes). With ``track`` (the default) every dataset a module writes is captured
+        and the provenance graph grows; without, the modules run and write alone (to
+        measure what tracking costs)."""
+        if not self.modules:
+            raise InvalidArgument(f"workflow {self.name!r} has no modules: declare them with @wf.module(...)")
+        expected = workflow_inputs(self.modules.values())
+        if set(inputs) != expected:
+            missing, unknown = sorted(expected - set(inputs)), sorted(set(inputs) - expected)
+            what = f"lacks input {missing[0]!r}" if missing else f"has no input {unknown[0]!r}"
+            raise InvalidArgument(f"workflow {self.name!r} {what}; its inputs: {', '.join(sorted(expected))}")
+        for name, df in inputs.items():
+            if not isinstance(df, DataFrame):
+                raise InvalidArgument(f"input {name!r} is a DataFrame, not {type(df).__name__}")
+        done = self.executions
+        state = dict(done[-1].state) if done else {}
+        for name in initial_state(self.folders):
+            state.setdefault(name, 0)
+        needed = sorted({s for m in self.modules.values() for s in m.state} - set(state))
+        if needed:
+            raise InvalidArgument(
+                f"state table {needed[0]!r} has no rows yet: give them with wf.state({needed[0]!r}, df)"
+            )
+        tracked = [r for r in done if r.tracked]
+        first = tracked[-1].nodes[1] if tracked else 0
+        plan = run_one.Plan(
+            self.name,
+            (done[-1].execution if done else 0) + 1,
+            self.folders,
+            list(self.modules.values()),
+            state,
+            track,
+            first,
+            self._lookup(state, done),
+        )
+        record, graph = run_one.run(self.session, plan, inputs)
+        if track:
+            folder = self.folders.graph(record.execution)
+            folder.mkdir(parents=True, exist_ok=True)
+            for table, file in zip(graph.tables(), ("nodes", "edges", "tuples")):
+                pq.write_table(table, folder / f"{file}.parquet")
+            self._state_tuples = {k: v for k, v in {**self._state_tuples, **graph.tuples}.items()
+                                  if k[0] in record.state and k[1] == record.state[k[0]]}  # fmt: skip
+        write_record(self.folders, record)
+        return record
+
+    def _lookup(self, state: dict[str, int], done: list[ExecutionRecord]):
+        # the nodes of the current state versions' rows: kept from the last execution in
+        # this session, else read from the graph of the executions that wrote them
+        known = self._state_tuples
+        for name, version in state.items():
+            if version > 0 and not any(k[0] == name and k[1] == version for k in known):
+                path = self.folders.graph(version) / "tuples.parquet"
+                if path.exists():
+                    t = pq.read_table(path).to_pylist()
+                    known.update({(r["dataset"], r["version"], r["rid"]): r["node"] for r in t
+                                  if r["dataset"] == name and r["version"] == version})  # fmt: skip
+        return known.get
+
+    def dataset(self, name: str, version: int | None = None) -> DataFrame:
+        """The rows of a dataset (an input, an output or a state table) with ``_sp_rid``
+        when tracked: as execution ``version`` wrote them (for a state table, its
+        version: 0 is its initial rows), else the newest."""
+        written = {n: (0, c) for n, c in initial_state(self.folders).items()}  # name -> (version, capture)
+        found = [] if name not in written or version not in (None, 0) else [written[name]]
+        for r in self.executions:
+            if version is not None and r.execution != version:
+                continue
+            if name in r.inputs:
+                found.append((r.execution, r.inputs[name]))
+            found += [(r.execution, i.writes[name][1:]) for i in r.invocations if name in i.writes]
+        if not found:
+            raise InvalidArgument(f"workflow {self.name!r} has no dataset {name!r} at version {version}")
+        at, (capture, capture_version) = found[-1]
+        if capture_version:
+            return self.session.load(capture, capture_version).output
+        is_state = name in {s for m in self.modules.values() for s in m.state} or name in written
+        path = self.folders.state(name, at) if is_state else self.folders.dataset(at, name)
+        return self.session.spark.read.parquet(str(path))
+
+    def graph(self, executions: Iterable[int] | None = None) -> ProvenanceGraph:
+        """The provenance graph of the tracked executions (all, or those named)."""
+        chosen = [r for r in self.executions if r.tracked and (executions is None or r.execution in set(executions))]
+        if not chosen:
+            raise InvalidArgument(f"workflow {self.name!r} has no tracked execution to make a graph of")
+        tables = {"nodes": [], "edges": [], "tuples": []}
+        for r in chosen:
+            for file in tables:
+                tables[file].append(pq.read_table(self.folders.graph(r.execution) / f"{file}.parquet"))
+        schemas = {"nodes": NODE_SCHEMA, "edges": EDGE_SCHEMA, "tuples": TUPLE_SCHEMA}
+        nodes, edges, tuples = (pa.concat_tables(tables[f]).cast(schemas[f]) for f in ("nodes", "edges", "tuples"))
+        if len(chosen) < len([r for r in self.executions if r.tracked]):
+            # edges from executions not loaded (a state row written earlier) are cut at the boundary
+            ids = nodes.column("id").to_numpy()
+            keep = np.isin(edges.column("src").to_numpy(), ids) & np.isin(edges.column("dst").to_numpy(), ids)
+            edges = edges.filter(pa.array(keep))
+        not_monotone = {i.node: i.not_monotone for r in chosen for i in r.invocations if i.not_monotone}
+        return ProvenanceGraph(nodes, edges, tuples, not_monotone)
