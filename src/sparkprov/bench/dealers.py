@@ -23,7 +23,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from ..api.session import LineageSession
-from ..workflows import Workflow
+from ..workflows.workflow import Workflow
 
 MODELS = ["A3", "A4", "A6", "Q5", "Golf", "Passat", "Polo", "Tiguan", "C-Class", "E-Class", "3 Series", "X3"]
 DEALERS = 4

@@ -35,6 +35,10 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("script", help="the PySpark script (run as `python script.py args...` would)")
     run.add_argument("args", nargs=argparse.REMAINDER, help="the script's own arguments")
 
+    from .workflows import add_parser as add_workflow_parser
+
+    add_workflow_parser(sub)
+
     trace = sub.add_parser("trace", help="trace output rows back to the sources, or source rows forward")
     trace_sub = trace.add_subparsers(dest="direction", required=True)
     for direction, text in (
@@ -267,6 +271,10 @@ def _main(args: argparse.Namespace) -> int:
             return run_script(args.script, args.args, args.store or os.environ.get("SPARKPROV_STORE") or ".sparkprov")
         if args.command == "trace":
             return _trace(args)
+        if args.command == "workflow":
+            from .workflows import main as workflow_main
+
+            return workflow_main(args, _store(args).root)
         if args.command == "bench" and args.bench_command == "trace":
             from ..bench.trace import main as trace_main
 

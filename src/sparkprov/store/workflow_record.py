@@ -46,6 +46,7 @@ class ExecutionRecord:
     state: dict[str, int]  # every state table's version after this execution
     nodes: tuple[int, int]  # the graph node ids this execution added: [first, end)
     seconds: float
+    at: str = ""  # when it finished (UTC, ISO 8601)
 
     def to_json(self) -> str:
         data = asdict(self)

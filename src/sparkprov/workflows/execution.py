@@ -16,6 +16,7 @@ import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
+from datetime import datetime, timezone
 
 from pyspark.sql import DataFrame
 
@@ -140,6 +141,7 @@ def _run(session: LineageSession, plan: Plan, inputs: dict[str, DataFrame], made
         state,
         (plan.first_node, graph.end),
         time.perf_counter() - started,
+        datetime.now(timezone.utc).isoformat(timespec="seconds"),
     )
     return record, graph
 

@@ -23,8 +23,6 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 
-import numpy as np
-import pyarrow as pa
 import pyarrow.parquet as pq
 from pyspark.sql import DataFrame
 
@@ -41,8 +39,8 @@ from ..store.workflow_record import (
 )
 from . import execution as run_one
 from .graph import ProvenanceGraph
-from .graph_build import EDGE_SCHEMA, NODE_SCHEMA, TUPLE_SCHEMA
 from .modules import Module, check_names, check_new, workflow_inputs
+from .stored import load_graph
 
 
 class Workflow:
@@ -197,19 +195,4 @@ class Workflow:
 
     def graph(self, executions: Iterable[int] | None = None) -> ProvenanceGraph:
         """The provenance graph of the tracked executions (all, or those named)."""
-        chosen = [r for r in self.executions if r.tracked and (executions is None or r.execution in set(executions))]
-        if not chosen:
-            raise InvalidArgument(f"workflow {self.name!r} has no tracked execution to make a graph of")
-        tables = {"nodes": [], "edges": [], "tuples": []}
-        for r in chosen:
-            for file in tables:
-                tables[file].append(pq.read_table(self.folders.graph(r.execution) / f"{file}.parquet"))
-        schemas = {"nodes": NODE_SCHEMA, "edges": EDGE_SCHEMA, "tuples": TUPLE_SCHEMA}
-        nodes, edges, tuples = (pa.concat_tables(tables[f]).cast(schemas[f]) for f in ("nodes", "edges", "tuples"))
-        if len(chosen) < len([r for r in self.executions if r.tracked]):
-            # edges from executions not loaded (a state row written earlier) are cut at the boundary
-            ids = nodes.column("id").to_numpy()
-            keep = np.isin(edges.column("src").to_numpy(), ids) & np.isin(edges.column("dst").to_numpy(), ids)
-            edges = edges.filter(pa.array(keep))
-        not_monotone = {i.node: i.not_monotone for r in chosen for i in r.invocations if i.not_monotone}
-        return ProvenanceGraph(nodes, edges, tuples, not_monotone)
+        return load_graph(self.folders, executions)
