@@ -179,6 +179,17 @@ def build_parser() -> argparse.ArgumentParser:
     fn.add_argument("--replicas", type=int, default=100, help="genomics: copies of the 96 patients (default 100)")
     fn.add_argument("--max-disk-mb", default="1,5,10,20,50,100", help="genomics: the optimizer's disk budgets (MB)")
     fn.add_argument("--json", dest="json_out", help="write the results as JSON to this file")
+    wfb = bench_sub.add_parser("workflow", help="Lipstick's WorkflowGen: tracking overhead and graph query times")
+    wfb.add_argument("--suite", choices=["dealers", "arctic"], default="dealers")
+    wfb.add_argument("--executions", type=int, default=10, help="executions of the workflow (default 10)")
+    wfb.add_argument("--cars", type=int, default=20_000, help="dealers: cars over the four dealers (default 20000)")
+    wfb.add_argument("--topologies", default="serial,parallel,dense", help="arctic: comma-separated topologies")
+    wfb.add_argument("--stations", default="24", help="arctic: comma-separated station counts (default 24)")
+    wfb.add_argument("--fanout", type=int, default=6, help="arctic: stations per layer of the dense topology")
+    wfb.add_argument("--selectivity", choices=["all", "season", "month", "year"], default="month")
+    wfb.add_argument("--queries", type=int, default=200, help="random zoom, delete and subgraph queries (default 200)")
+    wfb.add_argument("--seed", type=int, default=0)
+    wfb.add_argument("--json", dest="json_out", help="write the results as JSON to this file")
     cov = bench_sub.add_parser("coverage", help="capture a query suite and check every answer (scoreboard)")
     cov.add_argument("--suite", choices=["tpch", "tpcds"], default="tpch")
     cov.add_argument("--sf", type=float, default=0.1, help="scale factor (default 0.1)")
@@ -291,6 +302,10 @@ def _main(args: argparse.Namespace) -> int:
             from ..bench.functions import main as functions_main
 
             return functions_main(args)
+        if args.command == "bench" and args.bench_command == "workflow":
+            from ..bench.workflows import main as workflow_bench_main
+
+            return workflow_bench_main(args)
         if args.command == "bench" and args.bench_command == "coverage":
             from ..bench.coverage import main as coverage_main
 

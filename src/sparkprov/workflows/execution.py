@@ -61,6 +61,7 @@ class Plan:
     modules: list[Module]
     state: dict[str, int]  # state table -> its version before this execution
     track: bool
+    untracked: set[int]  # earlier executions run without tracking (their state versions have no graph)
     first_node: int
     lookup: Callable  # tuples named by earlier executions (graph_build.ExecutionGraph.lookup)
 
@@ -105,7 +106,7 @@ def _run(session: LineageSession, plan: Plan, inputs: dict[str, DataFrame], made
         paths[name] = str(path)
     state = dict(plan.state)
     for name, version in state.items():
-        reads[name] = Read("state", version)
+        reads[name] = Read("state", version, base=version == 0 or version in plan.untracked)
         paths[name] = str(plan.folders.state(name, version))
     invocations: list[Invocation] = []
     for wave in waves(plan.modules):

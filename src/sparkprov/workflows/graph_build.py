@@ -59,6 +59,7 @@ class Read:
 
     kind: str  # "input" (a workflow input), "output" (another module's), "state"
     version: int  # the execution that wrote an input or output; a state table's version
+    base: bool = False  # a state version with no graph (initial, or written untracked): its rows are base tuples
 
 
 @dataclass
@@ -127,7 +128,7 @@ class ExecutionGraph:
             if read is None:  # a source the workflow did not write
                 return "input", self.base_tuple((var.source, self.execution, var.rid))
             key = (var.source, read.version, var.rid)
-            if read.kind == "output" or (read.kind == "state" and read.version > 0):
+            if read.kind == "output" or (read.kind == "state" and not read.base):
                 node = self.tuple_node(key)
                 if node is None:
                     raise KeyError(f"no graph node for row {var.rid} of {var.source} version {read.version}")

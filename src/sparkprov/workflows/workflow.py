@@ -145,6 +145,7 @@ class Workflow:
             list(self.modules.values()),
             state,
             track,
+            {r.execution for r in done if not r.tracked},
             first,
             self._lookup(state, done),
         )
