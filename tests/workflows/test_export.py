@@ -1,7 +1,7 @@
 """A workflow's provenance exported (PROV-JSON, PROV-N, DOT, SVG, OpenLineage) and
 asked about from the command line.
 
-``data/OpenLineage-2-0-0.json`` is the RunEvent part of OpenLineage's spec schema 2-0-0
+``schemas/OpenLineage-2-0-0.json`` is the RunEvent part of OpenLineage's spec schema 2-0-0
 (OpenLineage/OpenLineage, website/static/spec/2-0-0/OpenLineage.json, Apache-2.0),
 without its descriptions and without the branches for the spec's own facets (kept in
 files of their own): the events here carry only sparkprov's facet.
@@ -23,7 +23,7 @@ import sparkprov as sp
 from sparkprov.cli import main
 from sparkprov.workflows import export
 
-SCHEMA = json.loads((Path(__file__).parent / "data" / "OpenLineage-2-0-0.json").read_text())
+SCHEMA = json.loads((Path(__file__).parent / "schemas" / "OpenLineage-2-0-0.json").read_text())
 
 
 @pytest.fixture(scope="module")

@@ -34,7 +34,7 @@ class Deletion:
     graph: ProvenanceGraph
     deleted: np.ndarray  # the nodes given
     removed: np.ndarray  # every node gone, the given ones included (ids, sorted)
-    affected: np.ndarray  # nodes kept whose values may change: below a group that lost rows
+    affected: np.ndarray  # nodes kept whose values may change: below a group (an aggregate) that lost rows
 
     @property
     def tuples(self) -> pa.Table:
@@ -43,7 +43,9 @@ class Deletion:
 
     @property
     def changed(self) -> pa.Table:
-        """The rows kept whose values may differ (an aggregate below lost rows)."""
+        """The rows kept whose values may differ: an aggregate below them lost rows.
+        Where a filter or join reads such a value, re-running may also drop the row
+        (or make another): the graph follows derivations, not values."""
         return self.graph.tuples_of(self.affected)
 
     def survives(self, node: int) -> bool:
@@ -98,17 +100,19 @@ class ProvenanceGraph:
     def tuple(self, dataset: str, rid: int, version: int) -> int:
         """The node of row ``rid`` of ``dataset`` (``version``: the execution that wrote
         an input or output, or a state table's version)."""
-        t = self._tuples
-        mask = (
-            np.asarray(t.column("dataset").to_pylist(), dtype=object) == dataset
-        ) & (t.column("version").to_numpy() == version) & (t.column("rid").to_numpy() == rid)  # fmt: skip
-        found = t.column("node").to_numpy()[mask]
-        if not len(found):
+        found = self._fine._tuple_index.get((dataset, version, rid))  # views share the fine graph's
+        if found is None:
             raise InvalidArgument(
                 f"row {rid} of {dataset!r} version {version} has no node: no module used it, or it is not in "
                 "the executions loaded"
             )
-        return int(found[0])
+        return found
+
+    @cached_property
+    def _tuple_index(self) -> dict[tuple[str, int, int], int]:
+        t = self._tuples
+        keys = zip(t.column("dataset").to_pylist(), t.column("version").to_pylist(), t.column("rid").to_pylist())
+        return dict(zip(keys, t.column("node").to_pylist()))
 
     def tuples_of(self, nodes: np.ndarray) -> pa.Table:
         """The rows (dataset, version, rid) the nodes stand for, where they stand for one."""
