@@ -21,7 +21,8 @@ Nodes (``kind``, ``label``):
 A state row kept as it was (its provenance is the row of the state's previous
 version alone) stays the tuple it was: state keeps its tuples' identity across
 executions, so deleting a car from the lot reaches every later bid that used it.
-Only tuples some invocation used get nodes.
+A workflow input's row gets a node when some invocation uses it; a state table's row
+gets one as soon as a version carries it (that is its identity), used or not.
 """
 
 from __future__ import annotations
