@@ -53,7 +53,7 @@ from pathlib import Path
 
 from ..errors import CaptureFailed, CaptureNotFound, InvalidArgument, StoreCorrupt, StoreNotFound
 from .entry import CaptureEntry
-from .files import listing, verify, write_manifest
+from .files import listing, verify, write_atomic, write_manifest
 from .layout import StoreFolders, inside_store, relative_to_store
 from .links import Links
 
@@ -121,7 +121,7 @@ class Store:
                     f"store {self.root} has format version {version}; this sparkprov reads {FORMAT_VERSION}"
                 )
         else:
-            self._write_atomic(fmt, json.dumps({"format_version": FORMAT_VERSION}))
+            write_atomic(fmt, json.dumps({"format_version": FORMAT_VERSION}))
         self.folders = StoreFolders(self.root)
         self.folders.catalog.mkdir(exist_ok=True)
         self.folders.data.mkdir(exist_ok=True)
@@ -280,12 +280,6 @@ class Store:
     def names(self) -> list[str]:
         folder = self.folders.catalog
         return sorted(p.name for p in folder.iterdir() if p.is_dir() and self.latest_version(p.name))
-
-    @staticmethod
-    def _write_atomic(path: Path, text: str) -> None:
-        tmp = path.with_name(f".{path.name}.{uuid.uuid4().hex}")
-        tmp.write_text(text)
-        os.replace(tmp, path)
 
 
 def _spans(versions: list[int]) -> str:

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import json
 import os
+import uuid
 import zlib
 from pathlib import Path
 
@@ -123,3 +124,10 @@ def verify(data: Path, recorded: dict[str, list[int]] | None, what: str) -> None
         if recorded is None and not any(rel.startswith(m + os.sep) for m in managed):
             continue  # an older entry lists nothing outside the managed directories
         raise StoreCorrupt(f"{what}: file {data / rel} is not one the capture wrote")
+
+
+def write_atomic(path: Path, text: str) -> None:
+    """``text`` written to ``path`` whole or not at all (a file beside it, renamed into place)."""
+    tmp = path.with_name(f".{path.name}.{uuid.uuid4().hex}")
+    tmp.write_text(text)
+    os.replace(tmp, path)

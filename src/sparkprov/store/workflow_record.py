@@ -13,12 +13,11 @@ record and the next one starts from the state versions the last record names.
 from __future__ import annotations
 
 import json
-import os
-import uuid
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from ..errors import StoreCorrupt
+from .files import write_atomic
 from .layout import WorkflowFolders
 
 
@@ -94,6 +93,4 @@ def write_initial_state(folders: WorkflowFolders, state: dict[str, list]) -> Non
 
 def _write_atomic(path: Path, text: str) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.{uuid.uuid4().hex}")
-    tmp.write_text(text)
-    os.replace(tmp, path)
+    write_atomic(path, text)

@@ -115,18 +115,18 @@ def _run(session: LineageSession, plan: Plan, inputs: dict[str, DataFrame], made
             done = list(pool.map(lambda m, named=named: _invoke(session, plan, m, named[m.name], made), wave))
         for module, (written, seconds) in zip(wave, done):
             node = graph.invocation(module.name) if plan.track else -1
+            seen = {n: reads[n] for n in (*module.inputs, *module.state)}
             writes, not_monotone = {}, []
             for dataset, (kind, version, cap) in written.items():
                 writes[dataset] = [kind, capture_name(plan.workflow, dataset), cap.version if cap else 0]
                 if cap is not None:
                     rids = [r[0] for r in cap.output.select(RID).collect()]
-                    seen = {n: reads[n] for n in (*module.inputs, *module.state)}
                     ops = cap.operators()
                     graph.add_capture(
                         module.name, node, cap.polynomials(rids), seen, (dataset, kind, version), _blackboxes(ops)
                     )
                     not_monotone += [op for op in ops if op.startswith(_NOT_MONOTONE)]
-            module_reads = {n: [reads[n].kind, reads[n].version] for n in (*module.inputs, *module.state)}
+            module_reads = {n: [r.kind, r.version] for n, r in seen.items()}
             invocations.append(Invocation(module.name, node, module_reads, writes, seconds, sorted(set(not_monotone))))
             for dataset, (kind, version, _) in written.items():
                 if kind == "output":

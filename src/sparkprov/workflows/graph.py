@@ -123,11 +123,15 @@ class ProvenanceGraph:
     # ---- adjacency
 
     @cached_property
+    def _edge_positions(self) -> tuple[np.ndarray, np.ndarray]:
+        # every edge's ends as node positions (both adjacency forms are made from them)
+        return self._index(self.edges.column("src").to_numpy()), self._index(self.edges.column("dst").to_numpy())
+
+    @cached_property
     def _csr(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         # out-edges by source (indptr, targets) and in-degrees, over node positions
         n = len(self._ids)
-        src = self._index(self.edges.column("src").to_numpy())
-        dst = self._index(self.edges.column("dst").to_numpy())
+        src, dst = self._edge_positions
         order = np.argsort(src, kind="stable")
         indptr = np.zeros(n + 1, dtype=np.int64)
         np.cumsum(np.bincount(src, minlength=n), out=indptr[1:])
@@ -139,8 +143,7 @@ class ProvenanceGraph:
 
         g = rx.PyDiGraph(check_cycle=False, multigraph=True)
         g.add_nodes_from(range(len(self._ids)))
-        src = self._index(self.edges.column("src").to_numpy())
-        dst = self._index(self.edges.column("dst").to_numpy())
+        src, dst = self._edge_positions
         g.add_edges_from_no_data(list(zip(src.tolist(), dst.tolist())))
         return g
 

@@ -155,9 +155,9 @@ class ExecutionGraph:
             made[id(p)] = node
             return node
 
+        carries = kind == "state" and dataset in reads  # a state table read and written: its kept rows
         for rid, p in sorted(polynomials.items()):
-            previous = reads.get(dataset)
-            if kind == "state" and isinstance(p, Var) and p.source == dataset and previous is not None:
+            if carries and isinstance(p, Var) and p.source == dataset:
                 # a state row kept as it was: the same tuple
                 self.tuples[(dataset, version, rid)] = tuple_of(p)[1]
                 continue

@@ -168,9 +168,8 @@ class Workflow:
             if version > 0 and not any(k[0] == name and k[1] == version for k in known):
                 path = self.folders.graph(version) / "tuples.parquet"
                 if path.exists():
-                    t = pq.read_table(path).to_pylist()
-                    known.update({(r["dataset"], r["version"], r["rid"]): r["node"] for r in t
-                                  if r["dataset"] == name and r["version"] == version})  # fmt: skip
+                    rows = pq.read_table(path, filters=[("dataset", "=", name), ("version", "=", version)])
+                    known.update({(name, version, r["rid"]): r["node"] for r in rows.to_pylist()})
         return known.get
 
     def dataset(self, name: str, version: int | None = None) -> DataFrame:
