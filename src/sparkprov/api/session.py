@@ -29,6 +29,7 @@ from ..errors import InvalidArgument, one_line
 from ..executors import ship
 from ..local import region_hint
 from ..plan.catalyst import Bridge
+from ..plan.written import read_written
 from ..query import drill_down
 from ..store.catalog import Store, check_name
 from ..store.entry import CaptureEntry
@@ -192,7 +193,7 @@ class LineageSession:
         """
         path = StoreFolders(self.store.root).checkpoint(check_name(name), uuid.uuid4().hex)
         self.capture(df, name, path=path)
-        return self.spark.read.parquet(str(path))
+        return read_written(self.spark, path)
 
     def _capture(
         self,

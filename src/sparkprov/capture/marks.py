@@ -26,6 +26,7 @@ from pyspark.sql import DataFrame
 
 from ..errors import InvalidArgument, UnsupportedOperation
 from ..plan.catalyst import Bridge, JPlan
+from ..plan.written import read_written
 from ..store.catalog import check_name
 from ..store.layout import StoreFolders
 
@@ -87,7 +88,7 @@ def capture_marks(
             capture(bridge.to_dataframe(sub), f"{name}.{mark_name}", named, path)
             done[mark_name] = path
         # a fresh read per occurrence (fresh attributes), renamed to the ids the plan above uses
-        leaf = bridge.analyzed(bridge.spark.read.parquet(done[mark_name]))
+        leaf = bridge.analyzed(read_written(bridge.spark, done[mark_name]))
         named.append((leaf, mark_name))
         outputs = bridge.output(node)
         exprs = [

@@ -20,6 +20,7 @@ from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.pandas.types import from_arrow_schema
 
+from ..plan.written import read_written
 from ..store.entry import CaptureEntry
 from ..store.format import HANDLE, OUT, RID, Slot, slot_type, slots_from_json
 from ..store.layout import CaptureFolders
@@ -54,9 +55,9 @@ def ensure_pairs(spark: SparkSession, entry: CaptureEntry) -> None:
         if not any(folder.glob("part-*.parquet")):  # the operator saw no partition
             columns = [(HANDLE, pa.int64()), *((s.name, slot_type(s.kind)) for s in sides[k].slots)]
             return spark.createDataFrame([], from_arrow_schema(pa.schema(columns)))
-        return spark.read.parquet(str(folder))
+        return read_written(spark, folder)
 
-    rows = spark.read.parquet(entry.output.path).select(F.col(RID).alias(OUT), *[s.name for s in slots])
+    rows = read_written(spark, entry.output.path).select(F.col(RID).alias(OUT), *[s.name for s in slots])
     # a program that loops (an RDD joined with itself, round after round) reaches
     # sides along many paths: each intermediate result is kept, not repeated in plans
     work = path.parent / f".work-{uuid.uuid4().hex}"

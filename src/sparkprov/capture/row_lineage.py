@@ -20,6 +20,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from ..plan.written import read_written
 from ..store.catalog import publish_written
 from ..store.entry import CaptureEntry
 from ..store.format import IN, OUT, RID, SHARED_REF, SRC, Slot, slots_from_json
@@ -52,7 +53,7 @@ def ensure_pairs(spark: SparkSession, entry: CaptureEntry) -> None:
     if pending is None:
         return
     path, kept, slots = pending
-    rows = spark.read.parquet(entry.output.path).select(F.col(RID).alias(OUT), *[s.name for s in slots])
+    rows = read_written(spark, entry.output.path).select(F.col(RID).alias(OUT), *[s.name for s in slots])
     graph = SideGraph(sides=[], relation=lambda k: None, source_of=lambda i: i)
     publish_pairs(spark, source_pairs(rows, slots, graph), path, distinct=not kept["unique"])
 

@@ -19,11 +19,12 @@ from pathlib import Path
 
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
-from pyspark.sql.types import CharType, LongType, StringType, StructField, StructType, VarcharType
+from pyspark.sql.types import LongType, StructField, StructType
 
 from ..errors import CaptureFailed, InvalidArgument
 from ..functions.tracer import declaration_error
 from ..plan.catalyst import Bridge, JPlan
+from ..plan.written import read_written, stored_schema
 from ..sources.identity import RID, ROW_BITS
 from ..store.catalog import Store
 from ..store.layout import CaptureFolders
@@ -405,7 +406,7 @@ def _resolve(bridge, rewriter, output_path: str, lineage_path: str, witnesses: b
     # times its inputs): more, smaller partitions to start with keep each task's
     # distinct within memory, and adaptive execution merges the small ones again.
     with lineage_settings(bridge):
-        rows = spark.read.parquet(output_path).select(F.col(RID).alias(OUT), *[s.name for s in slots])
+        rows = read_written(spark, output_path).select(F.col(RID).alias(OUT), *[s.name for s in slots])
         pairs = source_pairs(rows, slots, graph)
         distinct = not unique_pairs(rewriter)
         shared_path = store_lineage(spark, pairs, graph, Path(lineage_path), data / "shared", distinct)
@@ -416,10 +417,7 @@ def _resolve(bridge, rewriter, output_path: str, lineage_path: str, witnesses: b
 
 def _stored_schema(staged: DataFrame) -> str:
     """The output files' schema (JSON), so reading them back needs no job to infer it."""
-    # Parquet keeps CHAR/VARCHAR columns as plain strings
-    plain = (CharType, VarcharType)
-    fields = [StructField(f.name, StringType() if isinstance(f.dataType, plain) else f.dataType) for f in staged.schema]
-    return StructType([*fields, StructField(RID, LongType())]).json()
+    return StructType([*stored_schema(staged.schema).fields, StructField(RID, LongType())]).json()
 
 
 _PART = re.compile(r"^part-(\d+)-")
@@ -446,7 +444,7 @@ def write_for_user(bridge: Bridge, staged: DataFrame, display: list[str], write:
             reread = spark.table(write.table)
         else:
             writer.save(write.path)
-            reread = spark.read.parquet(write.path)
+            reread = read_written(spark, write.path, user.schema)
         leaf = bridge.analyzed(reread)
         while bridge.children(leaf):  # a table reads as SubqueryAlias over the relation
             (leaf,) = bridge.children(leaf)
@@ -472,8 +470,12 @@ def write_for_user(bridge: Bridge, staged: DataFrame, display: list[str], write:
 
 
 def _check_row_counts(spark, reread: DataFrame, output_path: str, paths: list[str]) -> None:
-    by_file = dict(reread.groupBy(F.col("_metadata.file_path")).count().collect())
-    stored = spark.read.parquet(output_path)
-    by_number = stored.groupBy(F.shiftright(RID, ROW_BITS)).count().collect()
+    # both counts in one job
+    files = reread.groupBy(F.col("_metadata.file_path").alias("file"), F.lit(None).cast("long").alias("number"))
+    stored = read_written(spark, output_path)
+    numbers = stored.groupBy(F.lit(None).cast("string").alias("file"), F.shiftright(RID, ROW_BITS).alias("number"))
+    counts = files.count().unionByName(numbers.count()).collect()
+    by_file = {r.file: r["count"] for r in counts if r.file is not None}
+    by_number = [(r.number, r["count"]) for r in counts if r.file is None]
     if by_file != {paths[n]: count for n, count in by_number if n is not None and n < len(paths)}:
         raise CaptureFailed("sparkprov: the written files do not hold the rows capture stored; the capture is not kept")

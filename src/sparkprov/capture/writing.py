@@ -17,6 +17,7 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
 from ..plan.catalyst import Bridge
+from ..plan.written import read_written
 from ..store.catalog import publish_written
 from ..store.format import IN, OUT, PAIRS_SCHEMA, REF, SHARED_REF, SHARED_SCHEMA, SRC, Slot, ref_source
 from .context import CaptureContext
@@ -136,7 +137,7 @@ def materializer(spark, work: Path) -> Callable[[DataFrame], DataFrame]:
     def keep(df: DataFrame) -> DataFrame:
         path = str(work / f"step{next(kept)}")
         df.write.parquet(path)
-        return spark.read.parquet(path)
+        return read_written(spark, path, df.schema)
 
     return keep
 

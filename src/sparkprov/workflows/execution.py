@@ -23,7 +23,7 @@ from pyspark.sql import DataFrame
 from ..api.capture import Capture
 from ..api.session import LineageSession
 from ..errors import InvalidArgument, one_line
-from ..store.format import RID
+from ..plan.written import read_written
 from ..store.layout import WorkflowFolders
 from ..store.workflow_record import ExecutionRecord, Invocation
 from .graph_build import ExecutionGraph, Read
@@ -120,10 +120,9 @@ def _run(session: LineageSession, plan: Plan, inputs: dict[str, DataFrame], made
             for dataset, (kind, version, cap) in written.items():
                 writes[dataset] = [kind, capture_name(plan.workflow, dataset), cap.version if cap else 0]
                 if cap is not None:
-                    rids = [r[0] for r in cap.output.select(RID).collect()]
                     ops = cap.operators()
                     graph.add_capture(
-                        module.name, node, cap.polynomials(rids), seen, (dataset, kind, version), _blackboxes(ops)
+                        module.name, node, cap.polynomials("true"), seen, (dataset, kind, version), _blackboxes(ops)
                     )
                     not_monotone += [op for op in ops if op.startswith(_NOT_MONOTONE)]
             module_reads = {n: [r.kind, r.version] for n, r in seen.items()}
@@ -171,7 +170,7 @@ def _blackboxes(operators: list[str]) -> list[str]:
 
 def _read(session: LineageSession, module: Module, paths: dict[str, str]) -> dict[str, DataFrame]:
     spark = session.spark
-    return {name: session.source(spark.read.parquet(paths[name]), name) for name in (*module.inputs, *module.state)}
+    return {name: session.source(read_written(spark, paths[name]), name) for name in (*module.inputs, *module.state)}
 
 
 def _invoke(session: LineageSession, plan: Plan, module: Module, frames: dict[str, DataFrame], made: list):

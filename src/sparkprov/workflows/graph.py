@@ -70,6 +70,7 @@ class ProvenanceGraph:
         self.zoomed = zoomed
         self._fine = fine if fine is not None else self
         self._not_monotone = not_monotone or {}  # invocation node -> operators a deletion may not follow
+        self._codes: dict[str, tuple[np.ndarray, list[str]]] = {}
         self._ids = nodes.column("id").to_numpy()
         if len(self._ids) > 1 and not (np.diff(self._ids) > 0).all():
             order = np.argsort(self._ids)
@@ -248,41 +249,61 @@ class ProvenanceGraph:
             raise InvalidArgument(f"no module {unknown[0]!r} in this graph; modules: {', '.join(self.modules)}")
         return wanted
 
+    def _coded(self, name: str) -> tuple[np.ndarray, list[str]]:
+        # a string column as codes and their values: masks over a million nodes are
+        # compared as small integers (zooming is asked of the fine graph, many times)
+        found = self._codes.get(name)
+        if found is None:
+            encoded = self.nodes.column(name).combine_chunks().dictionary_encode()
+            found = (encoded.indices.to_numpy(zero_copy_only=False), encoded.dictionary.to_pylist())
+            self._codes[name] = found
+        return found
+
+    def _is(self, column: str, values: Iterable[str]) -> np.ndarray:
+        codes, names = self._coded(column)
+        return np.isin(codes, [i for i, n in enumerate(names) if n in set(values)])
+
     def _view(self, zoomed: frozenset[str]) -> ProvenanceGraph:
         if not zoomed:
             return self
-        nodes, edges = self.nodes, self.edges
-        kinds, module = self._column("kind"), self._column("module")
-        inv = self._column("invocation")
-        ids = self._ids
-        hidden_module = np.isin(module, list(zoomed))
+        nodes, edges, ids = self.nodes, self.edges, self._ids
+        src, dst = self._edge_positions
+        hidden_module = self._is("module", zoomed)
         # Definition 4.1: an invocation's intermediate nodes are the operations between
         # its inputs and outputs; with its state nodes, they go
-        drop = hidden_module & np.isin(kinds, ["op", "blackbox", "state"])
-        src, dst = edges.column("src").to_numpy(), edges.column("dst").to_numpy()
-        dropped_ids = ids[drop]
+        drop = hidden_module & self._is("kind", ["op", "blackbox", "state"])
+        keep_edge = ~drop[src] & ~drop[dst]
         # base tuples used by no node that stays
-        keep_edge = ~np.isin(src, dropped_ids) & ~np.isin(dst, dropped_ids)
-        base = ids[kinds == "tuple"]
-        fed_dropped = np.unique(src[np.isin(src, base) & np.isin(dst, dropped_ids)])
-        still_used = np.unique(src[keep_edge & np.isin(src, fed_dropped)])
-        orphan = np.setdiff1d(fed_dropped, still_used)
-        drop |= np.isin(ids, orphan)
-        keep_edge &= ~np.isin(src, orphan)
-        # one node per zoomed-out invocation, from its inputs to its outputs
-        invocations = ids[(kinds == "invocation") & hidden_module]
-        zoom_ids = -1 - invocations  # below every stored id, one per invocation
-        in_nodes = hidden_module & (kinds == "input")
-        out_nodes = hidden_module & (kinds == "output")
-        new_src = np.concatenate([ids[in_nodes], zoom_ids[np.searchsorted(invocations, inv[out_nodes])]])
-        new_dst = np.concatenate([zoom_ids[np.searchsorted(invocations, inv[in_nodes])], ids[out_nodes]])
+        fed_dropped = np.zeros(len(ids), dtype=bool)
+        fed_dropped[src[self._is("kind", ["tuple"])[src] & drop[dst]]] = True
+        still_used = np.zeros(len(ids), dtype=bool)
+        still_used[src[keep_edge & fed_dropped[src]]] = True
+        orphan = fed_dropped & ~still_used
+        drop |= orphan
+        keep_edge &= ~orphan[src]
+        # one node per zoomed-out invocation, from its inputs to its outputs; ids below
+        # every stored one, ascending (a view's nodes stay sorted by id)
+        at = np.flatnonzero(self._is("kind", ["invocation"]) & hidden_module)[::-1]
+        invocations = ids[at]
+        zoom_ids = -1 - invocations
+        inv = self._column("invocation")
+        in_nodes = hidden_module & self._is("kind", ["input"])
+        out_nodes = hidden_module & self._is("kind", ["output"])
+        ascending = invocations[::-1]
+
+        def to_zoom(of: np.ndarray) -> np.ndarray:
+            return zoom_ids[::-1][np.searchsorted(ascending, of)]
+
+        new_src = np.concatenate([ids[in_nodes], to_zoom(inv[out_nodes])])
+        new_dst = np.concatenate([to_zoom(inv[in_nodes]), ids[out_nodes]])
+        names = self.nodes.column("module").take(pa.array(at)).to_pylist()
         added = pa.table(
             {
                 "id": zoom_ids,
                 "kind": ["module"] * len(zoom_ids),
-                "label": module[np.isin(ids, invocations)].tolist(),
-                "module": module[np.isin(ids, invocations)].tolist(),
-                "execution": self._column("execution")[np.isin(ids, invocations)],
+                "label": names,
+                "module": names,
+                "execution": self._column("execution")[at],
                 "invocation": invocations,
                 "dataset": pa.nulls(len(zoom_ids), pa.string()),
                 "version": np.full(len(zoom_ids), -1, dtype=np.int32),

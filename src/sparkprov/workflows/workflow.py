@@ -28,6 +28,7 @@ from pyspark.sql import DataFrame
 
 from ..api.session import LineageSession
 from ..errors import InvalidArgument
+from ..plan.written import read_written
 from ..store.catalog import check_name
 from ..store.layout import StoreFolders, WorkflowFolders
 from ..store.workflow_record import (
@@ -191,7 +192,7 @@ class Workflow:
             return self.session.load(capture, capture_version).output
         is_state = name in {s for m in self.modules.values() for s in m.state} or name in written
         path = self.folders.state(name, at) if is_state else self.folders.dataset(at, name)
-        return self.session.spark.read.parquet(str(path))
+        return read_written(self.session.spark, path)
 
     def graph(self, executions: Iterable[int] | None = None) -> ProvenanceGraph:
         """The provenance graph of the tracked executions (all, or those named)."""

@@ -23,6 +23,7 @@ from pyspark.sql import functions as F
 
 from ...errors import InvalidArgument
 from ...plan.catalyst import JPlan, quiet_analysis
+from ...plan.written import read_written
 from ...sources import identity as S
 from ...store.format import Slot
 from ..explain import PRUNED_TEXT
@@ -168,7 +169,7 @@ def _snapshot(cx: CaptureContext, leaf, name, fmt, roots, original, schema, tabl
     data = b.to_dataframe(leaf)
     # positional names: the leaf's may repeat or be names Parquet refuses
     data.toDF(*[S.snapshot_column(i) for i in range(len(data.columns))]).write.parquet(path)
-    snap = b.spark.read.parquet(path)
+    snap = read_written(b.spark, path)
     files = sorted(b.files(b.file_relation(b.analyzed(snap))))
     info = S.SourceInfo(name, "snapshot", fmt, files, roots, original, schema, table)
     return info, b.analyzed(snap)
