@@ -272,6 +272,17 @@ def test_pipeline_of_captures_traces_end_to_end(spark, session, tmp_path):
     assert [r["id"] for r in reached["clean"].collect()] == [1]
     assert [r["country"] for r in reached["totals"].collect()] == ["NL"]
 
+    # a diamond: per-country totals read twice, once through their grand total; forward
+    # from an order reaches the rows of the last capture along both paths
+    countries = spark.read.parquet(str(clean_path)).groupBy("country").agg(F.sum("amount").alias("total"))
+    session.capture(countries, name="countries", path=tmp_path / "countries")
+    grand = spark.read.parquet(str(tmp_path / "countries")).agg(F.sum("total").alias("grand"))
+    session.capture(grand, name="grand", path=tmp_path / "grand")
+    report = spark.read.parquet(str(tmp_path / "grand")).crossJoin(spark.read.parquet(str(tmp_path / "countries")))
+    session.capture(report, name="report")
+    reached = clean.forward("orders", [first], end_to_end=True)
+    assert sorted(r["country"] for r in reached["report"].collect()) == ["BE", "NL"]
+
     session.capture(raw.where("amount > 6"), name="big", table="sp_big_orders")
     table = session.capture(spark.table("sp_big_orders").select("id"), name="from_table")
     assert sorted(r["id"] for r in table.backward("id >= 0", end_to_end=True)["big/orders"].collect()) == [3, 4]

@@ -89,6 +89,16 @@ class LineageSession:
         self._named.append((leaves[0], name))
         return df
 
+    def graph(self) -> Any:
+        """The store's lineage graph (``sparkprov.graphs.LineageGraph``): every capture's
+        pairs as triples between rows of datasets, with their connected components;
+        ``build()``, then ``backward(dataset, rid)`` and ``forward(dataset, rid)``.
+
+        >>> session.graph().build()["edges"]  # doctest: +SKIP
+        >>> session.graph().backward("totals@1", 0).rows()  # doctest: +SKIP
+        """
+        return front_ends.made("graphs", self)
+
     def capture(
         self,
         df: DataFrame,

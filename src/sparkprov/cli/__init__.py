@@ -39,6 +39,10 @@ def build_parser() -> argparse.ArgumentParser:
 
     add_workflow_parser(sub)
 
+    from .graphs import add_parser as add_graph_parser
+
+    add_graph_parser(sub)
+
     trace = sub.add_parser("trace", help="trace output rows back to the sources, or source rows forward")
     trace_sub = trace.add_subparsers(dest="direction", required=True)
     for direction, text in (
@@ -179,6 +183,12 @@ def build_parser() -> argparse.ArgumentParser:
     fn.add_argument("--replicas", type=int, default=100, help="genomics: copies of the 96 patients (default 100)")
     fn.add_argument("--max-disk-mb", default="1,5,10,20,50,100", help="genomics: the optimizer's disk budgets (MB)")
     fn.add_argument("--json", dest="json_out", help="write the results as JSON to this file")
+    gb = bench_sub.add_parser("graph", help="the lineage graph: build time, storage, RQ / CCProv / CSProv traces")
+    gb.add_argument("--edges", default="1M", help="comma-separated graph sizes in triples (default 1M)")
+    gb.add_argument("--threshold", type=int, default=25_000, help="nodes from which a component is split into sets")
+    gb.add_argument("--queries", type=int, default=10, help="rows traced per query class (default 10)")
+    gb.add_argument("--seed", type=int, default=0)
+    gb.add_argument("--json", dest="json_out", help="write the results as JSON to this file")
     wfb = bench_sub.add_parser("workflow", help="Lipstick's WorkflowGen: tracking overhead and graph query times")
     wfb.add_argument("--suite", choices=["dealers", "arctic"], default="dealers")
     wfb.add_argument("--executions", type=int, default=10, help="executions of the workflow (default 10)")
@@ -286,6 +296,10 @@ def _main(args: argparse.Namespace) -> int:
             from .workflows import main as workflow_main
 
             return workflow_main(args, _store(args).root)
+        if args.command == "graph":
+            from .graphs import main as graph_main
+
+            return graph_main(args, _store(args).root)
         if args.command == "bench" and args.bench_command == "trace":
             from ..bench.trace import main as trace_main
 
@@ -302,6 +316,10 @@ def _main(args: argparse.Namespace) -> int:
             from ..bench.functions import main as functions_main
 
             return functions_main(args)
+        if args.command == "bench" and args.bench_command == "graph":
+            from ..bench.graph import main as graph_bench_main
+
+            return graph_bench_main(args)
         if args.command == "bench" and args.bench_command == "workflow":
             from ..bench.workflows import main as workflow_bench_main
 

@@ -247,7 +247,9 @@ class Planner:
         result = {self.name: found}
         for reader, read_as in self.readers():
             reader.trusted()
-            result.update(reader.forward(read_as, found.select(RID), "spark", end_to_end=True))
+            for name, reached in reader.forward(read_as, found.select(RID), "spark", end_to_end=True).items():
+                # a capture reached along two paths (a diamond): the rows of both
+                result[name] = result[name].unionByName(reached).dropDuplicates([RID]) if name in result else reached
         return result
 
     def _embedded_backward(self, rows: RowsArg, names: list[str], where: str | None = None) -> dict[str, DataFrame]:

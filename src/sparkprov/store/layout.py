@@ -193,6 +193,11 @@ class StoreFolders:
         """The folders of workflow ``name`` (sp.Workflow)."""
         return WorkflowFolders(self.root / "workflows" / name)
 
+    @property
+    def graph(self) -> GraphFolders:
+        """The folders of the store's lineage graph (sparkprov.graphs)."""
+        return GraphFolders(self.root / "graph")
+
 
 @dataclass(frozen=True)
 class RddFolders:
@@ -255,3 +260,32 @@ class WorkflowFolders:
     def graph(self, execution: int) -> Path:
         """The provenance graph's nodes, edges and tuples added by execution ``execution``."""
         return self.execution(execution) / "graph"
+
+
+@dataclass(frozen=True)
+class GraphFolders:
+    """The folders of the store's lineage graph (``graph/``): the triples imported from
+    elsewhere, and the builds, each whole in its own folder, the newest named by
+    ``CURRENT`` (written last and atomically: a build not named there does not exist).
+
+    >>> GraphFolders(Path("/s/graph")).build(3)
+    PosixPath('/s/graph/builds/b000003')
+    """
+
+    root: Path
+
+    @property
+    def current(self) -> Path:
+        return self.root / "CURRENT"
+
+    def build(self, number: int) -> Path:
+        return self.root / "builds" / f"b{number:06d}"
+
+    @property
+    def imported(self) -> Path:
+        """Triples imported from outside, one Parquet folder per import."""
+        return self.root / "imported"
+
+    def work(self, unique: str) -> Path:
+        """Scratch files of one build (the rounds of its components)."""
+        return self.root / "work" / unique

@@ -139,6 +139,17 @@ class ProvenanceGraph:
         return indptr, dst[order], np.bincount(dst, minlength=n)
 
     @cached_property
+    def _joint(self) -> np.ndarray:
+        return np.isin(self._labels, list(_JOINT))
+
+    def _out_edges(self, positions: np.ndarray) -> np.ndarray:
+        """The targets of every out-edge of the nodes at ``positions`` (repeats kept)."""
+        indptr, targets, _ = self._csr
+        left, counts = indptr[positions], indptr[positions + 1] - indptr[positions]
+        offsets = np.arange(counts.sum()) - np.repeat(np.cumsum(counts) - counts, counts)
+        return targets[np.repeat(left, counts) + offsets]
+
+    @cached_property
     def _rx(self):
         import rustworkx as rx
 
@@ -178,29 +189,30 @@ class ProvenanceGraph:
         removing rows can also add or change rows (an anti or outer join, a limit, a
         Python function over groups): the graph cannot say what re-running would give
         there. ``allow_inexact`` returns the graph's answer anyway."""
-        start = self._index(list(nodes) if isinstance(nodes, Iterable) else [nodes])
-        indptr, targets, indegree = self._csr
-        labels = self._labels
+        start = np.unique(self._index(list(nodes) if isinstance(nodes, Iterable) else [nodes]))
+        _, _, indegree = self._csr
         gone = np.zeros(len(self._ids), dtype=bool)
         lost = np.zeros(len(self._ids), dtype=np.int64)  # inputs gone, per node
         gone[start] = True
-        todo = list(start)
-        while todo:
-            i = todo.pop()
-            for j in targets[indptr[i] : indptr[i + 1]]:
-                lost[j] += 1
-                if not gone[j] and (labels[j] in _JOINT or lost[j] == indegree[j]):
-                    gone[j] = True
-                    todo.append(j)
+        frontier = start
+        # level by level (the answer is the same fixpoint in any order): each node gone
+        # hands its loss to its out-edges once
+        while len(frontier):
+            reached = self._out_edges(frontier)
+            np.add.at(lost, reached, 1)
+            candidates = np.unique(reached)
+            candidates = candidates[~gone[candidates]]
+            frontier = candidates[self._joint[candidates] | (lost[candidates] == indegree[candidates])]
+            gone[frontier] = True
         removed = self._ids[gone]
-        values = self._column("values")
-        shrunk = np.flatnonzero(~gone & (lost > 0) & values)  # groups that lost rows: their values change
-        affected = set()
-        for i in shrunk:
-            affected.add(int(self._ids[i]))
-            affected.update(self.descendants(int(self._ids[i])).tolist())
-        affected_ids = np.array(sorted(affected), dtype=np.int64)
-        affected_ids = affected_ids[~np.isin(affected_ids, removed)]
+        # groups that lost rows (their values change), and everything derived from them
+        changed = ~gone & (lost > 0) & self._column("values")
+        frontier = np.flatnonzero(changed)
+        while len(frontier):
+            reached = np.unique(self._out_edges(frontier))
+            frontier = reached[~changed[reached]]
+            changed[frontier] = True
+        affected_ids = self._ids[changed & ~gone]
         if not allow_inexact:
             self._check_monotone(np.concatenate([removed, affected_ids]))
         return Deletion(self, self._ids[start], removed, affected_ids)

@@ -1,0 +1,113 @@
+"""The lineage-graph benchmark: ``sparkprov bench graph --edges 1M,5M``.
+
+For each size, the generated workflow graph (``graphgen.py``) is imported into a fresh
+store and built (triples numbered, components, connected sets, files); then, for each
+of the paper's query classes, ten rows are traced backward with RQ, CCProv and CSProv
+(the answers compared), from the build's files (DuckDB; the operating system's page
+cache warm after the first read):
+- SC-SL: a row of a small component, a short lineage (a table at depth 3 to 5);
+- LC-SL: a row of a large component, a short lineage;
+- LC-LL: a row of a large component in the deepest table (a lineage of 10 hops).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import statistics
+import tempfile
+import time
+from pathlib import Path
+
+import duckdb
+
+from ..api.session import LineageSession
+from ..local import local_session
+from . import graphgen
+
+_BASE_ROWS = 38_000  # rows per table of the base graph: about 6.4M triples, as the paper's
+
+
+def _sizes(text: str) -> list[int]:
+    out = []
+    for part in text.split(","):
+        part = part.strip().upper()
+        scale = {"K": 10**3, "M": 10**6}.get(part[-1:], 1)
+        out.append(int(float(part.rstrip("KM")) * scale))
+    return out
+
+
+def _pick(folder: Path, meta: dict, klass: str, count: int, seed: int) -> list[tuple[str, int]]:
+    tables = {t.name: t.depth for t in graphgen.workflow_tables(seed)}
+    if klass == "LC-LL":
+        names = [n for n, d in tables.items() if d == max(tables.values())]
+    else:
+        names = [n for n, d in tables.items() if 3 <= d <= 5]
+    ds = [i for i, name in enumerate(meta["datasets"]) if name in names]
+    large = "c.nodes >= 1000" if klass.startswith("LC") else "c.nodes < 1000"
+    sql = (
+        f"SELECT n.ds, n.rid FROM read_parquet('{folder}/nodes/*.parquet') n "
+        f"JOIN read_parquet('{folder}/components/*.parquet') c USING (component) "
+        f"WHERE {large} AND n.ds IN ({', '.join(map(str, ds))}) ORDER BY hash(n.rid + {seed}) LIMIT {count}"
+    )
+    return [(meta["datasets"][d], int(r)) for d, r in duckdb.sql(sql).fetchall()]
+
+
+def _timed(stats: dict, method: str, function, *args):
+    started = time.perf_counter()
+    result = function(*args)
+    stats.setdefault(method, []).append(time.perf_counter() - started)
+    return result
+
+
+def measure(edges: int, work: Path, spark, seed: int, threshold: int, queries: int) -> dict:
+    base_rows = min(_BASE_ROWS, max(200, edges // 166))
+    probe = graphgen.generate(work / "probe", base_rows, 1, seed)
+    copies = max(1, math.ceil(edges / probe["edges"]))
+    shape = graphgen.generate(work / "triples", base_rows, copies, seed)
+    print(f"graph of {shape['edges']:,} triples ({copies} copies of {probe['edges']:,})", flush=True)
+    session = LineageSession(spark, store=work / "store")
+    graph = session.graph()
+    started = time.perf_counter()
+    graph.import_triples(work / "triples")
+    imported = time.perf_counter() - started
+    meta = graph.build(threshold=threshold, progress=lambda text: print(text, flush=True))
+    stats = graph.stats()
+    folder = Path(graph._graph().folder)
+    result = {"edges": shape["edges"], "copies": copies, "import_s": round(imported, 2), "build": stats,
+              "classes": {}}  # fmt: skip
+    for klass in ("SC-SL", "LC-SL", "LC-LL"):
+        times: dict[str, list[float]] = {}
+        reads: dict[str, list[int]] = {}
+        rows = []
+        for dataset, rid in _pick(folder, meta, klass, queries, seed):
+            answers = {}
+            for method in ("rq", "ccprov", "csprov"):
+                trace = _timed(times, method, graph.backward, dataset, rid, method)
+                answers[method] = trace.triples
+                reads.setdefault(method, []).append(trace.read)
+            if not (answers["rq"].equals(answers["ccprov"]) and answers["rq"].equals(answers["csprov"])):
+                raise AssertionError(f"the methods disagree on {dataset}#{rid}")
+            rows.append(answers["rq"].num_rows)
+        result["classes"][klass] = {
+            "rows": len(rows),
+            "lineage_triples_mean": round(statistics.mean(rows), 1) if rows else 0,
+            **{m: {"mean_ms": round(1000 * statistics.mean(t), 1),
+                   "p95_ms": round(1000 * sorted(t)[min(len(t) - 1, int(0.95 * len(t)))], 1),
+                   "triples_read_mean": round(statistics.mean(reads[m]))} for m, t in times.items()},
+        }  # fmt: skip
+        print(f"  {klass}: " + ", ".join(f"{m} {v['mean_ms']} ms" for m, v in result["classes"][klass].items()
+                                         if isinstance(v, dict)), flush=True)  # fmt: skip
+    return result
+
+
+def main(args: argparse.Namespace) -> int:
+    spark = local_session("sparkprov-bench-graph", quiet=True)
+    report = {"runs": []}
+    for edges in _sizes(args.edges):
+        with tempfile.TemporaryDirectory(prefix="sparkprov-bench-graph-") as tmp:
+            report["runs"].append(measure(edges, Path(tmp), spark, args.seed, args.threshold, args.queries))
+    if args.json_out:
+        Path(args.json_out).write_text(json.dumps(report, indent=1))
+    return 0

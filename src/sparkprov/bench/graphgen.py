@@ -1,0 +1,113 @@
+"""A provenance graph shaped like the IBM paper's text-curation workflow (section V):
+25 tables in a dependency graph whose longest path is 10, every row of a derived table
+made from rows of its parent tables (fan-in mostly under 10, some between 10 and 100,
+a few up to 450), rows grouped so that the graph has three large components, 132 medium
+ones and many small ones. Written as triples (``src_dataset, src_rid, dst_dataset,
+dst_rid, op``) in Parquet files, for ``sparkprov graph import``; larger graphs are the
+base graph replicated (each copy's rids shifted), as the paper scales its trace.
+
+>>> tables = workflow_tables()
+>>> len(tables), max(t.depth for t in tables)
+(25, 10)
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+TABLES = 25
+LONGEST = 10
+LARGE, MEDIUM = 3, 132
+
+
+@dataclass(frozen=True)
+class Table:
+    name: str
+    depth: int
+    parents: tuple[int, ...]
+
+
+def workflow_tables(seed: int = 0) -> list[Table]:
+    """The workflow's tables: a chain of 11 levels (the longest path), the other 14
+    tables hung on it, each fed by one or two tables of lower levels."""
+    rnd = np.random.default_rng(seed)
+    tables = [Table(f"t{d:02d}", d, (d - 1,) if d else ()) for d in range(LONGEST + 1)]
+    for i in range(LONGEST + 1, TABLES):
+        depth = int(rnd.integers(1, LONGEST + 1))
+        below = [j for j, t in enumerate(tables) if t.depth < depth]
+        # one parent a level below (so the table is at that depth), sometimes one more
+        level_below = [j for j in below if tables[j].depth == depth - 1]
+        parents = {int(rnd.choice(level_below))}
+        if rnd.random() < 0.4:
+            parents.add(int(rnd.choice(below)))
+        parents = tuple(sorted(parents))
+        tables.append(Table(f"t{i:02d}", depth, parents))
+    return tables
+
+
+def _fan_in(rnd: np.random.Generator, n: int) -> np.ndarray:
+    # mostly under 10, 3% between 10 and 100, one in a thousand up to 450
+    k = rnd.integers(1, 10, n)
+    some = rnd.random(n)
+    k[some < 0.03] = rnd.integers(10, 100, int((some < 0.03).sum()))
+    k[some < 0.001] = rnd.integers(100, 451, int((some < 0.001).sum()))
+    return k
+
+
+def _groups(rnd: np.random.Generator, rows: int) -> np.ndarray:
+    """Group boundaries over ``rows`` row positions: three large groups (a sixth of the
+    rows each), 132 medium ones, the rest small (10 to 200 rows)."""
+    large = rows // 6
+    medium = max(1, rows // 2 // MEDIUM // 4)
+    sizes = [large] * LARGE + [medium] * MEDIUM
+    rest = rows - sum(sizes)
+    while rest > 0:
+        size = int(min(rest, rnd.integers(10, 200)))
+        sizes.append(size)
+        rest -= size
+    order = rnd.permutation(len(sizes))
+    return np.concatenate([[0], np.cumsum(np.asarray(sizes)[order])])
+
+
+def generate(out: Path, rows_per_table: int, copies: int = 1, seed: int = 0) -> dict:
+    """Write the base graph (``rows_per_table`` rows in each table) ``copies`` times
+    under ``out`` (one file per copy and table); returns its shape."""
+    rnd = np.random.default_rng(seed)
+    tables = workflow_tables(seed)
+    bounds = _groups(rnd, rows_per_table)
+    group_of = np.searchsorted(bounds, np.arange(rows_per_table), side="right") - 1
+    out.mkdir(parents=True, exist_ok=True)
+    edges = 0
+    parts = []
+    for t in tables:
+        if not t.parents:
+            continue
+        dst = np.arange(rows_per_table, dtype=np.int64)
+        k = _fan_in(rnd, rows_per_table)
+        dst = np.repeat(dst, k)
+        # each parent row from the same group of the parent table
+        g = group_of[dst]
+        lo, hi = bounds[g], bounds[g + 1]
+        src = lo + (rnd.random(len(dst)) * (hi - lo)).astype(np.int64)
+        parent = np.asarray(t.parents)[rnd.integers(0, len(t.parents), len(dst))]
+        parts.append((t, src, dst, parent))
+        edges += len(dst)
+    names = np.asarray([t.name for t in tables])
+    for copy in range(copies):
+        shift = np.int64(copy) * rows_per_table
+        for t, src, dst, parent in parts:
+            table = pa.table({
+                "src_dataset": pa.array(names[parent]),
+                "src_rid": pa.array(src + shift),
+                "dst_dataset": pa.array(np.full(len(dst), t.name)),
+                "dst_rid": pa.array(dst + shift),
+                "op": pa.array(np.full(len(dst), f"make_{t.name}")),
+            })  # fmt: skip
+            pq.write_table(table, out / f"copy{copy:03d}-{t.name}.parquet")
+    return {"tables": len(tables), "rows_per_table": rows_per_table, "copies": copies, "edges": edges * copies,
+            "longest_path": max(t.depth for t in tables)}  # fmt: skip

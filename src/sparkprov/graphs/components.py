@@ -1,0 +1,111 @@
+"""Weakly connected components of a graph of int64 node ids, on Spark, with the
+alternating large-star and small-star steps of Kiveris et al. ("Connected Components
+in MapReduce and Beyond", SoCC 2014): every node ends pointing at the smallest node of
+its component, which names the component.
+
+Each round's edges are written to Parquet under a work folder and read back, which cuts
+the plan (a checkpoint whose files either were written whole or raised). The answer
+is then checked against the input: every edge's ends must carry the same label (a lost
+round would split a component) and every label must name a node labelled by itself.
+(Neither step joins nodes that are not connected, so components cannot merge.)
+
+>>> from pyspark.sql import SparkSession
+>>> import tempfile
+>>> spark = SparkSession.builder.getOrCreate()
+>>> edges = spark.createDataFrame([(1, 2), (2, 3), (7, 8), (9, 9)], "src long, dst long")
+>>> work = tempfile.TemporaryDirectory()
+>>> labels = weakly_connected(spark, edges, work.name)
+>>> sorted((r.node, r.component) for r in labels.collect())
+[(1, 1), (2, 1), (3, 1), (7, 7), (8, 7), (9, 9)]
+>>> work.cleanup()
+"""
+
+from __future__ import annotations
+
+import itertools
+import logging
+import os
+from pathlib import Path
+
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
+
+from ..errors import SparkprovError
+from ..plan.written import read_written
+
+log = logging.getLogger("sparkprov")
+MAX_ROUNDS = 200  # a chain of n nodes needs O(log n) rounds; far more means something is wrong
+
+_U, _V = "u", "v"  # an undirected edge kept as (larger, smaller)
+
+
+class ComponentsFailed(SparkprovError):
+    """The components found do not hold for the graph (a lost or damaged round)."""
+
+
+def weakly_connected(spark: SparkSession, edges: DataFrame, work: str | os.PathLike) -> DataFrame:
+    """``(node, component)`` for every node of ``edges`` (columns ``src`` and ``dst``,
+    int64): ``component`` is the smallest node id it is connected to, ignoring edge
+    directions. Rounds are written under ``work`` (left there; the caller removes it)."""
+    steps = itertools.count()
+
+    def keep(df: DataFrame) -> DataFrame:
+        path = str(Path(work) / f"round{next(steps)}")
+        df.write.parquet(path)
+        return read_written(spark, path, df.schema)
+
+    nodes = keep(edges.select(F.col("src").alias("node")).union(edges.select("dst")).distinct())
+    e = keep(
+        edges.select(F.greatest("src", "dst").alias(_U), F.least("src", "dst").alias(_V))
+        .where(F.col(_U) != F.col(_V))
+        .distinct()
+    )
+    for round_ in range(1, MAX_ROUNDS + 1):
+        e = keep(_small_star(_large_star(e)))
+        if _is_stars(e):
+            log.info("sparkprov: components found in %d rounds", round_)
+            break
+    else:
+        raise ComponentsFailed(f"connected components did not settle in {MAX_ROUNDS} rounds")
+    parent = e.select(F.col(_U).alias("node"), F.col(_V).alias("component"))
+    labels = keep(nodes.join(parent, "node", "left").select("node", F.coalesce("component", "node").alias("component")))
+    _check(edges, labels)
+    return labels
+
+
+def _large_star(e: DataFrame) -> DataFrame:
+    # each node's larger neighbours are joined to the smallest node of its neighbourhood
+    both = e.union(e.select(F.col(_V).alias(_U), F.col(_U).alias(_V)))
+    smallest = both.groupBy(_U).agg(F.min(_V).alias("m")).select(_U, F.least(_U, "m").alias("m"))
+    return both.join(smallest, _U).where(F.col(_V) > F.col(_U)).select(F.col(_V).alias(_U), F.col("m").alias(_V))
+
+
+def _small_star(e: DataFrame) -> DataFrame:
+    # each node and its smaller neighbours are joined to the smallest of them
+    e = e.distinct()
+    smallest = e.groupBy(_U).agg(F.min(_V).alias("m"))
+    moved = e.join(smallest, _U).where(F.col(_V) != F.col("m")).select(F.col(_V).alias(_U), F.col("m").alias(_V))
+    return moved.union(smallest.select(_U, F.col("m").alias(_V))).distinct()
+
+
+def _is_stars(e: DataFrame) -> bool:
+    """Whether every node has at most one parent and no parent has one: stars."""
+    parents = e.select(F.col(_V).alias(_U)).distinct()
+    several = e.groupBy(_U).count().where("count > 1").select(_U)
+    return parents.join(e.select(_U), _U, "left_semi").union(several).isEmpty()
+
+
+def _check(edges: DataFrame, labels: DataFrame) -> None:
+    src = labels.select(F.col("node").alias("src"), F.col("component").alias("a"))
+    dst = labels.select(F.col("node").alias("dst"), F.col("component").alias("b"))
+    split = edges.join(src, "src", "left").join(dst, "dst", "left")
+    wrong = split.where(~F.col("a").eqNullSafe(F.col("b")) | F.col("a").isNull())
+    # a label that is not a node labelled by itself, or a node labelled by a larger one
+    roots = labels.where(F.col("node") == F.col("component")).select("component")
+    foreign = labels.join(roots, "component", "left_anti")
+    upward = labels.where(F.col("component") > F.col("node"))
+    if not (wrong.isEmpty() and foreign.isEmpty() and upward.isEmpty()):
+        raise ComponentsFailed(
+            "the connected components found do not hold for the graph (an edge joins two components, or a "
+            "component is named by a node that is not its own label); nothing was stored"
+        )

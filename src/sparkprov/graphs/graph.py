@@ -1,0 +1,97 @@
+"""``session.graph()``: the store's lineage graph, built on Spark and queried in this
+process.
+
+>>> g = session.graph()  # doctest: +SKIP
+>>> g.build()["components"]  # doctest: +SKIP
+12
+>>> g.backward("totals@1", 0).rows()  # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+import os
+import uuid
+from pathlib import Path
+
+from ..api.session import LineageSession
+from ..errors import InvalidArgument
+from ..store.layout import StoreFolders
+from . import build as building
+from .queries import StoredGraph, Trace
+from .triples import capture_version_name, check_imported, committed
+
+
+class LineageGraph:
+    """The lineage graph of ``session``'s store: ``build()``, ``backward()``,
+    ``forward()``, ``stats()``, ``import_triples()``."""
+
+    def __init__(self, session: LineageSession) -> None:
+        self._session = session
+        self._folders = StoreFolders(session.store.root).graph
+        self._stored: StoredGraph | None = None
+
+    def build(
+        self,
+        buckets: int = building.BUCKETS,
+        progress=print,
+        threshold: int = building.THRESHOLD,
+        split_depth: int = building.SPLIT_DEPTH,
+    ) -> dict:
+        """Build the graph from every capture in the store and every import (on Spark);
+        returns the build's sizes and timings. Components of ``threshold`` nodes or more
+        are split into connected sets (CSProv) along splits of ``split_depth`` levels of
+        the graph of datasets. A build replaces the one before only once it is whole."""
+        for name, value in (("buckets", buckets), ("threshold", threshold), ("split_depth", split_depth)):
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise InvalidArgument(f"{name} is a whole number from 1, not {value!r}")
+        meta = building.build(self._session.spark, self._session.store, buckets, progress, threshold, split_depth)
+        self._stored = None
+        return meta
+
+    def _graph(self) -> StoredGraph:
+        number = building.current_build(self._folders)
+        if self._stored is None or self._stored.meta["build"] != number:
+            self._stored = StoredGraph(self._folders)
+        return self._stored
+
+    def backward(self, dataset: str, rid: int, method: str = "ccprov") -> Trace:
+        """The triples behind row ``rid`` of ``dataset`` (a capture's output is
+        ``name@version``), found by ``method``: ``ccprov`` (its component), ``csprov``
+        (the connected sets its lineage passes through) or ``rq`` (hop by hop)."""
+        return self._graph().trace(dataset, rid, "backward", method)
+
+    def forward(self, dataset: str, rid: int, method: str = "ccprov") -> Trace:
+        """The triples from row ``rid`` of ``dataset`` to every row derived from it."""
+        return self._graph().trace(dataset, rid, "forward", method)
+
+    def stats(self) -> dict:
+        """Sizes, timings and freshness of the current build."""
+        graph = self._graph()
+        return graph.stats() | {"stale": self.stale()}
+
+    def stale(self) -> list[str]:
+        """The capture versions made or removed since the build (``name@version``)."""
+        built = {f"{n}@{v}" for n, v in self._graph().meta["captures"]}
+        now = {capture_version_name(e) for e in committed(self._session.store)}
+        return sorted(built ^ now)
+
+    def import_triples(self, path: str | os.PathLike, format: str | None = None) -> int:
+        """Add triples made elsewhere (Parquet or CSV with a header: ``src_dataset,
+        src_rid, dst_dataset, dst_rid, op``) to the next build; returns how many."""
+        path = str(path)
+        fmt = format or ("csv" if path.endswith(".csv") else "parquet")
+        if fmt not in ("csv", "parquet"):
+            raise InvalidArgument(f"triples are imported from csv or parquet, not {fmt!r}")
+        if not Path(path).exists():
+            raise InvalidArgument(f"no file or folder {path}")
+        spark = self._session.spark
+        df = spark.read.option("header", True).csv(path) if fmt == "csv" else spark.read.parquet(path)
+        triples = check_imported(df, path)
+        bad = triples.where(" OR ".join(f"{c} IS NULL" for c in triples.columns)).limit(1).collect()
+        if bad:
+            raise InvalidArgument(f"{path} has a triple with an empty or unreadable field: {bad[0].asDict()}")
+        target = self._folders.imported / f"{Path(path).stem}-{uuid.uuid4().hex[:8]}"
+        tmp = target.with_name(f".tmp-{target.name}")
+        triples.write.parquet(str(tmp))
+        os.replace(tmp, target)
+        return self._session.spark.read.parquet(str(target)).count()

@@ -1,0 +1,213 @@
+"""Lineage queries over a committed build of the lineage graph, answered in this process
+by DuckDB over its Parquet files (no Spark): the recursive query (RQ, one read of a
+hop's buckets per hop), CCProv (the start's component read once, then walked in
+memory) and CSProv (the sets the start's set depends on, found from the small table of
+set dependencies, then their triples read once and walked). All give the same triples;
+they differ in what they read.
+
+>>> Trace(("a@1", 0), "backward", "rq", _empty(), 0).rows().num_rows
+0
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+import duckdb
+import numpy as np
+import pyarrow as pa
+
+from ..errors import InvalidArgument, SparkprovError
+from ..store.layout import GraphFolders
+from .build import current_build
+
+METHODS = ("rq", "ccprov", "csprov")
+_COLUMNS = ["src", "dst", "op", "src_ds", "src_rid", "dst_ds", "dst_rid"]
+
+
+class GraphNotBuilt(SparkprovError):
+    """The store has no lineage graph yet (``sparkprov graph build``)."""
+
+
+@dataclass(frozen=True)
+class Trace:
+    """The answer to a lineage query: the triples on the way from the start row."""
+
+    start: tuple[str, int]
+    direction: str  # backward (ancestors) or forward (descendants)
+    method: str
+    triples: pa.Table  # src_dataset, src_rid, dst_dataset, dst_rid, op
+    read: int  # triples read from files to answer
+
+    def rows(self) -> pa.Table:
+        """The rows reached (``dataset, rid``), sorted, the start left out."""
+        side = "src" if self.direction == "backward" else "dst"
+        t = self.triples.select([f"{side}_dataset", f"{side}_rid"]).rename_columns(["dataset", "rid"])
+        return t.group_by(["dataset", "rid"]).aggregate([]).sort_by([("dataset", "ascending"), ("rid", "ascending")])
+
+
+def _empty() -> pa.Table:
+    return pa.table({"src_dataset": pa.array([], pa.string()), "src_rid": pa.array([], pa.int64()),
+                     "dst_dataset": pa.array([], pa.string()), "dst_rid": pa.array([], pa.int64()),
+                     "op": pa.array([], pa.string())})  # fmt: skip
+
+
+class StoredGraph:
+    """The build ``CURRENT`` names, read with DuckDB."""
+
+    def __init__(self, folders: GraphFolders) -> None:
+        number = current_build(folders)
+        if number is None:
+            raise GraphNotBuilt(f"no lineage graph in {folders.root.parent}: build it (sparkprov graph build)")
+        self.folder = folders.build(number)
+        self.meta = json.loads((self.folder / "meta.json").read_text())
+        self.datasets: list[str] = self.meta["datasets"]
+        self._ds = {name: i for i, name in enumerate(self.datasets)}
+        self.ops: list[str] = self.meta["ops"]
+        self.buckets: int = self.meta["buckets"]
+        self._con = duckdb.connect()
+        self._deps: pa.Table | None = None  # set dependencies, read once
+
+    def _files(self, layout: str, buckets) -> list[str]:
+        return sorted(str(p) for b in buckets for p in (self.folder / layout / f"bucket={int(b)}").glob("*.parquet"))
+
+    def node(self, dataset: str, rid: int) -> tuple[int, int, int]:
+        """``(node, component, connected set)`` of row ``rid`` of ``dataset``."""
+        ds = self._ds.get(dataset)
+        if ds is None:
+            close = [d for d in self.datasets if d.split("@")[0] == dataset.split("@")[0]][:5]
+            hint = f"; datasets of that name: {', '.join(close)}" if close else ""
+            raise InvalidArgument(f"no dataset {dataset!r} in the lineage graph{hint}")
+        files = sorted(str(p) for p in (self.folder / "nodes").glob("*.parquet"))
+        found = self._con.execute(
+            "SELECT node, component, cset FROM read_parquet($files) WHERE ds = $ds AND rid = $rid",
+            {"files": files, "ds": ds, "rid": int(rid)},
+        ).fetchall()
+        if not found:
+            raise InvalidArgument(f"row {rid} of {dataset!r} is in no triple of the lineage graph")
+        return found[0]
+
+    def trace(self, dataset: str, rid: int, direction: str = "backward", method: str = "ccprov") -> Trace:
+        """The triples from row ``rid`` of ``dataset``, backward to its ancestors or
+        forward to its descendants, found by ``method`` (``rq``, ``ccprov`` or ``csprov``)."""
+        if direction not in ("backward", "forward"):
+            raise InvalidArgument(f"direction is 'backward' or 'forward', not {direction!r}")
+        if method not in METHODS:
+            raise InvalidArgument(f"method is one of {', '.join(METHODS)}, not {method!r}")
+        node, component, cset = self.node(dataset, rid)
+        if method == "ccprov":
+            edges = self._read(
+                self._files("by_component", [component % self.buckets]), "component = $c", {"c": int(component)}
+            )
+            found, read = _walk(edges, node, direction), edges.num_rows
+        elif method == "csprov":
+            edges = self._of_sets(self._set_lineage(cset, direction))
+            found, read = _walk(edges, node, direction), edges.num_rows
+        else:
+            found, read = self._recursive(node, direction)
+        return Trace((dataset, int(rid)), direction, method, self._named(found), read)
+
+    def _read(self, files: list[str], where: str, params: dict) -> pa.Table:
+        if not files:
+            return pa.table({c: pa.array([], pa.int64()) for c in _COLUMNS})
+        sql = f"SELECT {', '.join(_COLUMNS)} FROM read_parquet($files) WHERE {where}"
+        return self._con.execute(sql, {"files": files, **params}).fetch_arrow_table()
+
+    def _set_lineage(self, cset: int, direction: str) -> np.ndarray:
+        """``cset`` and every set it depends on (backward) or that depends on it."""
+        if self._deps is None:
+            files = sorted(str(p) for p in (self.folder / "set_dependencies").glob("*.parquet"))
+            none = pa.table({"src": pa.array([], pa.int64()), "dst": pa.array([], pa.int64())})
+            self._deps = (
+                none
+                if not files
+                else self._con.execute(
+                    "SELECT src_set AS src, dst_set AS dst FROM read_parquet($files)", {"files": files}
+                ).fetch_arrow_table()
+            )
+        reached = _walk(self._deps, cset, direction)
+        far = "src" if direction == "backward" else "dst"
+        return np.union1d([cset], reached.column(far).to_numpy()).astype(np.int64)
+
+    def _of_sets(self, sets: np.ndarray) -> pa.Table:
+        # every triple whose dst lies in one of the sets: the triples into their nodes
+        self._con.register("wanted", pa.table({"n": sets}))
+        try:
+            files = self._files("by_set", np.unique(sets % self.buckets))
+            return self._read(files, "dst_set IN (SELECT n FROM wanted)", {})
+        finally:
+            self._con.unregister("wanted")
+
+    def _recursive(self, node: int, direction: str) -> tuple[pa.Table, int]:
+        # one read per hop: backward, the buckets of the frontier's nodes (by dst);
+        # forward, every bucket (no layout is keyed by src)
+        near, far = ("dst", "src") if direction == "backward" else ("src", "dst")
+        every = range(self.buckets)
+        seen = np.array([node], dtype=np.int64)
+        frontier = seen
+        parts, read = [], 0
+        while len(frontier):
+            buckets = np.unique(frontier % self.buckets) if direction == "backward" else every
+            self._con.register("frontier", pa.table({"n": frontier}))
+            part = self._read(self._files("by_dst", buckets), f"{near} IN (SELECT n FROM frontier)", {})
+            self._con.unregister("frontier")
+            read += part.num_rows
+            parts.append(part)
+            reached = np.unique(part.column(far).to_numpy())
+            frontier = np.setdiff1d(reached, seen, assume_unique=True)
+            seen = np.union1d(seen, frontier)
+        return pa.concat_tables(parts), read
+
+    def _named(self, edges: pa.Table) -> pa.Table:
+        names = pa.array(self.datasets, pa.string())
+        ops = pa.array(self.ops, pa.string())
+        table = pa.table({
+            "src_dataset": names.take(edges.column("src_ds")),
+            "src_rid": edges.column("src_rid"),
+            "dst_dataset": names.take(edges.column("dst_ds")),
+            "dst_rid": edges.column("dst_rid"),
+            "op": ops.take(edges.column("op")),
+        })  # fmt: skip
+        keys = [(c, "ascending") for c in ("dst_dataset", "dst_rid", "src_dataset", "src_rid", "op")]
+        return table.group_by(table.column_names).aggregate([]).sort_by(keys)
+
+    def stats(self) -> dict:
+        """Sizes and timings of the build, and its components' sizes."""
+        files = sorted(str(p) for p in (self.folder / "components").glob("*.parquet"))
+        large = self._con.execute(
+            "SELECT count(*) FILTER (WHERE nodes >= 1000), count(*) FILTER (WHERE nodes < 1000) "
+            "FROM read_parquet($files)",
+            {"files": files},
+        ).fetchone()
+        keys = ("build", "created", "nodes", "edges", "components", "largest_component", "sets", "largest_set",
+                "set_dependencies", "threshold", "split_depth", "timings")  # fmt: skip
+        return {k: self.meta[k] for k in keys} | {
+            "components_1000_nodes_or_more": large[0],
+            "components_smaller": large[1],
+            "datasets": len(self.datasets),
+            "captures": len(self.meta["captures"]),
+            "imports": len(self.meta["imports"]),
+            "bytes": sum(p.stat().st_size for p in Path(self.folder).rglob("*.parquet")),
+        }
+
+
+def _walk(edges: pa.Table, start: int, direction: str) -> pa.Table:
+    """The edges reachable from ``start`` (against their direction when backward)."""
+    near, far = ("dst", "src") if direction == "backward" else ("src", "dst")
+    keys, other = edges.column(near).to_numpy(), edges.column(far).to_numpy()
+    order = np.argsort(keys, kind="stable")
+    keys, other = keys[order], other[order]
+    seen = np.array([start], dtype=np.int64)
+    frontier, taken = seen, []
+    while len(frontier):
+        left, right = np.searchsorted(keys, frontier, "left"), np.searchsorted(keys, frontier, "right")
+        counts = right - left
+        at = np.repeat(left, counts) + (np.arange(counts.sum()) - np.repeat(np.cumsum(counts) - counts, counts))
+        taken.append(at)
+        reached = np.unique(other[at])
+        frontier = np.setdiff1d(reached, seen, assume_unique=True)
+        seen = np.union1d(seen, frontier)
+    rows = order[np.concatenate(taken)] if taken else np.array([], dtype=np.int64)
+    return edges.take(pa.array(rows))
