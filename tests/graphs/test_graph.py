@@ -103,8 +103,11 @@ def test_imported_triples_and_bad_imports(spark, session, tmp_path):
         "clean_docs,10,index,100,tokenize\nclean_docs,11,index,100,tokenize\nother,5,lonely,6,copy\n"
     )
     graph = session.graph()
+    store = str(session.store.root)
     assert graph.import_triples(good) == 6
-    meta = graph.build(buckets=2, progress=lambda _: None)
+    built = sparkprov_cli("graph", "build", "--buckets", "2", "--store", store, "--json")
+    assert built.returncode == 0, built.stderr
+    meta = json.loads(built.stdout)
     assert (meta["nodes"], meta["edges"], meta["components"]) == (8, 6, 2)
     for method in METHODS:
         back = graph.backward("index", 100, method=method).rows().to_pylist()
@@ -120,6 +123,8 @@ def test_imported_triples_and_bad_imports(spark, session, tmp_path):
     bad.write_text("src,dst\n1,2\n")
     with pytest.raises(InvalidArgument, match="lacks column 'src_dataset'"):
         graph.import_triples(bad)
+    refused = sparkprov_cli("graph", "import", str(bad), "--store", store)
+    assert refused.returncode == 1 and "lacks column 'src_dataset'" in refused.stderr
     empty_field = tmp_path / "empty.csv"
     empty_field.write_text("src_dataset,src_rid,dst_dataset,dst_rid,op\ndocs,x,clean_docs,1,dedup\n")
     with pytest.raises(InvalidArgument, match="empty or unreadable field"):
@@ -129,7 +134,6 @@ def test_imported_triples_and_bad_imports(spark, session, tmp_path):
     with pytest.raises(InvalidArgument, match="method is one of"):
         graph.backward("index", 100, method="bfs")
 
-    store = str(session.store.root)
     traced = sparkprov_process("graph", "trace", "index#100", "--method", "rq", "--store", store, "--json")
     assert traced.returncode == 0, traced.stderr
     answer = json.loads(traced.stdout)

@@ -5,8 +5,9 @@ store and built (triples numbered, components, connected sets, files); then, for
 of the paper's query classes, ten rows are traced backward with RQ, CCProv and CSProv
 (the answers compared), from the build's files (DuckDB; the operating system's page
 cache warm after the first read):
-- SC-SL: a row of a small component, a short lineage (a table at depth 3 to 5);
-- LC-SL: a row of a large component, a short lineage;
+- SC-SL: a row of a small component (under 1,000 nodes), a short lineage (a table at
+  depth 3 to 5);
+- LC-SL: a row of a large component (one split into connected sets), a short lineage;
 - LC-LL: a row of a large component in the deepest table (a lineage of 10 hops).
 """
 
@@ -14,7 +15,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import statistics
 import tempfile
 import time
@@ -45,7 +45,8 @@ def _pick(folder: Path, meta: dict, klass: str, count: int, seed: int) -> list[t
     else:
         names = [n for n, d in tables.items() if 3 <= d <= 5]
     ds = [i for i, name in enumerate(meta["datasets"]) if name in names]
-    large = "c.nodes >= 1000" if klass.startswith("LC") else "c.nodes < 1000"
+    # large: the components split into sets; small: under a thousand nodes
+    large = f"c.nodes >= {meta['threshold']}" if klass.startswith("LC") else "c.nodes < 1000"
     sql = (
         f"SELECT n.ds, n.rid FROM read_parquet('{folder}/nodes/*.parquet') n "
         f"JOIN read_parquet('{folder}/components/*.parquet') c USING (component) "
@@ -64,7 +65,7 @@ def _timed(stats: dict, method: str, function, *args):
 def measure(edges: int, work: Path, spark, seed: int, threshold: int, queries: int) -> dict:
     base_rows = min(_BASE_ROWS, max(200, edges // 166))
     probe = graphgen.generate(work / "probe", base_rows, 1, seed)
-    copies = max(1, math.ceil(edges / probe["edges"]))
+    copies = max(1, round(edges / probe["edges"]))
     shape = graphgen.generate(work / "triples", base_rows, copies, seed)
     print(f"graph of {shape['edges']:,} triples ({copies} copies of {probe['edges']:,})", flush=True)
     session = LineageSession(spark, store=work / "store")

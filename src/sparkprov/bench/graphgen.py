@@ -1,7 +1,8 @@
 """A provenance graph shaped like the IBM paper's text-curation workflow (section V):
 25 tables in a dependency graph whose longest path is 10, every row of a derived table
 made from rows of its parent tables (fan-in mostly under 10, some between 10 and 100,
-a few up to 450), rows grouped so that the graph has three large components, 132 medium
+a few up to 450), rows grouped so that the graph has three large components (three quarters of
+the nodes), 132 medium
 ones and many small ones. Written as triples (``src_dataset, src_rid, dst_dataset,
 dst_rid, op``) in Parquet files, for ``sparkprov graph import``; larger graphs are the
 base graph replicated (each copy's rids shifted), as the paper scales its trace.
@@ -60,10 +61,11 @@ def _fan_in(rnd: np.random.Generator, n: int) -> np.ndarray:
 
 
 def _groups(rnd: np.random.Generator, rows: int) -> np.ndarray:
-    """Group boundaries over ``rows`` row positions: three large groups (a sixth of the
-    rows each), 132 medium ones, the rest small (10 to 200 rows)."""
-    large = rows // 6
-    medium = max(1, rows // 2 // MEDIUM // 4)
+    """Group boundaries over ``rows`` row positions: three large groups (a quarter of the
+    rows each, as the paper's three components of about a million nodes), 132 medium
+    ones (15% of the rows together), the rest small (10 to 200 rows)."""
+    large = rows // 4
+    medium = max(1, rows * 15 // 100 // MEDIUM)
     sizes = [large] * LARGE + [medium] * MEDIUM
     rest = rows - sum(sizes)
     while rest > 0:
