@@ -112,6 +112,11 @@ def test_the_command_line_lists_sizes_deletes_and_exports(visits, capsys, tmp_pa
     assert size["nodes"] == wf.graph().nodes.num_rows and size["modules"] == ["counter", "top"]
     coarse = json.loads(cli("graph", "visits", "--zoom-out", "all", "--json"))
     assert coarse["kinds"].get("op", 0) == 0 and coarse["kinds"]["module"] == 4
+    assert json.loads(cli("zoom", "visits", "--out", "all", "--json")) == coarse
+    half = json.loads(cli("zoom", "visits", "--out", "all", "--in", "top", "--json"))
+    assert half["zoomed_out"] == ["counter"] and half["kinds"]["module"] == 2
+    back = json.loads(cli("zoom", "visits", "--out", "counter,top", "--in", "all", "--json"))
+    assert back == size  # ZoomIn undoes ZoomOut
     shop = wf.dataset("hits", 1).where("k = 'shop'").first()._sp_rid
     gone = json.loads(cli("delete", "visits", f"hits@1#{shop}", "--json"))
     removed = sorted(r["row"].split("#")[0] for r in gone["removed"])

@@ -20,7 +20,6 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from ..plan.written import read_written
 from ..store.catalog import publish_written
 from ..store.entry import CaptureEntry
 from ..store.format import IN, OUT, RID, SHARED_REF, SRC, Slot, slots_from_json
@@ -46,6 +45,7 @@ def ensure_pairs(spark: SparkSession, entry: CaptureEntry) -> None:
     # Spark's side, imported here: the embedded engine builds tables without it
     from pyspark.sql import functions as F
 
+    from ..plan.written import read_written
     from .lineage import SideGraph, source_pairs
     from .writing import publish_pairs
 

@@ -1,6 +1,6 @@
 """``sparkprov workflow``: a stored workflow's executions and provenance graph, without
-Spark: ``list``, ``graph`` (sizes, optionally zoomed out), ``delete`` (deletion
-propagation), ``depends`` and ``export``.
+Spark: ``list``, ``graph`` (sizes, optionally zoomed out), ``zoom`` (ZoomOut then ZoomIn:
+the view's sizes), ``delete`` (deletion propagation), ``depends`` and ``export``.
 
 Rows are named ``dataset@version#rid``: ``cars1@0#3`` is row 3 of state table cars1's
 initial version, ``bid1@2#0`` row 0 of output bid1 in execution 2.
@@ -36,6 +36,11 @@ def add_parser(sub) -> None:
     listing.add_argument("--json", action="store_true", help="print JSON")
     for name, text in (
         ("graph", "the provenance graph's size: nodes by kind, edges, modules"),
+        (
+            "zoom",
+            "ZoomOut then ZoomIn (Lipstick 4.1): the size of the view with --out modules zoomed out, "
+            "then --in zoomed back in",
+        ),
         ("delete", "deletion propagation: the rows gone and the rows that may change without the given rows"),
         ("depends", "whether a row depends on others (it is gone once they are deleted)"),
         ("export", "the graph as PROV-JSON, PROV-N, DOT or SVG, or OpenLineage run events"),
@@ -44,9 +49,13 @@ def add_parser(sub) -> None:
         p.add_argument("name", help="the workflow")
         p.add_argument("--store", **store)
         p.add_argument("--executions", help="only these executions, comma-separated (default: all tracked)")
-        p.add_argument(
-            "--zoom-out", help="modules shown as one node per invocation, comma-separated ('all': every one)"
-        )
+        if name == "zoom":
+            p.add_argument("--out", required=True, help="modules to zoom out, comma-separated ('all': every one)")
+            p.add_argument("--in", dest="zoom_in", help="modules to zoom back in afterwards, comma-separated")
+        else:
+            p.add_argument(
+                "--zoom-out", help="modules shown as one node per invocation, comma-separated ('all': every one)"
+            )
         if name == "delete":
             p.add_argument("rows", nargs="+", help="rows to delete, as dataset@version#rid")
             p.add_argument("--allow-inexact", action="store_true", help="answer through operators it cannot follow")
@@ -56,7 +65,7 @@ def add_parser(sub) -> None:
         if name == "export":
             p.add_argument("--format", required=True, choices=["prov-json", "prov-n", "dot", "svg", "openlineage"])
             p.add_argument("-o", "--output", help="write to this file (default: print)")
-        if name in ("graph", "delete"):
+        if name in ("graph", "zoom", "delete"):
             p.add_argument("--json", action="store_true", help="print JSON")
 
 
@@ -92,9 +101,12 @@ def main(args: argparse.Namespace, store_root: Path) -> int:
         done = [r for r in records(folders) if executions is None or r.execution in executions]
         return _emit(args, json.dumps(openlineage_events(folders, done), indent=1))
     graph = stored.load_graph(folders, executions)
-    if args.zoom_out:
-        graph = graph.zoom_out(graph.modules if args.zoom_out == "all" else args.zoom_out.split(","))
-    if args.workflow_command == "graph":
+    out = args.out if args.workflow_command == "zoom" else args.zoom_out
+    if out:
+        graph = graph.zoom_out(graph.modules if out == "all" else out.split(","))
+    if args.workflow_command == "zoom" and args.zoom_in:
+        graph = graph.zoom_in(graph.modules if args.zoom_in == "all" else args.zoom_in.split(","))
+    if args.workflow_command in ("graph", "zoom"):
         kinds = Counter(graph.nodes.column("kind").to_pylist())
         summary = {"nodes": graph.nodes.num_rows, "edges": graph.edges.num_rows, "kinds": dict(sorted(kinds.items()))}
         summary |= {"modules": graph.modules, "zoomed_out": sorted(graph.zoomed)}

@@ -251,8 +251,10 @@ class ProvenanceGraph:
 
     @cached_property
     def modules(self) -> list[str]:
-        kinds = self._fine._column("kind")
-        return sorted(set(self._fine._column("module")[kinds == "invocation"].tolist()))
+        if self._fine is not self:  # a view's modules are its fine graph's (asked at every zoom)
+            return self._fine.modules
+        codes, names = self._coded("module")
+        return sorted({names[c] for c in np.unique(codes[self._is("kind", ["invocation"])]).tolist()})
 
     def _modules(self, modules: str | Iterable[str]) -> frozenset[str]:
         wanted = frozenset([modules] if isinstance(modules, str) else modules)
@@ -267,7 +269,8 @@ class ProvenanceGraph:
         found = self._codes.get(name)
         if found is None:
             encoded = self.nodes.column(name).combine_chunks().dictionary_encode()
-            found = (encoded.indices.to_numpy(zero_copy_only=False), encoded.dictionary.to_pylist())
+            codes = encoded.indices.fill_null(-1).to_numpy(zero_copy_only=False)  # -1: no value
+            found = (codes, encoded.dictionary.to_pylist())
             self._codes[name] = found
         return found
 
