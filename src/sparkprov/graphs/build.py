@@ -33,6 +33,7 @@ from pathlib import Path
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
+from ..capture.writing import materializer
 from ..errors import InvalidArgument
 from ..plan.written import read_written
 from ..store.catalog import Store
@@ -90,12 +91,7 @@ def build(
     if not parts:
         raise InvalidArgument(f"store {store.root} holds no captures and no imported triples: no graph to build")
     work = folders.work(uuid.uuid4().hex)
-    step = iter(range(10**6))
-
-    def keep(df: DataFrame) -> DataFrame:
-        path = str(work / f"step{next(step)}")
-        df.write.parquet(path)
-        return read_written(spark, path, df.schema)
+    keep = materializer(spark, work)
 
     try:
         named = parts[0]

@@ -22,7 +22,6 @@ round would split a component) and every label must name a node labelled by itse
 
 from __future__ import annotations
 
-import itertools
 import logging
 import os
 from pathlib import Path
@@ -30,8 +29,8 @@ from pathlib import Path
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
+from ..capture.writing import materializer
 from ..errors import SparkprovError
-from ..plan.written import read_written
 
 log = logging.getLogger("sparkprov")
 MAX_ROUNDS = 200  # a chain of n nodes needs O(log n) rounds; far more means something is wrong
@@ -47,13 +46,7 @@ def weakly_connected(spark: SparkSession, edges: DataFrame, work: str | os.PathL
     """``(node, component)`` for every node of ``edges`` (columns ``src`` and ``dst``,
     int64): ``component`` is the smallest node id it is connected to, ignoring edge
     directions. Rounds are written under ``work`` (left there; the caller removes it)."""
-    steps = itertools.count()
-
-    def keep(df: DataFrame) -> DataFrame:
-        path = str(Path(work) / f"round{next(steps)}")
-        df.write.parquet(path)
-        return read_written(spark, path, df.schema)
-
+    keep = materializer(spark, Path(work))
     nodes = keep(edges.select(F.col("src").alias("node")).union(edges.select("dst")).distinct())
     e = keep(
         edges.select(F.greatest("src", "dst").alias(_U), F.least("src", "dst").alias(_V))
