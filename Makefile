@@ -34,6 +34,9 @@ $(DATA)/tpcds/sf0.01/.done: $(VENV)/.installed-test
 	touch $@
 
 test: prereqs $(VENV)/.installed-test $(DATA)/tpch/sf0.01/.done $(DATA)/tpcds/sf0.01/.done
+	@command -v chromium >/dev/null 2>&1 || [ -n "$$SPARKPROV_CHROMIUM" ] || { \
+	  echo "make test: the page's tests need Chromium: apt-get install chromium (Debian's package)," \
+	       "or SPARKPROV_CHROMIUM=/path/to/chromium"; exit 1; }
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 	# two workers, each with its own SparkSession: much of a test's time is single-threaded

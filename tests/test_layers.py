@@ -27,7 +27,7 @@ LAYERS: list[tuple[str, ...]] = [
     ("api",),
     ("rdd", "workflows", "graphs"),
     ("",),
-    ("script", "demo", "cli.answers", "cli.text_table"),
+    ("script", "demo", "web", "cli.answers", "cli.text_table"),
     ("bench",),  # measures the command line's answers, among others
     ("cli",),  # the command: parses arguments, runs everything above
 ]

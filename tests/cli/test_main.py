@@ -269,3 +269,50 @@ def test_a_trace_without_spark_imports_no_pyspark(session, spark):
     done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
     assert done.stdout.splitlines()[-1] == "[]"  # PySpark (its SQL modules alone take 0.3 s) is not imported
+
+
+def test_ui_serves_the_store_at_the_address_it_prints_until_interrupted(tmp_path):
+    import signal
+    import subprocess
+    import sys
+    import urllib.request
+    from http.cookiejar import CookieJar
+
+    from sparkprov.store.catalog import Store
+
+    Store(tmp_path / "store")
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "sparkprov.cli", "ui", "--store", str(tmp_path / "store"), "--port", "0"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert proc.stdout.readline().startswith("sparkprov ui: serving store")
+        url = proc.stdout.readline().strip()
+        assert url.startswith("http://127.0.0.1:") and "?token=" in url
+        opener = urllib.request.build_opener(urllib.request.HTTPCookieProcessor(CookieJar()))
+        with opener.open(url, timeout=10) as page:  # the token becomes a cookie, then the page
+            assert page.status == 200 and b"/static/app.js" in page.read()
+        with opener.open(url.split("?")[0] + "api/captures", timeout=10) as answer:
+            assert answer.read() == b'{"captures":[]}'
+    finally:
+        proc.send_signal(signal.SIGINT)
+        out, err = proc.communicate(timeout=20)
+    assert proc.returncode == 0, err
+
+
+def test_ui_says_why_it_cannot_start(tmp_path, capsys):
+    import socket
+
+    from sparkprov.cli import main
+    from sparkprov.store.catalog import Store
+
+    assert main(["ui", "--store", str(tmp_path / "none")]) == 1
+    assert "error:" in capsys.readouterr().err
+    Store(tmp_path / "store")
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen()
+        assert main(["ui", "--store", str(tmp_path / "store"), "--port", str(busy.getsockname()[1])]) == 1
+    assert "cannot listen on 127.0.0.1" in capsys.readouterr().err

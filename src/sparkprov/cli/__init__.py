@@ -43,6 +43,10 @@ def build_parser() -> argparse.ArgumentParser:
 
     add_graph_parser(sub)
 
+    from .ui import add_parser as add_ui_parser
+
+    add_ui_parser(sub)
+
     trace = sub.add_parser("trace", help="trace output rows back to the sources, or source rows forward")
     trace_sub = trace.add_subparsers(dest="direction", required=True)
     for direction, text in (
@@ -300,6 +304,10 @@ def _main(args: argparse.Namespace) -> int:
             from .graphs import main as graph_main
 
             return graph_main(args, _store(args).root)
+        if args.command == "ui":
+            from .ui import main as ui_main
+
+            return ui_main(args, _store(args).root)
         if args.command == "bench" and args.bench_command == "trace":
             from ..bench.trace import main as trace_main
 

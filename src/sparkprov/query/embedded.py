@@ -397,17 +397,27 @@ def _columns_of(predicate: str) -> set[str] | None:
     return {part.lower() for c in tree.find_all(exp.Column) for part in (c.name, c.table) if part}
 
 
-def _select_rids(relation: str, predicate: str, what: str, tables: dict[str, pa.Table] | None = None) -> np.ndarray:
-    import duckdb
+def duckdb_condition(predicate: str) -> str:
+    """``predicate`` (Spark SQL, checked as every predicate a user types) in DuckDB's dialect.
+
+    >>> duckdb_condition("name RLIKE '^a' AND n > 1")
+    "REGEXP_MATCHES(name, '^a') AND n > 1"
+    """
     import sqlglot
 
     check_predicate(predicate)
     try:
-        condition = sqlglot.transpile(predicate, read="spark", write="duckdb")[0]
+        return sqlglot.transpile(predicate, read="spark", write="duckdb")[0]
     except sqlglot.errors.SqlglotError as exc:
         errors = getattr(exc, "errors", None)
         reason = errors[0]["description"] if errors else str(exc).splitlines()[0]
         raise InvalidArgument(f"cannot parse predicate {predicate!r}: {reason}") from None
+
+
+def _select_rids(relation: str, predicate: str, what: str, tables: dict[str, pa.Table] | None = None) -> np.ndarray:
+    import duckdb
+
+    condition = duckdb_condition(predicate)
     with duckdb.connect() as con:
         for name, table in (tables or {}).items():
             con.register(name, table)

@@ -1,0 +1,165 @@
+"""The page's web application (Starlette): the page itself, its assets and a JSON API.
+
+Routes (all behind ``guard.Guard``):
+
+- ``GET /``: the page (one HTML file; its views live in the address's fragment, so
+  every view can be reloaded and shared);
+- ``GET /static/...``: its script and style sheet, built and vendored in the package;
+- ``GET /api/captures?like=``: the captures (newest version of each);
+- ``GET /api/captures/{name}?version=``: one capture version (plan, sources, columns);
+- ``GET /api/captures/{name}/{version}/rows?where=&order=&desc=&offset=&limit=``;
+- ``POST /api/captures/{name}/{version}/backward`` ``{"rids": [...]} or {"where": ...}``
+  with ``source``, ``offset``, ``limit``; ``POST .../forward`` ``{"source", "rids"}``.
+
+Errors are JSON ``{"error": message, "kind": class}``, with the status saying whose
+fault: 400 for what the page sent, 404 for a capture not in the store, 409 for a
+source changed since its capture, 413 and 501 for an answer that needs Spark.
+
+>>> import tempfile
+>>> from starlette.testclient import TestClient
+>>> from sparkprov.store.catalog import Store
+>>> store = str(Store(tempfile.mkdtemp()).root)
+>>> client = TestClient(make_app(store, token="t"), base_url="http://127.0.0.1:8765")
+>>> client.get("/api/captures", headers={"x-sparkprov-token": "t"}).json()
+{'captures': []}
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from starlette.applications import Starlette
+from starlette.middleware import Middleware
+from starlette.requests import Request
+from starlette.responses import FileResponse, JSONResponse
+from starlette.routing import Mount, Route
+from starlette.staticfiles import StaticFiles
+
+from ..errors import (
+    CaptureNotFound,
+    EmbeddedUnsupported,
+    InvalidArgument,
+    InvalidPredicate,
+    LineageTooLarge,
+    SourceChanged,
+    SparkprovError,
+    StoreNotFound,
+)
+from .data import StoreView
+from .guard import Guard, allowed_hosts
+
+STATIC = Path(__file__).parent / "static"
+_STATUS = [
+    (InvalidArgument, 400),
+    (InvalidPredicate, 400),
+    (CaptureNotFound, 404),
+    (StoreNotFound, 404),
+    (SourceChanged, 409),
+    (LineageTooLarge, 413),
+    (EmbeddedUnsupported, 501),
+]
+
+
+def _error(exc: SparkprovError) -> JSONResponse:
+    status = next((code for kind, code in _STATUS if isinstance(exc, kind)), 500)
+    return JSONResponse({"error": str(exc), "kind": type(exc).__name__}, status)
+
+
+def _int(request: Request, name: str, default: int | None) -> int | None:
+    text = request.query_params.get(name)
+    if text is None or text == "":
+        return default
+    try:
+        return int(text)
+    except ValueError:
+        raise InvalidArgument(f"{name} must be a whole number, not {text!r}") from None
+
+
+async def _body(request: Request) -> dict:
+    try:
+        body = json.loads(await request.body() or b"{}")
+    except ValueError:
+        raise InvalidArgument("the request's body is not JSON") from None
+    if not isinstance(body, dict):
+        raise InvalidArgument("the request's body is a JSON object")
+    return body
+
+
+def _answering(fn: Callable[..., Any]) -> Callable[[Request], Any]:
+    """An endpoint answering ``fn(request)``'s value as JSON, and sparkprov's errors as
+    JSON with their status; the store's reads run in a worker thread."""
+    from starlette.concurrency import run_in_threadpool
+
+    async def endpoint(request: Request) -> JSONResponse:
+        try:
+            body = await _body(request) if request.method == "POST" else {}
+            return JSONResponse(await run_in_threadpool(fn, request, body))
+        except SparkprovError as exc:
+            return _error(exc)
+
+    return endpoint
+
+
+def make_app(store: str, token: str, host: str = "127.0.0.1", port: int = 8765) -> Starlette:
+    """The application serving ``store`` to whoever has ``token``, on ``host``:``port``."""
+    view = StoreView(store)
+
+    def captures(request: Request, _: dict) -> dict:
+        return {"captures": view.captures(request.query_params.get("like"))}
+
+    def capture(request: Request, _: dict) -> dict:
+        return view.capture(request.path_params["name"], _int(request, "version", None))
+
+    def rows(request: Request, _: dict) -> dict:
+        q = request.query_params
+        return view.output_page(
+            request.path_params["name"],
+            request.path_params["version"],
+            where=q.get("where") or None,
+            order=q.get("order") or None,
+            descending=q.get("desc") in ("1", "true"),
+            offset=_int(request, "offset", 0),
+            limit=_int(request, "limit", 50),
+        )
+
+    def backward(request: Request, body: dict) -> dict:
+        return view.backward(
+            request.path_params["name"],
+            request.path_params["version"],
+            rids=body.get("rids"),
+            where=body.get("where"),
+            source=body.get("source"),
+            offset=body.get("offset", 0),
+            limit=body.get("limit", 50),
+        )
+
+    def forward(request: Request, body: dict) -> dict:
+        source = body.get("source")
+        if not isinstance(source, str):
+            raise InvalidArgument("a forward trace names its source")
+        return view.forward(
+            request.path_params["name"],
+            request.path_params["version"],
+            source,
+            body.get("rids"),
+            offset=body.get("offset", 0),
+            limit=body.get("limit", 50),
+        )
+
+    def page(_: Request) -> FileResponse:
+        return FileResponse(STATIC / "index.html")
+
+    capture_path = "/api/captures/{name}/{version:int}"
+    routes = [
+        Route("/", page),
+        Mount("/static", StaticFiles(directory=STATIC), name="static"),
+        Route("/api/captures", _answering(captures)),
+        Route("/api/captures/{name}", _answering(capture)),
+        Route(capture_path + "/rows", _answering(rows)),
+        Route(capture_path + "/backward", _answering(backward), methods=["POST"]),
+        Route(capture_path + "/forward", _answering(forward), methods=["POST"]),
+    ]
+    return Starlette(routes=routes, middleware=[Middleware(Guard, token=token, hosts=allowed_hosts(host, port))])

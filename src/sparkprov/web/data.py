@@ -1,0 +1,235 @@
+"""What the page shows, read from the store in this process (no Spark): the captures,
+one capture's plan and output rows a page at a time, and traces through its lineage.
+
+Every answer is plain JSON. Rids travel as strings: they are 64-bit and JavaScript's
+numbers hold 53 bits exactly. A trace is the embedded engine's (``query/embedded.py``),
+so the page shows what ``cap.backward`` and ``cap.forward`` give.
+
+>>> json_value(float("nan")), json_value(2**60), json_value([1, b"x"])
+('NaN', '1152921504606846976', [1, "b'x'"])
+"""
+
+from __future__ import annotations
+
+import math
+import threading
+from collections import OrderedDict
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+
+from ..errors import InvalidArgument
+from ..query.embedded import EmbeddedEngine, duckdb_condition, files_sql, rid_array
+from ..store.catalog import Store
+from ..store.entry import CaptureEntry
+from ..store.files import parquet_files
+from ..store.format import RID
+from ..store.listing import describe
+
+PAGE_MAX = 1_000  # rows one page may ask for
+RIDS_MAX = 100_000  # rows one trace may start from
+_EXACT_INT = 2**53  # larger integers lose digits as JavaScript numbers
+
+
+def json_value(value: Any) -> Any:
+    """``value`` as JSON carries it to the page without loss: integers beyond 2^53,
+    NaN and infinities, dates, decimals and bytes as text."""
+    if value is None or isinstance(value, (bool, str)):
+        return value
+    if isinstance(value, int):
+        return value if -_EXACT_INT < value < _EXACT_INT else str(value)
+    if isinstance(value, float):
+        # as Spark shows them
+        return value if math.isfinite(value) else "NaN" if value != value else "Infinity" if value > 0 else "-Infinity"
+    if isinstance(value, (list, tuple)):
+        return [json_value(v) for v in value]
+    if isinstance(value, dict):
+        return {str(k): json_value(v) for k, v in value.items()}
+    return str(value)
+
+
+def _rows(table: pa.Table) -> dict:
+    """A table as the page draws it: user columns, rows as lists, rids apart as text."""
+    columns = [c for c in table.column_names if c != RID]
+    rids = [str(r) for r in table[RID].to_pylist()] if RID in table.column_names else []
+    data = table.select(columns).to_pylist() if columns else [{} for _ in rids]
+    return {"columns": columns, "rows": [[json_value(r[c]) for c in columns] for r in data], "rids": rids}
+
+
+def _page(offset: int, limit: int) -> tuple[int, int]:
+    for what, n in (("offset", offset), ("limit", limit)):
+        if isinstance(n, bool) or not isinstance(n, int) or n < 0:
+            raise InvalidArgument(f"{what} must be a whole number from 0, not {n!r}")
+    return offset, min(limit, PAGE_MAX)
+
+
+def parse_rids(given: Any) -> np.ndarray:
+    """Rids the page sent (text or numbers), checked, sorted and distinct."""
+    if not isinstance(given, list) or not given:
+        raise InvalidArgument("rids must be a non-empty list of row ids")
+    if len(given) > RIDS_MAX:
+        raise InvalidArgument(f"a trace starts from at most {RIDS_MAX:,} rows, not {len(given):,}")
+    try:
+        return rid_array(int(r) for r in given if not isinstance(r, bool))
+    except (TypeError, ValueError):
+        raise InvalidArgument("rids must be whole numbers (as text or numbers)") from None
+
+
+class StoreView:
+    """The page's questions about one store, answered from its files.
+
+    Engines (the file metadata they have read) are kept for the captures asked about
+    last, so paging through a trace reads only the rows shown.
+
+    >>> import tempfile
+    >>> StoreView(str(Store(tempfile.mkdtemp()).root)).captures()
+    []
+    """
+
+    def __init__(self, root: str, engines: int = 16) -> None:
+        self.store = Store(root, create=False)
+        self._engines: OrderedDict[tuple[str, int], tuple[EmbeddedEngine, threading.Lock]] = OrderedDict()
+        self._keep = engines
+        self._lock = threading.Lock()
+
+    # captures -----------------------------------------------------------------------
+
+    def captures(self, like: str | None = None) -> list[dict]:
+        """The newest version of every capture whose name contains ``like`` (any case),
+        with how many versions it has; failed and damaged versions say why."""
+        found = []
+        needle = (like or "").lower()
+        for name in self.store.names():
+            if needle in name.lower():
+                versions = self.store.versions(name)
+                found.append({**describe(self.store, name, versions[-1]), "versions": versions})
+        return found
+
+    def capture(self, name: str, version: int | None = None) -> dict:
+        """One capture version: what ``explain()`` says of its plan, its sources, its
+        output's columns and rows, and whether it kept witnesses."""
+        entry = self.store.load(name, version)
+        sources = [
+            {"name": s.name, "kind": s.kind, "format": s.format, "files": len(s.files)} for s in entry.sources.values()
+        ]
+        return {
+            **describe(self.store, entry.name, entry.version),
+            "versions": self.store.versions(entry.name),
+            "columns": list(entry.output.columns),
+            "plan": [
+                {"depth": depth, "operator": op, "granularity": granularity, "strategy": strategy}
+                for depth, op, granularity, strategy in entry.explain or []
+            ],
+            "sources": sources,
+            "witnesses": bool(entry.witnesses),
+        }
+
+    # output rows --------------------------------------------------------------------
+
+    def output_page(
+        self,
+        name: str,
+        version: int,
+        where: str | None = None,
+        order: str | None = None,
+        descending: bool = False,
+        offset: int = 0,
+        limit: int = 50,
+    ) -> dict:
+        """Output rows ``offset`` to ``offset + limit`` of those matching ``where``
+        (Spark SQL), sorted by column ``order`` (default: the capture's ORDER BY, else
+        the rows' ids), with how many match."""
+        import duckdb
+
+        offset, limit = _page(offset, limit)
+        entry = self.store.load(name, version)
+        out = entry.output
+        relation = self._output_relation(entry)
+        condition = f"WHERE {duckdb_condition(where)}" if where and where.strip() else ""
+        if order is not None:
+            if order not in out.columns:
+                raise InvalidArgument(f"capture {name!r} has no output column {order!r} (columns: {out.columns})")
+            keys = [f"{_quote(order)} {'DESC' if descending else 'ASC'}"]
+        else:
+            keys = [
+                f"{_quote(out.columns[i])} {'ASC' if asc else 'DESC'} NULLS {'FIRST' if first else 'LAST'}"
+                for i, asc, first in out.order or []
+            ]
+        keys.append(RID)
+        with duckdb.connect() as con:
+            try:
+                total = con.execute(f"SELECT count(*) FROM {relation} {condition}").fetchone()[0]
+                table = con.execute(
+                    f"SELECT * FROM {relation} {condition} ORDER BY {', '.join(keys)} LIMIT {limit} OFFSET {offset}"
+                ).arrow()
+            except duckdb.Error as exc:
+                raise InvalidArgument(f"cannot evaluate {where!r} on the output: {str(exc).splitlines()[0]}") from None
+        return {"total": total, "offset": offset, **_rows(table)}
+
+    def _output_relation(self, entry: CaptureEntry) -> str:
+        out = entry.output
+        cols = ", ".join(f"{_quote(s)} AS {_quote(d)}" for s, d in zip(out.stored, out.columns))
+        return f"(SELECT {cols}, {RID} FROM read_parquet({files_sql(parquet_files(out.path))}))"
+
+    def _output_rows(self, entry: CaptureEntry, rids: np.ndarray) -> pa.Table:
+        import duckdb
+
+        with duckdb.connect() as con:
+            con.register("picked", pa.table({"rid": pa.array(rids, pa.int64())}))
+            table = con.execute(
+                f"SELECT o.* FROM {self._output_relation(entry)} o JOIN picked p ON o.{RID} = p.rid ORDER BY o.{RID}"
+            ).arrow()
+        return table
+
+    # traces -------------------------------------------------------------------------
+
+    def _engine(self, entry: CaptureEntry) -> tuple[EmbeddedEngine, threading.Lock]:
+        key = (entry.name, entry.version)
+        with self._lock:
+            found = self._engines.pop(key, None) or (EmbeddedEngine(entry), threading.Lock())
+            self._engines[key] = found
+            while len(self._engines) > self._keep:
+                self._engines.popitem(last=False)
+        return found
+
+    def backward(
+        self,
+        name: str,
+        version: int,
+        rids: Any = None,
+        where: str | None = None,
+        source: str | None = None,
+        offset: int = 0,
+        limit: int = 50,
+    ) -> dict:
+        """The source rows behind output rows ``rids`` (or every output row matching
+        ``where``): per source (or ``source`` alone), how many, and rows ``offset`` to
+        ``offset + limit`` of them in rid order."""
+        offset, limit = _page(offset, limit)
+        entry = self.store.load(name, version)
+        engine, lock = self._engine(entry)
+        with lock:
+            outs = parse_rids(rids) if where is None else engine.output_rids(where)
+            answer = {}
+            for src in [source] if source is not None else engine.sources:
+                ids = engine.backward_ids(outs, src)
+                rows = engine.source_rows(src, ids[offset : offset + limit])
+                answer[src] = {"count": len(ids), "offset": offset, **_rows(rows)}
+        return {"matched": len(outs), "sources": answer}
+
+    def forward(self, name: str, version: int, source: str, rids: Any, offset: int = 0, limit: int = 50) -> dict:
+        """The output rows that rows ``rids`` of ``source`` contributed to: how many,
+        and rows ``offset`` to ``offset + limit`` of them in rid order."""
+        offset, limit = _page(offset, limit)
+        entry = self.store.load(name, version)
+        engine, lock = self._engine(entry)
+        ins = parse_rids(rids)
+        with lock:
+            ids = engine.forward_ids(source, ins)
+        rows = self._output_rows(entry, ids[offset : offset + limit])
+        return {"matched": len(ins), "count": len(ids), "offset": offset, **_rows(rows)}
+
+
+def _quote(name: str) -> str:
+    return '"' + name.replace('"', '""') + '"'

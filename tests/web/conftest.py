@@ -1,0 +1,90 @@
+"""A small store for the page's tests, the page's server over it, and a real browser:
+Debian's Chromium driven by Playwright (never a browser Playwright downloads)."""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+from pathlib import Path
+
+import pyspark.sql.functions as F
+import pytest
+
+import sparkprov as sp
+from sparkprov.web.server import UiServer
+
+ROOT = Path(__file__).resolve().parents[2]
+SCREENSHOTS = Path(os.environ.get("SPARKPROV_SCREENSHOTS", ROOT / "test-screenshots"))
+# values a page that put them in as markup would run
+SCRIPT = "<script>window.__pwned = 1</script>"
+IMAGE = '<img src=x onerror="window.__pwned = 1">'
+WHO = ["ann", "bob", SCRIPT, IMAGE]
+CHROMIUM_ARGS = [
+    "--no-sandbox",  # CI runs as root
+    "--disable-gpu",
+    # without these Chromium keeps calling Google's hosts, which this machine cannot reach
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+]
+
+
+def chromium_path() -> str:
+    found = os.environ.get("SPARKPROV_CHROMIUM") or shutil.which("chromium") or shutil.which("chromium-browser")
+    if not found:
+        pytest.fail(
+            "the page's tests need Debian's chromium package (apt-get install chromium), or SPARKPROV_CHROMIUM "
+            "set to a Chromium binary; Playwright's own browsers are never downloaded",
+            pytrace=False,
+        )
+    return found
+
+
+@pytest.fixture(scope="module")
+def ui_session(spark, tmp_path_factory) -> sp.LineageSession:
+    """A store with an aggregate ('totals'), a filter with 133 rows ('big') over a
+    Parquet source whose values hold markup, and a failed capture ('broken')."""
+    root = tmp_path_factory.mktemp("ui")
+    rows = [(i, WHO[i % 4], i * 1.5) for i in range(200)]
+    spark.createDataFrame(rows, "id long, who string, amount double").coalesce(2).write.parquet(str(root / "orders"))
+    session = sp.LineageSession(spark, store=root / "store")
+    orders = spark.read.parquet(str(root / "orders"))
+    session.capture(orders.groupBy("who").agg(F.sum("amount").alias("total"), F.count("*").alias("n")), name="totals")
+    session.capture(orders.filter("amount > 100").select("id", "who", "amount"), name="big")
+    session.store.commit_failed("broken", "the script raised ZeroDivisionError")
+    return session
+
+
+@pytest.fixture(scope="module")
+def ui(ui_session):
+    with UiServer(str(ui_session.store.root), port=0) as server:
+        yield server
+
+
+@pytest.fixture(scope="session")
+def browser():
+    from playwright.sync_api import sync_playwright
+
+    path = chromium_path()
+    with sync_playwright() as p:
+        chromium = p.chromium.launch(executable_path=path, args=CHROMIUM_ARGS)
+        yield chromium
+        chromium.close()
+
+
+@pytest.fixture
+def page(browser, request):
+    """A fresh page (no cookies), its errors collected; a screenshot of it is saved
+    when the test ends, named after the test."""
+    context = browser.new_context(viewport={"width": 1280, "height": 900})
+    page = context.new_page()
+    page.errors = []
+    page.on("pageerror", lambda exc: page.errors.append(str(exc)))
+    page.on("console", lambda msg: msg.type == "error" and page.errors.append(msg.text))
+    yield page
+    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+    name = re.sub(r"[^A-Za-z0-9_.-]+", "_", request.node.name)
+    page.screenshot(path=str(SCREENSHOTS / f"{name}.png"), full_page=True)
+    context.close()

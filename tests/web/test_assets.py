@@ -1,0 +1,29 @@
+"""The page's vendored assets: built from the sources in the repository, and loading
+nothing from anywhere but the server (the page works offline)."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from pathlib import Path
+
+from sparkprov.web.app import STATIC
+
+SOURCES = Path(__file__).resolve().parents[2] / "web" / "src"
+
+
+def test_the_vendored_assets_were_built_from_the_sources_in_the_repository():
+    built = json.loads((STATIC / "BUILD.json").read_text())["sources"]
+    here = {p.name: hashlib.sha256(p.read_bytes()).hexdigest() for p in sorted(SOURCES.iterdir())}
+    assert built == here, "web/src changed since the assets were built: run `npm run build` in web/"
+
+
+def test_the_page_loads_nothing_from_elsewhere():
+    page = (STATIC / "index.html").read_text()
+    references = re.findall(r'(?:src|href)="([^"]*)"', page)
+    assert references and all(r.startswith(("/static/", "#", "data:")) for r in references), references
+    for asset in ("app.js", "app.css"):
+        text = (STATIC / asset).read_text()
+        assert not re.search(r"https?://", text), f"{asset} names an address elsewhere"
+        assert "innerHTML" not in text  # values reach the page as text only
