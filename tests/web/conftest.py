@@ -5,13 +5,14 @@ from __future__ import annotations
 
 import os
 import re
-import shutil
 from pathlib import Path
 
 import pyspark.sql.functions as F
 import pytest
 
 import sparkprov as sp
+from sparkprov.errors import SparkprovError
+from sparkprov.web.browser import launch
 from sparkprov.web.server import UiServer
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -20,32 +21,13 @@ SCREENSHOTS = Path(os.environ.get("SPARKPROV_SCREENSHOTS", ROOT / "test-screensh
 SCRIPT = "<script>window.__pwned = 1</script>"
 IMAGE = '<img src=x onerror="window.__pwned = 1">'
 WHO = ["ann", "bob", SCRIPT, IMAGE]
-CHROMIUM_ARGS = [
-    "--no-sandbox",  # CI runs as root
-    "--disable-gpu",
-    # without these Chromium keeps calling Google's hosts, which this machine cannot reach
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-    "--no-first-run",
-]
 
 
-def chromium_path() -> str:
-    found = os.environ.get("SPARKPROV_CHROMIUM") or shutil.which("chromium") or shutil.which("chromium-browser")
-    if not found:
-        pytest.fail(
-            "the page's tests need Debian's chromium package (apt-get install chromium), or SPARKPROV_CHROMIUM "
-            "set to a Chromium binary; Playwright's own browsers are never downloaded",
-            pytrace=False,
-        )
-    return found
-
-
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def ui_session(spark, tmp_path_factory) -> sp.LineageSession:
-    """A store with an aggregate ('totals'), a filter with 133 rows ('big') over a
-    Parquet source whose values hold markup, and a failed capture ('broken')."""
+    """A store with two aggregates ('totals' by who, 'buckets' by id % 10), a filter with
+    133 rows ('big') over a Parquet source whose values hold markup, and a failed
+    capture ('broken')."""
     root = tmp_path_factory.mktemp("ui")
     rows = [(i, WHO[i % 4], i * 1.5) for i in range(200)]
     spark.createDataFrame(rows, "id long, who string, amount double").coalesce(2).write.parquet(str(root / "orders"))
@@ -53,11 +35,12 @@ def ui_session(spark, tmp_path_factory) -> sp.LineageSession:
     orders = spark.read.parquet(str(root / "orders"))
     session.capture(orders.groupBy("who").agg(F.sum("amount").alias("total"), F.count("*").alias("n")), name="totals")
     session.capture(orders.filter("amount > 100").select("id", "who", "amount"), name="big")
+    session.capture(orders.groupBy((F.col("id") % 10).alias("bucket")).count(), name="buckets")
     session.store.commit_failed("broken", "the script raised ZeroDivisionError")
     return session
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def ui(ui_session):
     with UiServer(str(ui_session.store.root), port=0) as server:
         yield server
@@ -67,9 +50,11 @@ def ui(ui_session):
 def browser():
     from playwright.sync_api import sync_playwright
 
-    path = chromium_path()
     with sync_playwright() as p:
-        chromium = p.chromium.launch(executable_path=path, args=CHROMIUM_ARGS)
+        try:
+            chromium = launch(p)
+        except SparkprovError as exc:  # said once, plainly, not as a trace
+            pytest.fail(f"the page's tests need a browser: {exc}", pytrace=False)
         yield chromium
         chromium.close()
 

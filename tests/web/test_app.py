@@ -129,3 +129,17 @@ def test_output_pages_and_traces_equal_the_python_api(ui_session):
     reached = cap.forward(source, [int(r) for r in answer["sources"][source]["rids"]], engine="spark")
     assert forward["rids"] == sorted(str(r["_sp_rid"]) for r in reached.collect())
     assert view.captures("BI")[0]["name"] == "big" and view.captures("zzz") == []
+
+
+def test_linked_views_say_what_is_wrong(client):
+    assert "two captures" in _get(client, "/api/linked", params=[("c", "totals")]).json()["error"]
+    assert _get(client, "/api/linked", params=[("c", "../x"), ("c", "totals")]).status_code == 400
+    assert _get(client, "/api/linked", params=[("c", "nope"), ("c", "totals")]).status_code == 404
+    linked = _get(client, "/api/linked", params=[("c", "totals"), ("c", "buckets")]).json()
+    assert [c["capture"] for c in linked["charts"]] == ["totals", "buckets"] and linked["rows"] == 200
+    body = {"captures": ["totals", "buckets"], "chart": 1}
+    assert _post(client, "/api/linked/brush", {**body, "groups": [10]}).status_code == 400
+    assert _post(client, "/api/linked/brush", {**body, "groups": "0"}).status_code == 400
+    assert _post(client, "/api/linked/brush", {**body, "chart": 2, "groups": [0]}).status_code == 400
+    brushed = _post(client, "/api/linked/brush", {**body, "groups": [0]}).json()
+    assert brushed["brushed"] == 20 and sum(brushed["counts"][0]) == 20

@@ -1,8 +1,11 @@
 // sparkprov's page: the captures in a store, one capture's plan and rows, and traces
 // through its lineage. Built into src/sparkprov/web/static/app.js (npm run build).
 //
-// Every value from the store reaches the page as text (textContent, never innerHTML),
+// Every value from the store reaches the page as text (textContent), never as markup,
 // and every view lives in the address's fragment, so it can be reloaded and shared.
+
+import * as Plot from "@observablehq/plot";
+import { brushX, select } from "d3";
 
 const PAGE = 50;
 
@@ -104,7 +107,7 @@ function pager(offset, total, onPage) {
     "div",
     { class: "pager" },
     h("button", { disabled: offset === 0, onclick: () => onPage(Math.max(0, offset - PAGE)) }, "‹ previous"),
-    h("span", { class: "range" }, total ? `rows ${offset + 1}–${last} of ${total.toLocaleString("en")}` : "no rows"),
+    h("span", { class: "range" }, total ? `rows ${(offset + 1).toLocaleString("en")}–${last.toLocaleString("en")} of ${total.toLocaleString("en")}` : "no rows"),
     h("button", { disabled: last >= total, onclick: () => onPage(offset + PAGE) }, "next ›"),
   );
 }
@@ -121,12 +124,29 @@ async function capturesView(params) {
   });
   if (like) setTimeout(() => filter.focus(), 0); // typing goes on in the redrawn box
   const data = await api("/api/captures" + (like ? "?like=" + enc(like) : ""));
+  const picked = new Set();
+  const linkButton = h(
+    "button",
+    { disabled: true, "data-test": "link", onclick: () => go(["linked"], new URLSearchParams([...picked].map((n) => ["c", n]))) },
+    "Link selected captures as charts",
+  );
   const rows = data.captures.map((c) => {
     const link = h("a", { href: `#/c/${enc(c.name)}/${c.version}` }, c.name);
+    const pick = h("input", {
+      type: "checkbox",
+      "aria-label": "link " + c.name,
+      disabled: Boolean(c.failed || c.damaged),
+      onchange: (e) => {
+        if (e.target.checked) picked.add(c.name);
+        else picked.delete(c.name);
+        linkButton.disabled = picked.size < 2;
+      },
+    });
     const status = c.failed ? h("span", { class: "bad" }, "failed: " + c.failed.reason) : c.damaged ? h("span", { class: "bad" }, "damaged: " + c.damaged) : "ok";
     return h(
       "tr",
       { "data-name": c.name },
+      h("td", {}, pick),
       h("td", {}, link),
       h("td", { class: "num" }, `v${c.version}` + (c.versions.length > 1 ? ` (${c.versions.length})` : "")),
       h("td", {}, c.created || ""),
@@ -138,10 +158,10 @@ async function capturesView(params) {
       h("td", {}, status),
     );
   });
-  const header = ["name", "version", "created", "strategy", "seconds", "rows", "size", "sources", "status"].map((t) => h("th", {}, t));
+  const header = ["", "name", "version", "created", "strategy", "seconds", "rows", "size", "sources", "status"].map((t) => h("th", {}, t));
   return [
     h("h1", {}, "Captures"),
-    h("div", { class: "toolbar" }, filter, h("span", { class: "count" }, count(data.captures.length, "capture"))),
+    h("div", { class: "toolbar" }, filter, h("span", { class: "count" }, count(data.captures.length, "capture")), linkButton),
     data.captures.length
       ? h("table", { "data-test": "captures" }, h("thead", {}, h("tr", {}, header)), h("tbody", {}, rows))
       : h("p", { class: "empty" }, like ? `no capture's name contains “${like}”` : "no captures in this store yet"),
@@ -288,6 +308,142 @@ async function forwardSection(base, source, rids) {
   return box;
 }
 
+// linked views ---------------------------------------------------------------------------
+// Each capture a bar chart of the source rows behind its groups; brushing bars of one
+// traces them backward to the source rows and forward to every chart's groups (the
+// server's answer), drawn in front of the full bars. Plot draws a chart once; d3 moves
+// the brushed bars and runs the brush.
+
+const FULL = "#c9cfdb";
+const BRUSHED = "#2757c7";
+window.__sparkprovBrushes = []; // each brush's time from its event to every chart redrawn (ms)
+
+function barChart(chart, index, onBrush) {
+  const max = Math.max(1, ...chart.total);
+  const bars = chart.labels.map((label, i) => ({ label, total: chart.total[i] }));
+  const svg = Plot.plot({
+    width: 440,
+    height: 230,
+    marginLeft: 60,
+    marginBottom: chart.labels.length > 12 ? 52 : 32,
+    x: {
+      type: "band",
+      domain: chart.labels,
+      label: chart.x,
+      tickRotate: chart.labels.length > 12 ? -60 : 0,
+      tickFormat: (d) => (d.length > 12 ? d.slice(0, 11) + "…" : d), // whole in each bar's title
+    },
+    y: { grid: true, domain: [0, max], label: "rows" },
+    marks: [Plot.barY(bars, { x: "label", y: "total", fill: FULL, title: (d) => `${d.label}: ${d.total.toLocaleString("en")} rows` })],
+  });
+  // Plot styles its charts with a <style> element, which the page's policy refuses:
+  // the same rules are in app.css
+  for (const style of svg.querySelectorAll("style")) style.remove();
+  const x = svg.scale("x");
+  const y = svg.scale("y");
+  const layer = select(svg).append("g").attr("class", "brushed");
+  const [left, right] = x.range;
+  const top = y.apply(max);
+  const bottom = y.apply(0);
+  const brush = brushX().extent([
+    [left, top],
+    [right, bottom],
+  ]);
+  const brushLayer = select(svg).append("g").attr("class", "brush").call(brush);
+  const centers = chart.labels.map((label) => x.apply(label) + x.bandwidth / 2);
+  const groupsIn = ([x0, x1]) => centers.flatMap((c, i) => (c >= x0 && c <= x1 ? [i] : []));
+  brush.on("brush end", (event) => {
+    if (!event.sourceEvent) return; // moved by the page itself
+    onBrush(index, event.selection ? groupsIn(event.selection) : null, event.type, event.sourceEvent.timeStamp);
+  });
+  const box = h("div", { class: "chart", "data-test": "chart-" + chart.capture }, h("h3", {}, h("a", { href: `#/c/${enc(chart.capture)}/${chart.version}` }, chart.capture), h("span", { class: "count" }, ` by ${chart.x}`)), svg);
+  return {
+    box,
+    draw(counts) {
+      const data = counts ? counts.map((n, i) => ({ n, i })) : [];
+      layer
+        .selectAll("rect")
+        .data(data)
+        .join((enter) => enter.append("rect").call((r) => r.append("title")))
+        .attr("fill", BRUSHED)
+        .attr("x", (d) => x.apply(chart.labels[d.i]))
+        .attr("width", x.bandwidth)
+        .attr("y", (d) => y.apply(d.n))
+        .attr("height", (d) => bottom - y.apply(d.n))
+        .attr("data-group", (d) => d.i)
+        .select("title")
+        .text((d) => `${chart.labels[d.i]}: ${d.n.toLocaleString("en")} of ${chart.total[d.i].toLocaleString("en")} rows brushed`);
+      layer.raise();
+      brushLayer.raise();
+    },
+    clear() {
+      brushLayer.call(brush.move, null);
+    },
+    select(groups) {
+      const lo = x.apply(chart.labels[groups[0]]);
+      const hi = x.apply(chart.labels[groups[groups.length - 1]]) + x.bandwidth;
+      brushLayer.call(brush.move, [lo, hi]);
+    },
+  };
+}
+
+async function linkedView(params) {
+  const names = params.getAll("c");
+  if (names.length < 2) throw new Error("pick two captures or more to link (tick them in the list of captures)");
+  const query = new URLSearchParams(names.map((n) => ["c", n]));
+  for (const x of params.getAll("x")) query.append("x", x);
+  const data = await api("/api/linked?" + query);
+  const status = h("p", { class: "count", "data-test": "linked-status" }, `${data.rows.toLocaleString("en")} rows of ${data.source}; brush bars to filter the other charts`);
+  const body = { captures: names, x: params.getAll("x").length ? params.getAll("x") : null };
+  let waiting = null; // the latest brush while one is answered
+  let busy = false;
+  const answer = async (index, groups, kind, since) => {
+    if (busy) {
+      waiting = [index, groups, kind, since];
+      return;
+    }
+    busy = true;
+    try {
+      charts.forEach((c, i) => i !== index && kind !== "restore" && c.clear());
+      const brushed = groups && groups.length ? await api("/api/linked/brush", { ...body, chart: index, groups }) : null;
+      charts.forEach((c, i) => c.draw(brushed ? brushed.counts[i] : null));
+      status.textContent = brushed
+        ? `${brushed.brushed.toLocaleString("en")} of ${data.rows.toLocaleString("en")} rows brushed in ${data.charts[index].capture}`
+        : `${data.rows.toLocaleString("en")} rows of ${data.source}; brush bars to filter the other charts`;
+      await new Promise((r) => requestAnimationFrame(() => requestAnimationFrame(r)));
+      window.__sparkprovBrushes.push({ kind, ms: performance.now() - since, groups: groups ? groups.length : 0 });
+      if (kind !== "brush") {
+        const next = new URLSearchParams(params);
+        next.delete("b");
+        if (groups && groups.length) next.set("b", `${index}:${groups[0]}-${groups[groups.length - 1]}`);
+        history.replaceState(null, "", "#/linked?" + next);
+      }
+    } catch (err) {
+      showError(err.message);
+    } finally {
+      busy = false;
+      if (waiting) {
+        const next = waiting;
+        waiting = null;
+        answer(...next);
+      }
+    }
+  };
+  const charts = data.charts.map((c, i) => barChart(c, i, answer));
+  const restore = /^(\d+):(\d+)-(\d+)$/.exec(params.get("b") || "");
+  if (restore) {
+    const [index, lo, hi] = restore.slice(1).map(Number);
+    if (charts[index] && hi < data.charts[index].labels.length) {
+      const groups = Array.from({ length: hi - lo + 1 }, (_, k) => lo + k);
+      setTimeout(() => {
+        charts[index].select(groups);
+        answer(index, groups, "restore", performance.now());
+      }, 0);
+    }
+  }
+  return [h("h1", {}, "Linked views"), status, h("div", { class: "charts" }, charts.map((c) => c.box))];
+}
+
 // rendering ------------------------------------------------------------------------------
 
 let rendering = 0;
@@ -299,7 +455,8 @@ async function render() {
   showError("");
   main.setAttribute("aria-busy", "true");
   try {
-    const content = parts[0] === "c" && parts.length >= 3 ? await captureView(parts.slice(1), params) : await capturesView(params);
+    const content =
+      parts[0] === "c" && parts.length >= 3 ? await captureView(parts.slice(1), params) : parts[0] === "linked" ? await linkedView(params) : await capturesView(params);
     if (mine === rendering) main.replaceChildren(...content.filter(Boolean));
   } catch (err) {
     if (mine === rendering) showError(err.message);

@@ -204,6 +204,16 @@ def build_parser() -> argparse.ArgumentParser:
     wfb.add_argument("--queries", type=int, default=200, help="random zoom, delete and subgraph queries (default 200)")
     wfb.add_argument("--seed", type=int, default=0)
     wfb.add_argument("--json", dest="json_out", help="write the results as JSON to this file")
+    uib = bench_sub.add_parser("ui", help="linked brushing on the flights demo, timed in Chromium, against re-runs")
+    uib.add_argument("--copies", default="1,10", help="comma-separated copies of the 336,776 flights (default 1,10)")
+    uib.add_argument("--brushes", type=int, default=200, help="random brushes per size (default 200)")
+    uib.add_argument("--spark-brushes", type=int, default=20, help="of those, re-run in Spark too (default 20)")
+    uib.add_argument("--data", default="data/flights", help="where the flights are written (default data/flights)")
+    uib.add_argument("--store", default=None, help="keep the captures here and reuse them (default: a temporary store)")
+    uib.add_argument("--captures", type=int, default=1000, help="captures view: a store of this many (0: skip)")
+    uib.add_argument("--output-rows", type=int, default=1_000_000, help="capture view: output rows paged (0: skip)")
+    uib.add_argument("--seed", type=int, default=0)
+    uib.add_argument("--json", dest="json_out", help="write the results as JSON to this file")
     cov = bench_sub.add_parser("coverage", help="capture a query suite and check every answer (scoreboard)")
     cov.add_argument("--suite", choices=["tpch", "tpcds"], default="tpch")
     cov.add_argument("--sf", type=float, default=0.1, help="scale factor (default 0.1)")
@@ -307,7 +317,9 @@ def _main(args: argparse.Namespace) -> int:
         if args.command == "ui":
             from .ui import main as ui_main
 
-            return ui_main(args, _store(args).root)
+            if args.demo:  # makes its store
+                return ui_main(args, args.store or os.environ.get("SPARKPROV_STORE") or ".sparkprov")
+            return ui_main(args, str(_store(args).root))
         if args.command == "bench" and args.bench_command == "trace":
             from ..bench.trace import main as trace_main
 
@@ -332,6 +344,10 @@ def _main(args: argparse.Namespace) -> int:
             from ..bench.workflows import main as workflow_bench_main
 
             return workflow_bench_main(args)
+        if args.command == "bench" and args.bench_command == "ui":
+            from ..bench.ui import main as ui_bench_main
+
+            return ui_bench_main(args)
         if args.command == "bench" and args.bench_command == "coverage":
             from ..bench.coverage import main as coverage_main
 

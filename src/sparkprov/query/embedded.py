@@ -226,6 +226,24 @@ class EmbeddedEngine:
                         found.append(self._table(-k - 1, OUT).read_all()[OUT].to_numpy())
         return distinct_sorted(np.concatenate(found))
 
+    def pairs(self, source: str) -> pa.Table:
+        """Every (``out_rid``, ``in_rid``) pair between the output and ``source``.
+
+        A capture whose lineage for the source is kept once for many output rows
+        (shared lineage) or in an RDD's side files is refused (``EmbeddedUnsupported``):
+        its pairs are resolved per answer, not listed.
+        """
+        self.check_source(source)
+        self._check_unchanged(self._infos[source])
+        if self._rdd is not None or self._sides:
+            raise EmbeddedUnsupported(
+                f"capture {self.name!r} keeps lineage shared by many output rows (or an RDD's side files): "
+                "its pairs are resolved per trace, not listed"
+            )
+        table = self._table(self._numbers[source], OUT)
+        self._within_limit(table.rows)
+        return table.read_all().select([OUT, IN])
+
     # rows --------------------------------------------------------------------------
 
     def output_rows(self, rids=None) -> pa.Table:

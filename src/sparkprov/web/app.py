@@ -9,7 +9,10 @@ Routes (all behind ``guard.Guard``):
 - ``GET /api/captures/{name}?version=``: one capture version (plan, sources, columns);
 - ``GET /api/captures/{name}/{version}/rows?where=&order=&desc=&offset=&limit=``;
 - ``POST /api/captures/{name}/{version}/backward`` ``{"rids": [...]} or {"where": ...}``
-  with ``source``, ``offset``, ``limit``; ``POST .../forward`` ``{"source", "rids"}``.
+  with ``source``, ``offset``, ``limit``; ``POST .../forward`` ``{"source", "rids"}``;
+- ``GET /api/linked?c=a&c=b[&x=col&x=col][&source=s]``: captures as linked charts;
+  ``POST /api/linked/brush`` ``{"captures", "chart", "groups"}``: every chart's bars
+  under the brush (``query/linked.py``).
 
 Errors are JSON ``{"error": message, "kind": class}``, with the status saying whose
 fault: 400 for what the page sent, 404 for a capture not in the store, 409 for a
@@ -149,6 +152,15 @@ def make_app(store: str, token: str, host: str = "127.0.0.1", port: int = 8765) 
             limit=body.get("limit", 50),
         )
 
+    def linked(request: Request, _: dict) -> dict:
+        q = request.query_params
+        xs = q.getlist("x") or None
+        return view.linked(q.getlist("c"), q.get("source") or None, [x or None for x in xs] if xs else None)
+
+    def brush(request: Request, body: dict) -> dict:
+        b = body.get
+        return view.brush(b("captures"), b("chart"), b("groups"), b("source"), b("x"))
+
     def page(_: Request) -> FileResponse:
         return FileResponse(STATIC / "index.html")
 
@@ -161,5 +173,7 @@ def make_app(store: str, token: str, host: str = "127.0.0.1", port: int = 8765) 
         Route(capture_path + "/rows", _answering(rows)),
         Route(capture_path + "/backward", _answering(backward), methods=["POST"]),
         Route(capture_path + "/forward", _answering(forward), methods=["POST"]),
+        Route("/api/linked", _answering(linked)),
+        Route("/api/linked/brush", _answering(brush), methods=["POST"]),
     ]
     return Starlette(routes=routes, middleware=[Middleware(Guard, token=token, hosts=allowed_hosts(host, port))])

@@ -21,7 +21,8 @@ import pyarrow as pa
 
 from ..errors import InvalidArgument
 from ..query.embedded import EmbeddedEngine, duckdb_condition, files_sql, rid_array
-from ..store.catalog import Store
+from ..query.linked import LinkedViews
+from ..store.catalog import Store, check_name
 from ..store.entry import CaptureEntry
 from ..store.files import parquet_files
 from ..store.format import RID
@@ -92,6 +93,7 @@ class StoreView:
         self._engines: OrderedDict[tuple[str, int], tuple[EmbeddedEngine, threading.Lock]] = OrderedDict()
         self._keep = engines
         self._lock = threading.Lock()
+        self._linked: OrderedDict[tuple, LinkedViews] = OrderedDict()
 
     # captures -----------------------------------------------------------------------
 
@@ -181,6 +183,57 @@ class StoreView:
                 f"SELECT o.* FROM {self._output_relation(entry)} o JOIN picked p ON o.{RID} = p.rid ORDER BY o.{RID}"
             ).arrow()
         return table
+
+    # linked views ---------------------------------------------------------------------
+
+    def _views(self, names: Any, source: str | None, xs: Any) -> LinkedViews:
+        if not isinstance(names, list) or not all(isinstance(n, str) for n in names):
+            raise InvalidArgument("linked views name their captures as a list of names")
+        if xs is not None and (not isinstance(xs, list) or len(xs) != len(names)):
+            raise InvalidArgument("x gives one column (or null) per capture")
+        # each brush asks again: the newest versions' numbers name the views kept, and
+        # entries are loaded (their files checked) only to build them
+        key = (tuple((n, self.store.latest_version(check_name(n))) for n in names), source, tuple(xs or ()))
+        with self._lock:
+            found = self._linked.get(key)
+        if found is None:
+            found = LinkedViews([self.store.load(n, v or None) for n, v in key[0]], source, xs)
+            with self._lock:
+                self._linked[key] = found
+                while len(self._linked) > 4:  # each holds arrays over every source row
+                    self._linked.popitem(last=False)
+        return found
+
+    def linked(self, names: Any, source: str | None = None, xs: Any = None) -> dict:
+        """Captures ``names`` (their newest versions) as linked charts over their
+        common source: per chart its groups (labels, output rows) and the source rows
+        behind each."""
+        views = self._views(names, source, xs)
+        return {
+            "source": views.source,
+            "rows": len(views.rids),
+            "charts": [
+                {
+                    "capture": c.capture,
+                    "version": c.version,
+                    "x": c.x,
+                    "columns": c.columns,
+                    "labels": c.labels,
+                    "values": json_value(c.values),
+                    "total": c.total.tolist(),
+                }
+                for c in views.charts
+            ],
+        }
+
+    def brush(self, names: Any, chart: Any, groups: Any, source: str | None = None, xs: Any = None) -> dict:
+        """Groups ``groups`` of chart ``chart`` brushed: how many of the source rows
+        behind them are behind each group of every chart."""
+        views = self._views(names, source, xs)
+        if not isinstance(groups, list) or not all(isinstance(g, int) and not isinstance(g, bool) for g in groups):
+            raise InvalidArgument("groups is a list of group numbers")
+        counts = views.brush(chart, groups)
+        return {"brushed": int(views.brushed_rows(chart, groups).size), "counts": [c.tolist() for c in counts]}
 
     # traces -------------------------------------------------------------------------
 

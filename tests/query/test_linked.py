@@ -1,0 +1,107 @@
+"""Linked views: brushing groups of one captured aggregate counts the brushed source
+rows behind every group of the others; checked against counts made from the source's
+rows directly (each row's groups derived from its values), on random brushes."""
+
+from __future__ import annotations
+
+import random
+
+import pyspark.sql.functions as F
+import pytest
+
+from sparkprov.errors import InvalidArgument
+from sparkprov.query.linked import LinkedViews
+
+ROWS = 2_000
+
+
+@pytest.fixture(scope="module")
+def linked(spark, tmp_path_factory):
+    import sparkprov as sp
+
+    root = tmp_path_factory.mktemp("linked")
+    rng = random.Random(7)
+    rows = [
+        (i, rng.choice("vwxyz"), rng.randrange(12), rng.choice(["p", "q", None]), rng.randrange(100))
+        for i in range(ROWS)
+    ]
+    spark.createDataFrame(rows, "id long, a string, b int, c string, d int").repartition(3).write.parquet(
+        str(root / "t")
+    )
+    session = sp.LineageSession(spark, store=root / "store")
+    t = spark.read.parquet(str(root / "t"))
+    captures = {
+        "by_a": (t.groupBy("a").count(), lambda r: [(r["a"],)]),
+        "by_b": (t.groupBy("b").agg(F.sum("d").alias("d")), lambda r: [(r["b"],)]),
+        "by_c": (t.groupBy("c").count(), lambda r: [(r["c"],)]),
+        # every row in three groups: (a, b), (a, NULL), (NULL, NULL)
+        "rollup": (t.rollup("a", "b").count(), lambda r: [(r["a"], r["b"]), (r["a"], None), (None, None)]),
+        # rows with d <= 50 in no group
+        "filtered": (t.filter("d > 50").groupBy("a").count(), lambda r: [(r["a"],)] if r["d"] > 50 else []),
+    }
+    for name, (df, _) in captures.items():
+        session.capture(df, name=name)
+    source = [r.asDict() for r in t.collect()]
+    names = list(captures)
+    views = LinkedViews([session.store.load(n) for n in names])
+    return views, source, [captures[n][1] for n in names], session
+
+
+def _key(chart, group: int) -> tuple:
+    keys = len(chart.columns) - 1  # the group columns come first, one measure after them
+    return tuple(chart.values[group][:keys])
+
+
+def test_charts_list_each_group_with_the_source_rows_behind_it(linked):
+    views, source, groups_of, _ = linked
+    assert len(views.rids) == ROWS
+    for chart, groups in zip(views.charts, groups_of):
+        expected = {}
+        for row in source:
+            for g in groups(row):
+                expected[g] = expected.get(g, 0) + 1
+        assert {_key(chart, i): int(n) for i, n in enumerate(chart.total)} == expected
+    by_c = views.charts[2]
+    assert by_c.labels[-1] == "NULL"  # nulls sort last
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_a_brush_counts_the_brushed_rows_behind_every_group(linked, seed):
+    views, source, groups_of, _ = linked
+    rng = random.Random(seed)
+    chart = rng.randrange(len(views.charts))
+    n = len(views.charts[chart].rids)
+    lo = rng.randrange(n)
+    picked = list(range(lo, min(n, lo + rng.randrange(1, 4))))  # a range, as a brush over the x axis
+    keys = {_key(views.charts[chart], g) for g in picked}
+    brushed = [r for r in source if keys & set(groups_of[chart](r))]
+    assert views.brushed_rows(chart, picked).size == len(brushed)
+    for c, groups, counts in zip(views.charts, groups_of, views.brush(chart, picked)):
+        expected = {}
+        for row in brushed:
+            for g in groups(row):
+                expected[g] = expected.get(g, 0) + 1
+        assert {_key(c, i): int(k) for i, k in enumerate(counts) if k} == expected
+
+
+def test_no_brush_and_every_group_brushed(linked):
+    views, _, _, _ = linked
+    assert all(not counts.any() for counts in views.brush(0, []))
+    everything = views.brush(0, list(range(len(views.charts[0].rids))))
+    assert [c.tolist() for c in everything] == [c.total.tolist() for c in views.charts]
+
+
+def test_what_linked_views_refuse(linked, spark, tmp_path):
+    views, _, _, session = linked
+    with pytest.raises(InvalidArgument, match="groups 0 to 4"):
+        views.brush(0, [5])
+    with pytest.raises(InvalidArgument, match="chart must be"):
+        views.brush(9, [0])
+    with pytest.raises(InvalidArgument, match="two captures"):
+        LinkedViews([session.store.load("by_a")])
+    with pytest.raises(InvalidArgument, match="no output column 'nope'"):
+        LinkedViews([session.store.load("by_a"), session.store.load("by_b")], x=["nope", None])
+    other = spark.createDataFrame([("v", 1)], "a string, n int")
+    session.capture(other.groupBy("a").count(), name="elsewhere")
+    with pytest.raises(InvalidArgument, match="no common source"):
+        LinkedViews([session.store.load("by_a"), session.store.load("elsewhere")])
