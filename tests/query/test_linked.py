@@ -75,7 +75,7 @@ def test_a_brush_counts_the_brushed_rows_behind_every_group(linked, seed):
     picked = list(range(lo, min(n, lo + rng.randrange(1, 4))))  # a range, as a brush over the x axis
     keys = {_key(views.charts[chart], g) for g in picked}
     brushed = [r for r in source if keys & set(groups_of[chart](r))]
-    assert views.brushed_rows(chart, picked).size == len(brushed)
+    assert views.brushed_rows(chart, picked).size == views.brushed_count(chart, picked) == len(brushed)
     for c, groups, counts in zip(views.charts, groups_of, views.brush(chart, picked)):
         expected = {}
         for row in brushed:
@@ -105,3 +105,20 @@ def test_what_linked_views_refuse(linked, spark, tmp_path):
     session.capture(other.groupBy("a").count(), name="elsewhere")
     with pytest.raises(InvalidArgument, match="no common source"):
         LinkedViews([session.store.load("by_a"), session.store.load("elsewhere")])
+
+
+def test_the_joint_tables_answer_as_the_brushed_rows_do(linked, monkeypatch):
+    import sparkprov.query.linked as module
+
+    views, _, _, session = linked
+    monkeypatch.setattr(module, "JOINT_MAX", 0)  # every brush through the rows themselves
+    rows_only = LinkedViews([session.store.load(c.capture) for c in views.charts])
+    assert not rows_only._joint and views._joint
+    rng = random.Random(11)
+    for _ in range(20):
+        chart = rng.randrange(len(views.charts))
+        n = len(views.charts[chart].rids)
+        picked = rng.sample(range(n), rng.randrange(1, n + 1))
+        assert views.brushed_count(chart, picked) == rows_only.brushed_rows(chart, picked).size
+        for a, b in zip(views.brush(chart, picked), rows_only.brush(chart, picked)):
+            assert a.tolist() == b.tolist()

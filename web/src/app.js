@@ -395,14 +395,26 @@ async function linkedView(params) {
   const data = await api("/api/linked?" + query);
   const status = h("p", { class: "count", "data-test": "linked-status" }, `${data.rows.toLocaleString("en")} rows of ${data.source}; brush bars to filter the other charts`);
   const body = { captures: names, x: params.getAll("x").length ? params.getAll("x") : null };
-  let waiting = null; // the latest brush while one is answered
-  let busy = false;
+  // one brush answered at a time: while it is, the latest other brush waits, and the
+  // end of a drag over the bars being answered is that answer, not another
+  let answering = null; // the key of the brush being answered
+  let waiting = null;
+  let ended = null;
+  const keyOf = (index, groups) => `${index}:${groups ? groups.join(",") : ""}`;
+  const remember = (index, groups) => {
+    const next = new URLSearchParams(params);
+    next.delete("b");
+    if (groups && groups.length) next.set("b", `${index}:${groups[0]}-${groups[groups.length - 1]}`);
+    history.replaceState(null, "", "#/linked?" + next);
+  };
   const answer = async (index, groups, kind, since) => {
-    if (busy) {
-      waiting = [index, groups, kind, since];
+    const key = keyOf(index, groups);
+    if (answering !== null) {
+      if (key === answering && kind !== "brush") ended = { kind, since };
+      else if (key !== answering) waiting = [index, groups, kind, since];
       return;
     }
-    busy = true;
+    answering = key;
     try {
       charts.forEach((c, i) => i !== index && kind !== "restore" && c.clear());
       const brushed = groups && groups.length ? await api("/api/linked/brush", { ...body, chart: index, groups }) : null;
@@ -411,17 +423,16 @@ async function linkedView(params) {
         ? `${brushed.brushed.toLocaleString("en")} of ${data.rows.toLocaleString("en")} rows brushed in ${data.charts[index].capture}`
         : `${data.rows.toLocaleString("en")} rows of ${data.source}; brush bars to filter the other charts`;
       await new Promise((r) => requestAnimationFrame(() => requestAnimationFrame(r)));
-      window.__sparkprovBrushes.push({ kind, ms: performance.now() - since, groups: groups ? groups.length : 0 });
-      if (kind !== "brush") {
-        const next = new URLSearchParams(params);
-        next.delete("b");
-        if (groups && groups.length) next.set("b", `${index}:${groups[0]}-${groups[groups.length - 1]}`);
-        history.replaceState(null, "", "#/linked?" + next);
-      }
+      const now = performance.now();
+      const n = groups ? groups.length : 0;
+      window.__sparkprovBrushes.push({ kind, ms: now - since, groups: n });
+      if (ended) window.__sparkprovBrushes.push({ kind: ended.kind, ms: now - ended.since, groups: n });
+      if (kind !== "brush" || ended) remember(index, groups);
     } catch (err) {
       showError(err.message);
     } finally {
-      busy = false;
+      answering = null;
+      ended = null;
       if (waiting) {
         const next = waiting;
         waiting = null;

@@ -14,6 +14,7 @@ from __future__ import annotations
 import re
 import time
 from dataclasses import dataclass
+from html import escape
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -33,6 +34,7 @@ from ..query.verify import Verification, verify
 from ..sources.identity import RID, check_unchanged
 from ..store.entry import CaptureEntry
 from .cursor import LineageCursor, Point
+from .html import Traced, table_html
 
 if TYPE_CHECKING:
     from .session import LineageSession
@@ -78,6 +80,26 @@ class Capture:
 
     def __repr__(self) -> str:
         return f"Capture({self.name!r}, version={self.version}, sources={list(self._infos)})"
+
+    def _repr_html_(self) -> str:
+        """A notebook's view: the capture, its sources and its plan (read from the store, no job)."""
+        e = self._entry
+        lines = e.explain or []
+        coarse = sum(1 for _, _, g, _ in lines if not g.startswith("exact"))
+        head = (
+            f"<p><b>capture {escape(self.name)}</b> version {self.version} · {escape(e.created or '')} · "
+            f"strategy {escape(e.strategy or '')} · {len(lines)} operators, "
+            f"{f'{coarse} coarse' if coarse else 'all exact'}{' · witnesses kept' if e.witnesses else ''}</p>"
+        )
+        sources = table_html(
+            ["source", "format", "rows identified by", "files"],
+            [[s.name, s.format, s.kind, s.files] for s in self.sources.values()],
+        )
+        plan = table_html(
+            ["operator", "lineage", "how captured"],
+            [["\u2003" * (d - 1) + op, g, s] for d, op, g, s in lines],
+        )
+        return head + sources + plan
 
     @property
     def output(self) -> DataFrame:
@@ -179,7 +201,7 @@ class Capture:
         names = [source] if source is not None and not end_to_end else list(self._infos)
         result = self._plan.backward(rows, names, engine, end_to_end)
         if source is None:
-            return result
+            return Traced(result)
         if source not in result:
             raise InvalidArgument(f"no source {source!r} end to end; sources: {', '.join(result)}")
         return result[source]
@@ -249,7 +271,8 @@ class Capture:
         self._plan.trusted()
         engines.check_engine(engine)
         self._plan.check_source(source)
-        return self._plan.forward(source, rows, engine, end_to_end)
+        found = self._plan.forward(source, rows, engine, end_to_end)
+        return Traced(found) if isinstance(found, dict) else found
 
     def how(self, rows: RowsArg) -> DataFrame:
         """How-provenance: the provenance polynomial of each of ``rows`` of the output,

@@ -85,6 +85,13 @@ class LineageCursor:
     def __repr__(self) -> str:
         return f"LineageCursor(at {', '.join(self.positions)})"
 
+    def _repr_html_(self) -> str:
+        """A notebook's view: the rows at every position, counted, and the first of them
+        (Spark jobs: a cursor is lazy until shown)."""
+        from .html import frames_html
+
+        return frames_html(self.dataframes())
+
     @property
     def positions(self) -> list[str]:
         """Where the rows are: ``capture`` for its output, ``capture/source`` for a source."""

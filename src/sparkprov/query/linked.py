@@ -10,7 +10,12 @@ lineage instead.
 The lineage is read once into arrays over the source rows the charts reach (their
 positions among the sorted rids): for each chart, the groups of each row and the rows
 of each group (compressed sparse rows, or one group per row where no row feeds two).
-A brush is then a gather and a count over the brushed rows alone.
+From them, for every two charts, the rows behind each pair of their groups (a joint
+table, as a data cube keeps for crossfilter): where no row of the brushed chart is in
+two of its groups, the groups a brush picks have disjoint rows, and every chart's
+answer is a sum of rows of its table with the brushed chart, whatever the data's size.
+Otherwise (a ROLLUP, say, or tables too large to keep) a brush is a gather and a count
+over the brushed rows.
 
 >>> import sparkprov as sp, tempfile
 >>> from pyspark.sql import SparkSession
@@ -62,6 +67,9 @@ class Chart:
     # groups -> rows
     group_ptr: np.ndarray
     group_rows: np.ndarray
+
+
+JOINT_MAX = 1 << 22  # cells of one joint table kept (two charts' groups multiplied)
 
 
 def _ranges(ptr: np.ndarray, items: np.ndarray, picked: np.ndarray) -> np.ndarray:
@@ -116,6 +124,28 @@ class LinkedViews:
         self.rids = distinct_sorted(np.concatenate([p[IN].to_numpy() for p in pairs]))  # the rows charts reach
         xs = list(x) if x is not None else [None] * len(entries)
         self.charts = [self._chart(e, p, col) for e, p, col in zip(engines, pairs, xs)]
+        self._joint = {
+            (i, j): t
+            for i in range(len(self.charts))
+            for j in range(len(self.charts))
+            if (t := self._table(i, j)) is not None
+        }
+
+    def _table(self, i: int, j: int) -> np.ndarray | None:
+        """Rows behind each group of chart ``i`` (one per row) and each group of chart
+        ``j``, as a matrix; None where chart ``i`` has a row in two groups or the
+        matrix would be too large."""
+        a, b = self.charts[i], self.charts[j]
+        if a.group_of is None or len(a.rids) * len(b.rids) > JOINT_MAX:
+            return None
+        if b.group_of is not None:
+            rows_i, groups_j = a.group_of, b.group_of
+        else:  # every (row, group) of chart j
+            groups_j = b.row_groups
+            rows_i = a.group_of[np.repeat(np.arange(len(self.rids)), np.diff(b.row_ptr))]
+        both = (rows_i >= 0) & (groups_j >= 0)
+        cells = np.bincount(rows_i[both] * len(b.rids) + groups_j[both], minlength=len(a.rids) * len(b.rids))
+        return cells.reshape(len(a.rids), len(b.rids))
 
     def _chart(self, engine: EmbeddedEngine, pairs: pa.Table, x: str | None) -> Chart:
         entry = engine.entry
@@ -161,18 +191,33 @@ class LinkedViews:
             group_rows=group_rows,
         )
 
+    def _picked(self, chart: int, groups: Sequence[int]) -> np.ndarray:
+        c = self._check(chart)
+        picked = np.unique(np.asarray(groups, np.int64))
+        if picked.size and (picked[0] < 0 or picked[-1] >= len(c.rids)):
+            raise InvalidArgument(f"chart {c.capture!r} has groups 0 to {len(c.rids) - 1}, not {list(groups)}")
+        return picked
+
     def brushed_rows(self, chart: int, groups: Sequence[int]) -> np.ndarray:
         """Positions (in :attr:`rids`) of the source rows behind ``groups`` of chart ``chart``."""
-        c = self._check(chart)
-        picked = np.asarray(groups, np.int64)
-        if picked.size and (picked.min() < 0 or picked.max() >= len(c.rids)):
-            raise InvalidArgument(f"chart {c.capture!r} has groups 0 to {len(c.rids) - 1}, not {groups}")
-        rows = _ranges(c.group_ptr, c.group_rows, np.unique(picked))
+        picked = self._picked(chart, groups)
+        c = self.charts[chart]
+        rows = _ranges(c.group_ptr, c.group_rows, picked)
         return rows if c.group_of is not None else distinct_sorted(rows)
+
+    def brushed_count(self, chart: int, groups: Sequence[int]) -> int:
+        """How many source rows are behind ``groups`` of chart ``chart``."""
+        c = self._check(chart)
+        if c.group_of is not None:  # disjoint groups: their totals add up
+            return int(c.total[self._picked(chart, groups)].sum())
+        return int(self.brushed_rows(chart, groups).size)
 
     def brush(self, chart: int, groups: Sequence[int]) -> list[np.ndarray]:
         """For every chart, the brushed rows (those behind ``groups`` of chart
         ``chart``) behind each of its groups."""
+        if all((chart, j) in self._joint for j in range(len(self.charts))):
+            picked = self._picked(chart, groups)
+            return [self._joint[chart, j][picked].sum(axis=0) for j in range(len(self.charts))]
         rows = self.brushed_rows(chart, groups)
         counts = []
         for c in self.charts:

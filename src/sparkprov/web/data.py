@@ -94,6 +94,7 @@ class StoreView:
         self._keep = engines
         self._lock = threading.Lock()
         self._linked: OrderedDict[tuple, LinkedViews] = OrderedDict()
+        self._described: dict[tuple[str, int], tuple[tuple, dict]] = {}
 
     # captures -----------------------------------------------------------------------
 
@@ -105,13 +106,30 @@ class StoreView:
         for name in self.store.names():
             if needle in name.lower():
                 versions = self.store.versions(name)
-                found.append({**describe(self.store, name, versions[-1]), "versions": versions})
+                found.append({**self._describe(name, versions[-1]), "versions": versions})
         return found
+
+    def _describe(self, name: str, version: int) -> dict:
+        """``describe``'s row, kept while the version's entry file is unchanged: a
+        committed version does not change, and describing one reads its entry, checks
+        its files and reads its output's footers (about a millisecond each)."""
+        try:
+            st = self.store.folders.entry(name, version).stat()
+            stamp = (st.st_mtime_ns, st.st_size)
+        except OSError:
+            stamp = None
+        kept = self._described.get((name, version))
+        if kept is not None and stamp is not None and kept[0] == stamp:
+            return kept[1]
+        row = describe(self.store, name, version)
+        if stamp is not None:
+            self._described[(name, version)] = (stamp, row)
+        return row
 
     def capture(self, name: str, version: int | None = None) -> dict:
         """One capture version: what ``explain()`` says of its plan, its sources, its
         output's columns and rows, and whether it kept witnesses."""
-        entry = self.store.load(name, version)
+        entry = self.store.load(name, version)  # checks the files again
         sources = [
             {"name": s.name, "kind": s.kind, "format": s.format, "files": len(s.files)} for s in entry.sources.values()
         ]
@@ -233,7 +251,7 @@ class StoreView:
         if not isinstance(groups, list) or not all(isinstance(g, int) and not isinstance(g, bool) for g in groups):
             raise InvalidArgument("groups is a list of group numbers")
         counts = views.brush(chart, groups)
-        return {"brushed": int(views.brushed_rows(chart, groups).size), "counts": [c.tolist() for c in counts]}
+        return {"brushed": views.brushed_count(chart, groups), "counts": [c.tolist() for c in counts]}
 
     # traces -------------------------------------------------------------------------
 
