@@ -295,7 +295,7 @@ def test_ui_serves_the_store_at_the_address_it_prints_until_interrupted(tmp_path
         with opener.open(url, timeout=10) as page:  # the token becomes a cookie, then the page
             assert page.status == 200 and b"/static/app.js" in page.read()
         with opener.open(url.split("?")[0] + "api/captures", timeout=10) as answer:
-            assert answer.read() == b'{"captures":[]}'
+            assert answer.read() == b'{"total":0,"offset":0,"captures":[]}'
     finally:
         proc.send_signal(signal.SIGINT)
         out, err = proc.communicate(timeout=20)

@@ -128,7 +128,9 @@ def test_output_pages_and_traces_equal_the_python_api(ui_session):
     forward = view.forward("big", 1, source, answer["sources"][source]["rids"])
     reached = cap.forward(source, [int(r) for r in answer["sources"][source]["rids"]], engine="spark")
     assert forward["rids"] == sorted(str(r["_sp_rid"]) for r in reached.collect())
-    assert view.captures("BI")[0]["name"] == "big" and view.captures("zzz") == []
+    assert [c["name"] for c in view.captures("BI")["captures"]] == ["big"] and view.captures("zzz")["total"] == 0
+    page = view.captures(offset=1, limit=2)
+    assert page["total"] == 4 and [c["name"] for c in page["captures"]] == ["broken", "buckets"]
 
 
 def test_linked_views_say_what_is_wrong(client):

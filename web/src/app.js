@@ -7,7 +7,8 @@
 import * as Plot from "@observablehq/plot";
 import { brushX, select } from "d3";
 
-const PAGE = 50;
+const PAGE = 50; // output and source rows per page
+const CAPTURES_PAGE = 100;
 
 // DOM ------------------------------------------------------------------------------
 
@@ -101,14 +102,15 @@ function rowsTable(answer, { test, selected, onToggle, sort, onSort }) {
   return h("table", { "data-test": test }, h("thead", {}, h("tr", {}, selected ? h("th", {}, "") : null, head)), h("tbody", {}, body));
 }
 
-function pager(offset, total, onPage) {
-  const last = Math.min(offset + PAGE, total);
+function pager(offset, total, onPage, size = PAGE, noun = "rows") {
+  const last = Math.min(offset + size, total);
+  const n = (k) => k.toLocaleString("en");
   return h(
     "div",
     { class: "pager" },
-    h("button", { disabled: offset === 0, onclick: () => onPage(Math.max(0, offset - PAGE)) }, "‹ previous"),
-    h("span", { class: "range" }, total ? `rows ${(offset + 1).toLocaleString("en")}–${last.toLocaleString("en")} of ${total.toLocaleString("en")}` : "no rows"),
-    h("button", { disabled: last >= total, onclick: () => onPage(offset + PAGE) }, "next ›"),
+    h("button", { disabled: offset === 0, onclick: () => onPage(Math.max(0, offset - size)) }, "‹ previous"),
+    h("span", { class: "range" }, total ? `${noun} ${n(offset + 1)}–${n(last)} of ${n(total)}` : `no ${noun}`),
+    h("button", { disabled: last >= total, onclick: () => onPage(offset + size) }, "next ›"),
   );
 }
 
@@ -116,6 +118,7 @@ function pager(offset, total, onPage) {
 
 async function capturesView(params) {
   const like = params.get("like") || "";
+  const offset = Number(params.get("offset") || 0);
   const filter = h("input", { type: "search", placeholder: "filter by name", value: like, "aria-label": "filter captures by name" });
   let timer;
   filter.addEventListener("input", () => {
@@ -123,7 +126,7 @@ async function capturesView(params) {
     timer = setTimeout(() => go([], new URLSearchParams({ like: filter.value })), 250);
   });
   if (like) setTimeout(() => filter.focus(), 0); // typing goes on in the redrawn box
-  const data = await api("/api/captures" + (like ? "?like=" + enc(like) : ""));
+  const data = await api(`/api/captures?${new URLSearchParams({ like, offset, limit: CAPTURES_PAGE })}`);
   const picked = new Set();
   const linkButton = h(
     "button",
@@ -161,9 +164,12 @@ async function capturesView(params) {
   const header = ["", "name", "version", "created", "strategy", "seconds", "rows", "size", "sources", "status"].map((t) => h("th", {}, t));
   return [
     h("h1", {}, "Captures"),
-    h("div", { class: "toolbar" }, filter, h("span", { class: "count" }, count(data.captures.length, "capture")), linkButton),
-    data.captures.length
-      ? h("table", { "data-test": "captures" }, h("thead", {}, h("tr", {}, header)), h("tbody", {}, rows))
+    h("div", { class: "toolbar" }, filter, h("span", { class: "count" }, count(data.total, "capture")), linkButton),
+    data.total
+      ? [
+          h("table", { "data-test": "captures" }, h("thead", {}, h("tr", {}, header)), h("tbody", {}, rows)),
+          data.total > CAPTURES_PAGE ? pager(offset, data.total, (o) => go([], new URLSearchParams({ like, offset: o })), CAPTURES_PAGE, "captures") : null,
+        ]
       : h("p", { class: "empty" }, like ? `no capture's name contains “${like}”` : "no captures in this store yet"),
   ];
 }
@@ -468,7 +474,7 @@ async function render() {
   try {
     const content =
       parts[0] === "c" && parts.length >= 3 ? await captureView(parts.slice(1), params) : parts[0] === "linked" ? await linkedView(params) : await capturesView(params);
-    if (mine === rendering) main.replaceChildren(...content.filter(Boolean));
+    if (mine === rendering) main.replaceChildren(...content.flat().filter(Boolean));
   } catch (err) {
     if (mine === rendering) showError(err.message);
   } finally {

@@ -5,7 +5,7 @@ Routes (all behind ``guard.Guard``):
 - ``GET /``: the page (one HTML file; its views live in the address's fragment, so
   every view can be reloaded and shared);
 - ``GET /static/...``: its script and style sheet, built and vendored in the package;
-- ``GET /api/captures?like=``: the captures (newest version of each);
+- ``GET /api/captures?like=&offset=&limit=``: the captures (newest version of each), a page;
 - ``GET /api/captures/{name}?version=``: one capture version (plan, sources, columns);
 - ``GET /api/captures/{name}/{version}/rows?where=&order=&desc=&offset=&limit=``;
 - ``POST /api/captures/{name}/{version}/backward`` ``{"rids": [...]} or {"where": ...}``
@@ -24,7 +24,7 @@ source changed since its capture, 413 and 501 for an answer that needs Spark.
 >>> store = str(Store(tempfile.mkdtemp()).root)
 >>> client = TestClient(make_app(store, token="t"), base_url="http://127.0.0.1:8765")
 >>> client.get("/api/captures", headers={"x-sparkprov-token": "t"}).json()
-{'captures': []}
+{'total': 0, 'offset': 0, 'captures': []}
 """
 
 from __future__ import annotations
@@ -111,7 +111,8 @@ def make_app(store: str, token: str, host: str = "127.0.0.1", port: int = 8765) 
     view = StoreView(store)
 
     def captures(request: Request, _: dict) -> dict:
-        return {"captures": view.captures(request.query_params.get("like"))}
+        q = request.query_params
+        return view.captures(q.get("like"), offset=_int(request, "offset", 0), limit=_int(request, "limit", 100))
 
     def capture(request: Request, _: dict) -> dict:
         return view.capture(request.path_params["name"], _int(request, "version", None))

@@ -85,7 +85,7 @@ class StoreView:
 
     >>> import tempfile
     >>> StoreView(str(Store(tempfile.mkdtemp()).root)).captures()
-    []
+    {'total': 0, 'offset': 0, 'captures': []}
     """
 
     def __init__(self, root: str, engines: int = 16) -> None:
@@ -98,16 +98,19 @@ class StoreView:
 
     # captures -----------------------------------------------------------------------
 
-    def captures(self, like: str | None = None) -> list[dict]:
-        """The newest version of every capture whose name contains ``like`` (any case),
-        with how many versions it has; failed and damaged versions say why."""
-        found = []
+    def captures(self, like: str | None = None, offset: int = 0, limit: int = 100) -> dict:
+        """The captures whose name contains ``like`` (any case), by name: how many, and
+        the newest version of those from ``offset`` to ``offset + limit``, with their
+        versions; failed and damaged versions say why. Only those are described (their
+        entries read, their files checked), so a store of many captures lists quickly."""
+        offset, limit = _page(offset, limit)
         needle = (like or "").lower()
-        for name in self.store.names():
-            if needle in name.lower():
-                versions = self.store.versions(name)
-                found.append({**self._describe(name, versions[-1]), "versions": versions})
-        return found
+        names = [n for n in self.store.names() if needle in n.lower()]
+        found = []
+        for name in names[offset : offset + limit]:
+            versions = self.store.versions(name)
+            found.append({**self._describe(name, versions[-1]), "versions": versions})
+        return {"total": len(names), "offset": offset, "captures": found}
 
     def _describe(self, name: str, version: int) -> dict:
         """``describe``'s row, kept while the version's entry file is unchanged: a
