@@ -36,6 +36,7 @@ def ui_session(spark, tmp_path_factory) -> sp.LineageSession:
     session.capture(orders.groupBy("who").agg(F.sum("amount").alias("total"), F.count("*").alias("n")), name="totals")
     session.capture(orders.filter("amount > 100").select("id", "who", "amount"), name="big")
     session.capture(orders.groupBy((F.col("id") % 10).alias("bucket")).count(), name="buckets")
+    session.capture(orders.select("who").distinct(), name="whos", witnesses=True)
     session.store.commit_failed("broken", "the script raised ZeroDivisionError")
     return session
 

@@ -130,7 +130,7 @@ def test_output_pages_and_traces_equal_the_python_api(ui_session):
     assert forward["rids"] == sorted(str(r["_sp_rid"]) for r in reached.collect())
     assert [c["name"] for c in view.captures("BI")["captures"]] == ["big"] and view.captures("zzz")["total"] == 0
     page = view.captures(offset=1, limit=2)
-    assert page["total"] == 4 and [c["name"] for c in page["captures"]] == ["broken", "buckets"]
+    assert page["total"] == 5 and [c["name"] for c in page["captures"]] == ["broken", "buckets"]
 
 
 def test_linked_views_say_what_is_wrong(client):
@@ -145,3 +145,13 @@ def test_linked_views_say_what_is_wrong(client):
     assert _post(client, "/api/linked/brush", {**body, "chart": 2, "groups": [0]}).status_code == 400
     brushed = _post(client, "/api/linked/brush", {**body, "groups": [0]}).json()
     assert brushed["brushed"] == 20 and sum(brushed["counts"][0]) == 20
+
+
+def test_why_and_how_need_witnesses_and_few_rows(client):
+    refused = _post(client, "/api/captures/totals/1/provenance", {"rids": ["0"]})
+    assert refused.status_code == 409 and "witness" in refused.json()["error"]
+    too_many = _post(client, "/api/captures/whos/1/provenance", {"rids": [str(i) for i in range(51)]})
+    assert too_many.status_code == 400 and "at most 50" in too_many.json()["error"]
+    answer = _post(client, "/api/captures/whos/1/provenance", {"rids": ["0"]}).json()
+    (row,) = answer["rows"]
+    assert answer["columns"] == ["who"] and row["witnesses"] == 50 and all(w["size"] == 1 for w in row["why"])

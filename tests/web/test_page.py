@@ -37,7 +37,7 @@ def test_from_the_captures_to_the_rows_behind_a_selected_output_row(ui, ui_sessi
     page.goto(ui.url)
     page.wait_for_selector('[data-test="captures"]')
     names = page.eval_on_selector_all('[data-test="captures"] tbody tr', "rows => rows.map(r => r.dataset.name)")
-    assert names == ["big", "broken", "buckets", "totals"]
+    assert names == ["big", "broken", "buckets", "totals", "whos"]
     assert "failed: the script raised ZeroDivisionError" in page.inner_text("tr[data-name=broken]")
     assert "?token=" not in page.url  # the token went into a cookie, not into links a user shares
 
@@ -141,3 +141,21 @@ def test_the_captures_filter_by_name(ui, page):
     expect(page.locator('[data-test="captures"] tbody tr')).to_have_count(1)
     assert page.get_attribute('[data-test="captures"] tbody tr', "data-name") == "totals"
     assert "like=TOT" in page.url
+
+
+def test_why_and_how_of_a_selected_row_where_witnesses_were_kept(ui, ui_session, page):
+    _open_capture(page, ui, "whos")
+    page.locator('[data-test="output"] tbody tr', has_text="bob").locator("input").check()
+    page.click('[data-test="why-how"]')
+    page.wait_for_selector('[data-test="provenance"]')
+    cap = ui_session.load("whos")
+    (source,) = cap.sources
+    behind = sorted(r["_sp_rid"] for r in cap.backward("who = 'bob'", source, engine="spark").collect())
+    # a distinct row: each of the 50 rows behind it derives it alone
+    assert "why: 50 witnesses" in page.inner_text('[data-test="provenance"]')
+    witnesses = page.eval_on_selector_all('[data-test="why"] li', "items => items.map(i => i.textContent)")
+    assert witnesses == [f"{source}#{rid}" for rid in behind]
+    assert page.inner_text('[data-test="how"]').startswith("how: δ(")
+    _open_capture(page, ui, "totals")  # kept no witnesses: no button
+    assert page.locator('[data-test="why-how"]').count() == 0
+    assert page.errors == []

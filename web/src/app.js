@@ -43,7 +43,7 @@ function bytes(n) {
   return i === 0 ? `${n} B` : `${n.toFixed(1)} ${units[i]}`;
 }
 
-const count = (n, what) => `${n.toLocaleString("en")} ${what}${n === 1 ? "" : "s"}`;
+const count = (n, what, plural = what + "s") => `${n.toLocaleString("en")} ${n === 1 ? what : plural}`;
 
 function showError(message) {
   const box = document.getElementById("error");
@@ -225,9 +225,13 @@ async function captureView(parts, params) {
     params.set("sel", [...selected].join(","));
     history.replaceState(null, "", "#/c/" + enc(name) + "/" + version + "?" + params);
     backwardButton.disabled = selected.size === 0;
+    if (provButton) provButton.disabled = selected.size === 0;
     selCount.textContent = selected.size ? `${count(selected.size, "row")} selected` : "";
   };
   const backwardButton = h("button", { disabled: selected.size === 0, onclick: () => update({ trace: "sel" }), "data-test": "trace-selected" }, "Trace selected rows backward");
+  const provButton = cap.witnesses
+    ? h("button", { disabled: selected.size === 0, onclick: () => update({ prov: "1" }), "data-test": "why-how" }, "Why and how")
+    : null;
   const selCount = h("span", { class: "count" }, selected.size ? `${count(selected.size, "row")} selected` : "");
   const versions = cap.versions.map((v) => (v === version ? h("b", {}, `v${v}`) : h("a", { href: `#/c/${enc(name)}/${v}` }, `v${v}`)));
 
@@ -242,6 +246,7 @@ async function captureView(parts, params) {
       h("button", { onclick: apply }, "Filter"),
       h("button", { onclick: () => update({ trace: "where" }), "data-test": "trace-matching" }, `Trace all ${count(page.total, "matching row")} backward`),
       backwardButton,
+      provButton,
       selCount,
     ),
     rowsTable(page, {
@@ -253,12 +258,14 @@ async function captureView(parts, params) {
     }),
     pager(offset, page.total, (o) => update({ offset: o })),
   );
+  const prov = params.get("prov") && selected.size ? await provenanceSection(base, [...selected]) : null;
   const trace = traced ? await backwardSection(base, traced === "where" ? { where: where || "true" } : { rids: [...selected] }, params, update) : null;
   return [
     h("h1", {}, cap.name, " ", h("span", { class: "versions" }, versions)),
     h("p", { class: "meta" }, [cap.created, cap.strategy && `strategy ${cap.strategy}`, cap.rows != null && count(cap.rows, "output row"), cap.bytes != null && bytes(cap.bytes)].filter(Boolean).join(" · ")),
     planSection(cap),
     output,
+    prov,
     trace,
   ];
 }
@@ -298,6 +305,31 @@ async function backwardSection(base, start, params, update) {
   }
   if (forwardSource && forwardRids.size) section.append(await forwardSection(base, forwardSource, [...forwardRids]));
   return section;
+}
+
+async function provenanceSection(base, rids) {
+  const ans = await api(`${base}/provenance`, { rids: rids.slice(0, 50) });
+  const more = (shown, total, what) => (total > shown ? ` … and ${(total - shown).toLocaleString("en")} more ${what}` : "");
+  return h(
+    "section",
+    { "data-test": "provenance" },
+    h("h2", {}, "Why and how"),
+    ans.rows.map((r) =>
+      h(
+        "div",
+        { class: "relation", "data-rid": r.rid },
+        h("table", {}, h("thead", {}, h("tr", {}, ans.columns.map((c) => h("th", {}, c)))), h("tbody", {}, h("tr", {}, r.row.map(cell)))),
+        h("p", { "data-test": "how" }, h("b", {}, "how: "), h("code", {}, r.how + more(r.how.length, r.how_chars, "characters"))),
+        h("p", {}, h("b", {}, `why: ${count(r.witnesses, "witness", "witnesses")}`), " (each a set of source rows that alone derives the row)"),
+        h(
+          "ol",
+          { "data-test": "why" },
+          r.why.map((w) => h("li", {}, w.rows.map(([s, rid]) => `${s}#${rid}`).join(", ") + more(w.rows.length, w.size, "rows"))),
+        ),
+        r.witnesses > r.why.length ? h("p", { class: "count" }, more(r.why.length, r.witnesses, "witnesses")) : null,
+      ),
+    ),
+  );
 }
 
 async function forwardSection(base, source, rids) {

@@ -10,6 +10,7 @@ Routes (all behind ``guard.Guard``):
 - ``GET /api/captures/{name}/{version}/rows?where=&order=&desc=&offset=&limit=``;
 - ``POST /api/captures/{name}/{version}/backward`` ``{"rids": [...]} or {"where": ...}``
   with ``source``, ``offset``, ``limit``; ``POST .../forward`` ``{"source", "rids"}``;
+  ``POST .../provenance`` ``{"rids"}``: why and how, where the capture kept witnesses;
 - ``GET /api/linked?c=a&c=b[&x=col&x=col][&source=s]``: captures as linked charts;
   ``POST /api/linked/brush`` ``{"captures", "chart", "groups"}``: every chart's bars
   under the brush (``query/linked.py``).
@@ -50,6 +51,7 @@ from ..errors import (
     SourceChanged,
     SparkprovError,
     StoreNotFound,
+    WitnessesNotKept,
 )
 from .data import StoreView
 from .guard import Guard, allowed_hosts
@@ -60,6 +62,7 @@ _STATUS = [
     (InvalidPredicate, 400),
     (CaptureNotFound, 404),
     (StoreNotFound, 404),
+    (WitnessesNotKept, 409),
     (SourceChanged, 409),
     (LineageTooLarge, 413),
     (EmbeddedUnsupported, 501),
@@ -153,6 +156,9 @@ def make_app(store: str, token: str, host: str = "127.0.0.1", port: int = 8765) 
             limit=body.get("limit", 50),
         )
 
+    def provenance(request: Request, body: dict) -> dict:
+        return view.provenance(request.path_params["name"], request.path_params["version"], body.get("rids"))
+
     def linked(request: Request, _: dict) -> dict:
         q = request.query_params
         xs = q.getlist("x") or None
@@ -174,6 +180,7 @@ def make_app(store: str, token: str, host: str = "127.0.0.1", port: int = 8765) 
         Route(capture_path + "/rows", _answering(rows)),
         Route(capture_path + "/backward", _answering(backward), methods=["POST"]),
         Route(capture_path + "/forward", _answering(forward), methods=["POST"]),
+        Route(capture_path + "/provenance", _answering(provenance), methods=["POST"]),
         Route("/api/linked", _answering(linked)),
         Route("/api/linked/brush", _answering(brush), methods=["POST"]),
     ]

@@ -30,6 +30,9 @@ from ..store.listing import describe
 
 PAGE_MAX = 1_000  # rows one page may ask for
 RIDS_MAX = 100_000  # rows one trace may start from
+PROVENANCE_MAX = 50  # rows whose why and how one answer shows
+SHOWN_CHARS = 2_000  # of a polynomial
+SHOWN_ROWS = 50  # witnesses of a row, and source rows of a witness
 _EXACT_INT = 2**53  # larger integers lose digits as JavaScript numbers
 
 
@@ -255,6 +258,40 @@ class StoreView:
             raise InvalidArgument("groups is a list of group numbers")
         counts = views.brush(chart, groups)
         return {"brushed": views.brushed_count(chart, groups), "counts": [c.tolist() for c in counts]}
+
+    # why and how ----------------------------------------------------------------------
+
+    def provenance(self, name: str, version: int, rids: Any) -> dict:
+        """Why and how provenance of output rows ``rids`` (at most ``PROVENANCE_MAX``),
+        from the witnesses the capture kept: each row's values, its polynomial over
+        source rows, and its witnesses (sets of source rows that derive it)."""
+        from ..query.provenance import polynomials
+
+        entry = self.store.load(name, version)
+        outs = parse_rids(rids)
+        if len(outs) > PROVENANCE_MAX:
+            raise InvalidArgument(f"why and how are shown for at most {PROVENANCE_MAX} rows at once, not {len(outs)}")
+        found = polynomials(entry, outs)
+        rows = self._output_rows(entry, outs)
+        shown = _rows(rows)
+        answers = []
+        for rid, values in zip(shown["rids"], shown["rows"]):
+            p = found[int(rid)]
+            witnesses = [[[s, str(r)] for s, r in w] for w in sorted(sorted(w) for w in p.witnesses())]
+            how = str(p)
+            answers.append(
+                {
+                    "rid": rid,
+                    "row": values,
+                    # a group of many rows has a long polynomial and one large witness:
+                    # the page shows their start and says how much more there is
+                    "how": how[:SHOWN_CHARS],
+                    "how_chars": len(how),
+                    "why": [{"rows": w[:SHOWN_ROWS], "size": len(w)} for w in witnesses[:SHOWN_ROWS]],
+                    "witnesses": len(witnesses),
+                }
+            )
+        return {"columns": shown["columns"], "rows": answers}
 
     # traces -------------------------------------------------------------------------
 
