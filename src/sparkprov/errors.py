@@ -150,3 +150,8 @@ class LineageDeclarationWrong(SparkprovError, ValueError):
     received, a reported input column is missing or holds something other than input
     positions, or a declared forward mapping is not the inverse of the backward one.
     The message names the function, its input (partition or group) and the row."""
+
+
+class ReplayUnavailable(SparkprovError):
+    """A replay asked where the captured query is not held: a page not opened from the
+    session that made the capture (``session.ui()``)."""

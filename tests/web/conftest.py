@@ -37,6 +37,19 @@ def ui_session(spark, tmp_path_factory) -> sp.LineageSession:
     session.capture(orders.filter("amount > 100").select("id", "who", "amount"), name="big")
     session.capture(orders.groupBy((F.col("id") % 10).alias("bucket")).count(), name="buckets")
     session.capture(orders.select("who").distinct(), name="whos", witnesses=True)
+    # slow to replay while SLOW_FLAG exists (a file the workers see): a job to cancel
+    flag = str(root / "slow")
+
+    def slow(who):
+        import os
+        import time
+
+        if os.path.exists(flag):
+            time.sleep(0.5)
+        return who
+
+    session.capture(orders.select(F.udf(slow, "string")("who").alias("who")).groupBy("who").count(), name="slow")
+    session.slow_flag = root / "slow"
     session.store.commit_failed("broken", "the script raised ZeroDivisionError")
     return session
 
@@ -44,6 +57,13 @@ def ui_session(spark, tmp_path_factory) -> sp.LineageSession:
 @pytest.fixture(scope="session")
 def ui(ui_session):
     with UiServer(str(ui_session.store.root), port=0) as server:
+        yield server
+
+
+@pytest.fixture(scope="session")
+def ui_replaying(ui_session):
+    """The page served from the session that made the captures: what-if replays them."""
+    with UiServer(str(ui_session.store.root), port=0, session=ui_session) as server:
         yield server
 
 

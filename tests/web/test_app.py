@@ -130,7 +130,7 @@ def test_output_pages_and_traces_equal_the_python_api(ui_session):
     assert forward["rids"] == sorted(str(r["_sp_rid"]) for r in reached.collect())
     assert [c["name"] for c in view.captures("BI")["captures"]] == ["big"] and view.captures("zzz")["total"] == 0
     page = view.captures(offset=1, limit=2)
-    assert page["total"] == 5 and [c["name"] for c in page["captures"]] == ["broken", "buckets"]
+    assert page["total"] == 6 and [c["name"] for c in page["captures"]] == ["broken", "buckets"]
 
 
 def test_linked_views_say_what_is_wrong(client):
@@ -155,3 +155,17 @@ def test_why_and_how_need_witnesses_and_few_rows(client):
     answer = _post(client, "/api/captures/whos/1/provenance", {"rids": ["0"]}).json()
     (row,) = answer["rows"]
     assert answer["columns"] == ["who"] and row["witnesses"] == 50 and all(w["size"] == 1 for w in row["why"])
+
+
+def test_replays_need_the_session_and_say_what_is_wrong(client, ui_session):
+    from sparkprov.web.app import make_app
+
+    refused = _post(client, "/api/captures/totals/1/replay", {"drop": {"x": [1]}})
+    assert refused.status_code == 409 and "session.ui()" in refused.json()["error"]
+    assert _get(client, "/api/captures/totals").json()["replayable"] is False
+    replaying = TestClient(make_app(str(ui_session.store.root), TOKEN, session=ui_session), base_url=BASE)
+    assert _get(replaying, "/api/captures/totals").json()["replayable"] is True
+    assert _post(replaying, "/api/captures/totals/1/replay", {"drop": "all"}).status_code == 400
+    unknown = _post(replaying, "/api/captures/totals/1/replay", {"drop": {"nope": [1]}})
+    assert unknown.status_code == 400 and "no source 'nope'" in unknown.json()["error"]
+    assert _get(replaying, "/api/jobs/nope").status_code == 400

@@ -37,7 +37,7 @@ def test_from_the_captures_to_the_rows_behind_a_selected_output_row(ui, ui_sessi
     page.goto(ui.url)
     page.wait_for_selector('[data-test="captures"]')
     names = page.eval_on_selector_all('[data-test="captures"] tbody tr', "rows => rows.map(r => r.dataset.name)")
-    assert names == ["big", "broken", "buckets", "totals", "whos"]
+    assert names == ["big", "broken", "buckets", "slow", "totals", "whos"]
     assert "failed: the script raised ZeroDivisionError" in page.inner_text("tr[data-name=broken]")
     assert "?token=" not in page.url  # the token went into a cookie, not into links a user shares
 

@@ -259,7 +259,8 @@ async function captureView(parts, params) {
     pager(offset, page.total, (o) => update({ offset: o })),
   );
   const prov = params.get("prov") && selected.size ? await provenanceSection(base, [...selected]) : null;
-  const trace = traced ? await backwardSection(base, traced === "where" ? { where: where || "true" } : { rids: [...selected] }, params, update) : null;
+  const replay = cap.replayable ? { key: cap.plan.length && cap.plan[0].operator.startsWith("Aggregate") ? [cap.columns[0]] : null } : null;
+  const trace = traced ? await backwardSection(base, traced === "where" ? { where: where || "true" } : { rids: [...selected] }, params, update, replay) : null;
   return [
     h("h1", {}, cap.name, " ", h("span", { class: "versions" }, versions)),
     h("p", { class: "meta" }, [cap.created, cap.strategy && `strategy ${cap.strategy}`, cap.rows != null && count(cap.rows, "output row"), cap.bytes != null && bytes(cap.bytes)].filter(Boolean).join(" · ")),
@@ -270,10 +271,11 @@ async function captureView(parts, params) {
   ];
 }
 
-async function backwardSection(base, start, params, update) {
+async function backwardSection(base, start, params, update, replay) {
   if (start.rids && start.rids.length === 0) return null;
   const first = await api(`${base}/backward`, { ...start, limit: PAGE });
   const section = h("section", { "data-test": "backward" }, h("h2", {}, "Backward: ", count(first.matched, "output row"), " traced to the sources"));
+  const whatIf = h("div", { class: "what-if" });
   const forwardSource = params.get("fsrc");
   const forwardRids = new Set((params.get("fsel") || "").split(",").filter(Boolean));
   for (const [source, answer] of Object.entries(first.sources)) {
@@ -285,10 +287,18 @@ async function backwardSection(base, start, params, update) {
         { disabled: picked.size === 0, "data-test": "trace-forward", onclick: () => update({ fsrc: source, fsel: [...picked].join(",") }) },
         "Trace selected forward",
       );
+      const dropButton = replay
+        ? h(
+            "button",
+            { disabled: picked.size === 0, "data-test": "what-if", onclick: () => runWhatIf(base, { [source]: [...picked] }, replay.key, whatIf) },
+            "What if these rows were not there?",
+          )
+        : null;
       const onToggle = (rid, on) => {
         if (on) picked.add(rid);
         else picked.delete(rid);
         button.disabled = picked.size === 0;
+        if (dropButton) dropButton.disabled = picked.size === 0;
       };
       const table = rowsTable(ans, { test: "backward-" + source, selected: picked, onToggle });
       const pages = pager(ans.offset, ans.count, async (o) => {
@@ -298,11 +308,12 @@ async function backwardSection(base, start, params, update) {
           showError(err.message);
         }
       });
-      box.replaceChildren(h("h3", {}, source, ": ", count(ans.count, "row")), table, h("div", { class: "toolbar" }, pages, button));
+      box.replaceChildren(h("h3", {}, source, ": ", count(ans.count, "row")), table, h("div", { class: "toolbar" }, pages, button, dropButton));
     };
     draw(answer);
     section.append(box);
   }
+  section.append(whatIf);
   if (forwardSource && forwardRids.size) section.append(await forwardSection(base, forwardSource, [...forwardRids]));
   return section;
 }
@@ -330,6 +341,55 @@ async function provenanceSection(base, rids) {
       ),
     ),
   );
+}
+
+// what-if: the capture replayed without the picked rows, as a job with progress
+async function runWhatIf(base, drop, key, box) {
+  const bar = h("progress", { max: 1, value: 0 });
+  const state = h("span", { class: "count", "data-test": "job-state" }, "starting the replay…");
+  let job;
+  const cancel = h("button", { "data-test": "cancel", onclick: () => job && api(`/api/jobs/${job.id}/cancel`, {}).catch((e) => showError(e.message)) }, "Cancel");
+  box.replaceChildren(h("h2", {}, "What if"), h("div", { class: "toolbar" }, bar, state, cancel));
+  try {
+    job = await api(`${base}/replay`, { drop, key });
+    while (job.state === "running") {
+      bar.max = Math.max(1, job.tasks);
+      bar.value = job.tasks_done;
+      state.textContent = `replaying: ${job.tasks_done} of ${job.tasks} tasks in ${count(job.stages, "stage")}, ${job.seconds.toFixed(1)} s`;
+      await new Promise((r) => setTimeout(r, 200));
+      job = await api(`/api/jobs/${job.id}`);
+    }
+  } catch (err) {
+    showError(err.message);
+    return;
+  }
+  cancel.remove();
+  if (job.state !== "done") {
+    state.textContent = job.state === "cancelled" ? "cancelled" : `failed: ${job.error}`;
+    return;
+  }
+  bar.remove();
+  const r = job.result;
+  const dropped = Object.entries(r.dropped).map(([s, n]) => `${count(n, "row")} of ${s}`).join(", ");
+  state.textContent = `without ${dropped}: ${count(r.removed.count, "output row")} removed, ${r.added.count} added` + (r.changed ? `, ${r.changed.count} changed` : "") + ` (${job.seconds.toFixed(1)} s)`;
+  for (const part of ["changed", "removed", "added"]) {
+    if (!r[part] || !r[part].count) continue;
+    box.append(h("h3", {}, `${part}: ${count(r[part].count, "row")}`), diffTable(r[part], part));
+  }
+}
+
+function diffTable(part, test) {
+  const was = (c) => "__sp_was_" + c;
+  const shown = part.columns.filter((c) => !c.startsWith("__sp_was_"));
+  const rows = part.rows.map((row) => {
+    const value = Object.fromEntries(part.columns.map((c, i) => [c, row[i]]));
+    return h(
+      "tr",
+      {},
+      shown.map((c) => (was(c) in value && value[was(c)] !== value[c] ? h("td", { class: "changed" }, `${value[was(c)] ?? "NULL"} → ${value[c] ?? "NULL"}`) : cell(value[c]))),
+    );
+  });
+  return h("table", { "data-test": "diff-" + test }, h("thead", {}, h("tr", {}, shown.map((c) => h("th", {}, c)))), h("tbody", {}, rows));
 }
 
 async function forwardSection(base, source, rids) {

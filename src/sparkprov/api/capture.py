@@ -394,6 +394,12 @@ class Capture:
 
         return verify(self.output, lambda rids: self.backward(rids), rerun, rows, sample)
 
+    @property
+    def replayable(self) -> bool:
+        """Whether :meth:`replay` and :meth:`verify` can run here: the session that made
+        the capture holds its query."""
+        return self._query is not None
+
     def _replayable(self, what: str):
         if self._query is None:
             raise InvalidArgument(

@@ -99,6 +99,17 @@ class LineageSession:
         """
         return front_ends.made("graphs", self)
 
+    def ui(self, port: int = 0, host: str = "127.0.0.1", open: bool = False) -> Any:
+        """The web page over this session's store (``sparkprov ui``), served from this
+        process until ``stop()``: what it adds to the command's page is what-if, since
+        replaying a capture needs the session that made it. Prints the address (with
+        its token) and returns the server (``url``, ``stop()``).
+
+        >>> server = session.ui(port=8765, open=True)  # doctest: +SKIP
+        >>> server.stop()  # doctest: +SKIP
+        """
+        return front_ends.made("web", self)(port=port, host=host, open=open)
+
     def capture(
         self,
         df: DataFrame,

@@ -11,6 +11,9 @@ Routes (all behind ``guard.Guard``):
 - ``POST /api/captures/{name}/{version}/backward`` ``{"rids": [...]} or {"where": ...}``
   with ``source``, ``offset``, ``limit``; ``POST .../forward`` ``{"source", "rids"}``;
   ``POST .../provenance`` ``{"rids"}``: why and how, where the capture kept witnesses;
+- ``POST .../replay`` ``{"drop": {source: [rids]}, "key": [columns]}``: what-if, as a
+  job (with a session only); ``GET /api/jobs/{id}`` its progress and result,
+  ``POST /api/jobs/{id}/cancel``;
 - ``GET /api/linked?c=a&c=b[&x=col&x=col][&source=s]``: captures as linked charts;
   ``POST /api/linked/brush`` ``{"captures", "chart", "groups"}``: every chart's bars
   under the brush (``query/linked.py``).
@@ -48,6 +51,7 @@ from ..errors import (
     InvalidArgument,
     InvalidPredicate,
     LineageTooLarge,
+    ReplayUnavailable,
     SourceChanged,
     SparkprovError,
     StoreNotFound,
@@ -55,14 +59,19 @@ from ..errors import (
 )
 from .data import StoreView
 from .guard import Guard, allowed_hosts
+from .jobs import Jobs
+from .whatif import check_drop, replay_without
 
 STATIC = Path(__file__).parent / "static"
+
+
 _STATUS = [
     (InvalidArgument, 400),
     (InvalidPredicate, 400),
     (CaptureNotFound, 404),
     (StoreNotFound, 404),
     (WitnessesNotKept, 409),
+    (ReplayUnavailable, 409),
     (SourceChanged, 409),
     (LineageTooLarge, 413),
     (EmbeddedUnsupported, 501),
@@ -109,16 +118,52 @@ def _answering(fn: Callable[..., Any]) -> Callable[[Request], Any]:
     return endpoint
 
 
-def make_app(store: str, token: str, host: str = "127.0.0.1", port: int = 8765) -> Starlette:
-    """The application serving ``store`` to whoever has ``token``, on ``host``:``port``."""
+def make_app(store: str, token: str, host: str = "127.0.0.1", port: int = 8765, session=None) -> Starlette:
+    """The application serving ``store`` to whoever has ``token``, on ``host``:``port``;
+    with ``session`` (a LineageSession), replays of the captures it made."""
     view = StoreView(store)
+    jobs = Jobs(session.spark if session is not None else None)
+
+    def _capture_of_session(name: str, version: int):
+        if session is None:
+            raise ReplayUnavailable(
+                "what-if replays the captured query, which only the session that made the capture holds: "
+                "open the page from it with session.ui()"
+            )
+        capture = session.load(name, version)
+        if not capture.replayable:
+            raise ReplayUnavailable(f"capture {name!r} v{version} was not made by the session serving this page")
+        return capture
 
     def captures(request: Request, _: dict) -> dict:
         q = request.query_params
         return view.captures(q.get("like"), offset=_int(request, "offset", 0), limit=_int(request, "limit", 100))
 
     def capture(request: Request, _: dict) -> dict:
-        return view.capture(request.path_params["name"], _int(request, "version", None))
+        found = view.capture(request.path_params["name"], _int(request, "version", None))
+        try:
+            found["replayable"] = _capture_of_session(found["name"], found["version"]) is not None
+        except SparkprovError:
+            found["replayable"] = False
+        return found
+
+    def replay(request: Request, body: dict) -> dict:
+        capture = _capture_of_session(request.path_params["name"], request.path_params["version"])
+        drop = check_drop(body.get("drop"), capture.sources)
+        key = body.get("key")
+        job = jobs.start(f"replay {capture.name} v{capture.version}", lambda: replay_without(capture, drop, key))
+        return jobs.progress(job.id)
+
+    def job(request: Request, _: dict) -> dict:
+        job_id = request.path_params["job"]
+        found = jobs.progress(job_id)
+        if found["state"] == "done":
+            found["result"] = jobs.get(job_id).result
+        return found
+
+    def cancel(request: Request, _: dict) -> dict:
+        jobs.cancel(request.path_params["job"])
+        return jobs.progress(request.path_params["job"])
 
     def rows(request: Request, _: dict) -> dict:
         q = request.query_params
@@ -181,6 +226,9 @@ def make_app(store: str, token: str, host: str = "127.0.0.1", port: int = 8765) 
         Route(capture_path + "/backward", _answering(backward), methods=["POST"]),
         Route(capture_path + "/forward", _answering(forward), methods=["POST"]),
         Route(capture_path + "/provenance", _answering(provenance), methods=["POST"]),
+        Route(capture_path + "/replay", _answering(replay), methods=["POST"]),
+        Route("/api/jobs/{job}", _answering(job)),
+        Route("/api/jobs/{job}/cancel", _answering(cancel), methods=["POST"]),
         Route("/api/linked", _answering(linked)),
         Route("/api/linked/brush", _answering(brush), methods=["POST"]),
     ]

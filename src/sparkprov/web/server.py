@@ -23,9 +23,12 @@ DEFAULT_PORT = 8765
 
 class UiServer:
     """The page for ``store`` served on ``host``:``port`` (0: a free port), to whoever
-    opens :attr:`url` (which carries the token)."""
+    opens :attr:`url` (which carries the token); with ``session`` (the LineageSession
+    that made captures), what-if replays them."""
 
-    def __init__(self, store: str, host: str = "127.0.0.1", port: int = DEFAULT_PORT, token: str | None = None):
+    def __init__(
+        self, store: str, host: str = "127.0.0.1", port: int = DEFAULT_PORT, token: str | None = None, session=None
+    ):
         import uvicorn
 
         self.token = token or new_token()
@@ -42,7 +45,7 @@ class UiServer:
             self._socket.close()
             raise SparkprovError(f"sparkprov ui cannot listen on {host}:{port}: {exc.strerror}") from None
         self.host, self.port = host, self._socket.getsockname()[1]
-        app = make_app(store, self.token, host, self.port)
+        app = make_app(store, self.token, host, self.port, session=session)
         config = uvicorn.Config(app, log_level="warning", access_log=False, lifespan="off")
         self._server = uvicorn.Server(config)
         self._thread: threading.Thread | None = None
