@@ -3,6 +3,7 @@ the Python API's answers (on Spark, the other engine than the page's)."""
 
 from __future__ import annotations
 
+import pyspark.sql.functions as F
 from playwright.sync_api import expect
 
 from .conftest import IMAGE, SCRIPT
@@ -159,3 +160,29 @@ def test_why_and_how_of_a_selected_row_where_witnesses_were_kept(ui, ui_session,
     _open_capture(page, ui, "totals")  # kept no witnesses: no button
     assert page.locator('[data-test="why-how"]').count() == 0
     assert page.errors == []
+
+
+def test_a_functional_dependency_shows_its_violations_and_the_rows_behind_one(ui, ui_session, page):
+    _open_capture(page, ui, "big")
+    page.select_option('select[aria-label="dependency from"]', "who")
+    page.select_option('select[aria-label="dependency to"]', "amount")
+    page.click('[data-test="check-fd"]')
+    page.wait_for_selector('[data-test="bipartite"] svg')
+    out = ui_session.load("big").output
+    violating = out.groupBy("who").agg(F.countDistinct("amount").alias("b")).where("b > 1").count()
+    assert page.inner_text('[data-test="fd-summary"]').startswith(
+        f"{violating} values of who have more than one amount"
+    )
+    links = page.locator('[data-test="bipartite"] g[aria-label="link"] path')
+    assert links.count() == out.where("who IS NOT NULL").select("who", "amount").distinct().count()
+    links.first.click(force=True)
+    page.wait_for_selector('[data-test="backward"]')
+    (source,) = ui_session.load("big").sources
+    assert f"{source}: 1 row" in page.inner_text('[data-test="backward"]')  # 'big' keeps each row it filters
+    assert page.errors == []
+
+
+def test_a_dependency_that_holds_says_so(ui, page):
+    page.goto(ui.url)
+    page.goto(ui.url.split("?")[0] + "#/fd/totals/1?a=who&b=n")
+    expect(page.locator('[data-test="fd-summary"]')).to_have_text("the dependency holds: every who has one n")

@@ -265,6 +265,7 @@ async function captureView(parts, params) {
     h("h1", {}, cap.name, " ", h("span", { class: "versions" }, versions)),
     h("p", { class: "meta" }, [cap.created, cap.strategy && `strategy ${cap.strategy}`, cap.rows != null && count(cap.rows, "output row"), cap.bytes != null && bytes(cap.bytes)].filter(Boolean).join(" · ")),
     planSection(cap),
+    fdForm(cap),
     output,
     prov,
     trace,
@@ -404,6 +405,68 @@ async function forwardSection(base, source, rids) {
   };
   await draw(0);
   return box;
+}
+
+// profiling (Smoke 6.5.2) ----------------------------------------------------------------
+// A functional dependency a → b over a capture's output rows: the values of a with more
+// than one value of b, drawn as a bipartite graph; a link's rows traced backward.
+
+function fdForm(cap) {
+  const pick = (label) => h("select", { "aria-label": label }, cap.columns.map((c) => h("option", { value: c }, c)));
+  const a = pick("dependency from");
+  const b = pick("dependency to");
+  if (cap.columns.length > 1) b.selectedIndex = 1;
+  const check = () => go(["fd", cap.name, String(cap.version)], new URLSearchParams({ a: a.value, b: b.value }));
+  return h("div", { class: "toolbar" }, "Functional dependency ", a, " → ", b, h("button", { onclick: check, "data-test": "check-fd" }, "Check"));
+}
+
+async function profileView(parts, params) {
+  const [name, versionText] = parts;
+  const base = captureApi(name, Number(versionText));
+  const a = params.get("a") || "";
+  const b = params.get("b") || "";
+  const ans = await api(`${base}/violations?${new URLSearchParams({ a, b })}`);
+  const title = [h("h1", {}, h("a", { href: `#/c/${enc(name)}/${versionText}` }, name), ` : ${a} → ${b}`)];
+  if (!ans.violating) return [...title, h("p", { "data-test": "fd-summary" }, `the dependency holds: every ${a} has one ${b}`)];
+  const left = [...new Set(ans.pairs.map((p) => JSON.stringify(p.a)))];
+  const right = [...new Set(ans.pairs.map((p) => JSON.stringify(p.b)))];
+  const y = (list, v) => list.indexOf(JSON.stringify(v));
+  const links = ans.pairs.map((p) => ({ ...p, ya: y(left, p.a), yb: y(right, p.b) }));
+  const label = (s) => {
+    const v = JSON.parse(s);
+    const t = v === null ? "NULL" : String(v);
+    return t.length > 24 ? t.slice(0, 23) + "…" : t;
+  };
+  const span = Math.max(left.length, right.length);
+  const svg = Plot.plot({
+    width: 640,
+    height: Math.max(120, span * 18 + 40),
+    x: { domain: [0, 1], axis: null, inset: 180 },
+    y: { domain: [-0.5, span - 0.5], axis: null, reverse: true },
+    marks: [
+      Plot.link(links, { x1: 0, y1: (d) => d.ya * (span / left.length), x2: 1, y2: (d) => d.yb * (span / right.length), stroke: BRUSHED, strokeOpacity: 0.5, strokeWidth: (d) => 1 + Math.log2(d.n), title: (d) => `${d.n} rows` }),
+      Plot.text(left, { x: 0, y: (_, i) => i * (span / left.length), text: label, textAnchor: "end", dx: -6 }),
+      Plot.text(right, { x: 1, y: (_, i) => i * (span / right.length), text: label, textAnchor: "start", dx: 6 }),
+    ],
+  });
+  for (const style of svg.querySelectorAll("style")) style.remove();
+  const traced = h("div");
+  svg.querySelectorAll('g[aria-label="link"] path').forEach((path, i) => {
+    path.classList.add("fd-link");
+    path.addEventListener("click", async () => {
+      try {
+        traced.replaceChildren(await backwardSection(base, { rids: links[i].rids }, new URLSearchParams(), () => {}, null));
+      } catch (err) {
+        showError(err.message);
+      }
+    });
+  });
+  return [
+    ...title,
+    h("p", { "data-test": "fd-summary" }, `${count(ans.violating, `value of ${a} has`, `values of ${a} have`)} more than one ${b}` + (ans.shown < ans.violating ? ` (the ${ans.shown} with most rows shown)` : "") + "; click a link for the source rows behind its rows"),
+    h("div", { class: "chart", "data-test": "bipartite" }, svg),
+    traced,
+  ];
 }
 
 // linked views ---------------------------------------------------------------------------
@@ -565,7 +628,13 @@ async function render() {
   main.setAttribute("aria-busy", "true");
   try {
     const content =
-      parts[0] === "c" && parts.length >= 3 ? await captureView(parts.slice(1), params) : parts[0] === "linked" ? await linkedView(params) : await capturesView(params);
+      parts[0] === "c" && parts.length >= 3
+        ? await captureView(parts.slice(1), params)
+        : parts[0] === "fd" && parts.length >= 3
+          ? await profileView(parts.slice(1), params)
+          : parts[0] === "linked"
+            ? await linkedView(params)
+            : await capturesView(params);
     if (mine === rendering) main.replaceChildren(...content.flat().filter(Boolean));
   } catch (err) {
     if (mine === rendering) showError(err.message);

@@ -11,6 +11,7 @@ Routes (all behind ``guard.Guard``):
 - ``POST /api/captures/{name}/{version}/backward`` ``{"rids": [...]} or {"where": ...}``
   with ``source``, ``offset``, ``limit``; ``POST .../forward`` ``{"source", "rids"}``;
   ``POST .../provenance`` ``{"rids"}``: why and how, where the capture kept witnesses;
+  ``GET .../violations?a=&b=``: output rows against the functional dependency a → b;
 - ``POST .../replay`` ``{"drop": {source: [rids]}, "key": [columns]}``: what-if, as a
   job (with a session only); ``GET /api/jobs/{id}`` its progress and result,
   ``POST /api/jobs/{id}/cancel``;
@@ -201,6 +202,13 @@ def make_app(store: str, token: str, host: str = "127.0.0.1", port: int = 8765, 
             limit=body.get("limit", 50),
         )
 
+    def violations(request: Request, _: dict) -> dict:
+        q = request.query_params
+        if not q.get("a") or not q.get("b"):
+            raise InvalidArgument("a functional dependency names two output columns: a and b")
+        p = request.path_params
+        return view.violations(p["name"], p["version"], q["a"], q["b"], limit=_int(request, "limit", 50))
+
     def provenance(request: Request, body: dict) -> dict:
         return view.provenance(request.path_params["name"], request.path_params["version"], body.get("rids"))
 
@@ -226,6 +234,7 @@ def make_app(store: str, token: str, host: str = "127.0.0.1", port: int = 8765, 
         Route(capture_path + "/backward", _answering(backward), methods=["POST"]),
         Route(capture_path + "/forward", _answering(forward), methods=["POST"]),
         Route(capture_path + "/provenance", _answering(provenance), methods=["POST"]),
+        Route(capture_path + "/violations", _answering(violations)),
         Route(capture_path + "/replay", _answering(replay), methods=["POST"]),
         Route("/api/jobs/{job}", _answering(job)),
         Route("/api/jobs/{job}/cancel", _answering(cancel), methods=["POST"]),

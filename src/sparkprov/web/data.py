@@ -11,6 +11,7 @@ so the page shows what ``cap.backward`` and ``cap.forward`` give.
 
 from __future__ import annotations
 
+import json
 import math
 import threading
 from collections import OrderedDict
@@ -33,6 +34,7 @@ RIDS_MAX = 100_000  # rows one trace may start from
 PROVENANCE_MAX = 50  # rows whose why and how one answer shows
 SHOWN_CHARS = 2_000  # of a polynomial
 SHOWN_ROWS = 50  # witnesses of a row, and source rows of a witness
+PAIRS_MAX = 400  # (a, b) pairs of a functional dependency's violations drawn
 _EXACT_INT = 2**53  # larger integers lose digits as JavaScript numbers
 
 
@@ -258,6 +260,40 @@ class StoreView:
             raise InvalidArgument("groups is a list of group numbers")
         counts = views.brush(chart, groups)
         return {"brushed": views.brushed_count(chart, groups), "counts": [c.tolist() for c in counts]}
+
+    # profiling ------------------------------------------------------------------------
+
+    def violations(self, name: str, version: int, a: str, b: str, limit: int = 50) -> dict:
+        """Output rows of a capture against the functional dependency ``a`` → ``b``
+        (Smoke's profiling): the values of ``a`` with more than one value of ``b``
+        (the first ``limit``, most rows first), and for each pair (the first
+        ``PAIRS_MAX``), how many rows hold it and their rids (the first ``PAGE_MAX``),
+        which the page traces backward."""
+        import duckdb
+
+        entry = self.store.load(name, version)
+        for column in (a, b):
+            if column not in entry.output.columns:
+                raise InvalidArgument(f"capture {name!r} has no output column {column!r} ({entry.output.columns})")
+        _, limit = _page(0, limit)
+        qa, qb = _quote(a), _quote(b)
+        relation = self._output_relation(entry)
+        with duckdb.connect() as con:
+            total = con.execute(
+                f"SELECT count(*) FROM (SELECT {qa} FROM {relation} GROUP BY {qa} HAVING count(DISTINCT {qb}) > 1)"
+            ).fetchone()[0]
+            table = con.execute(
+                f"WITH v AS (SELECT {qa} AS a, count(*) AS n FROM {relation} GROUP BY {qa} "
+                f"HAVING count(DISTINCT {qb}) > 1 ORDER BY n DESC, a LIMIT {limit}) "
+                f"SELECT v.a, o.{qb} AS b, count(*) AS n, list(o.{RID} ORDER BY o.{RID})[1:{PAGE_MAX}] AS rids "
+                f"FROM v JOIN {relation} o ON o.{qa} IS NOT DISTINCT FROM v.a "
+                f"GROUP BY v.a, o.{qb} ORDER BY max(v.n) DESC, v.a, n DESC LIMIT {PAIRS_MAX}"
+            ).arrow()
+        pairs = [
+            {"a": json_value(r["a"]), "b": json_value(r["b"]), "n": r["n"], "rids": [str(x) for x in r["rids"]]}
+            for r in table.to_pylist()
+        ]
+        return {"a": a, "b": b, "violating": total, "shown": len({json.dumps(p["a"]) for p in pairs}), "pairs": pairs}
 
     # why and how ----------------------------------------------------------------------
 
