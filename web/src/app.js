@@ -618,6 +618,14 @@ async function linkedView(params) {
 
 // rendering ------------------------------------------------------------------------------
 
+// the views, by the address's first part: a new view (a workflow's graph, the store's
+// lineage graph) is one more entry, taking the rest of the path and the parameters
+const VIEWS = {
+  c: { parts: 2, view: captureView },
+  fd: { parts: 2, view: profileView },
+  linked: { parts: 0, view: (_, params) => linkedView(params) },
+};
+
 let rendering = 0;
 
 async function render() {
@@ -627,14 +635,8 @@ async function render() {
   showError("");
   main.setAttribute("aria-busy", "true");
   try {
-    const content =
-      parts[0] === "c" && parts.length >= 3
-        ? await captureView(parts.slice(1), params)
-        : parts[0] === "fd" && parts.length >= 3
-          ? await profileView(parts.slice(1), params)
-          : parts[0] === "linked"
-            ? await linkedView(params)
-            : await capturesView(params);
+    const found = VIEWS[parts[0]];
+    const content = found && parts.length > found.parts ? await found.view(parts.slice(1), params) : await capturesView(params);
     if (mine === rendering) main.replaceChildren(...content.flat().filter(Boolean));
   } catch (err) {
     if (mine === rendering) showError(err.message);

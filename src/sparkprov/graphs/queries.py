@@ -21,6 +21,7 @@ import pyarrow as pa
 
 from ..errors import InvalidArgument, SparkprovError
 from ..store.layout import GraphFolders
+from ..store.parquet import spans
 from .build import current_build
 
 METHODS = ("rq", "ccprov", "csprov")
@@ -203,8 +204,7 @@ def _walk(edges: pa.Table, start: int, direction: str) -> pa.Table:
     frontier, taken = seen, []
     while len(frontier):
         left, right = np.searchsorted(keys, frontier, "left"), np.searchsorted(keys, frontier, "right")
-        counts = right - left
-        at = np.repeat(left, counts) + (np.arange(counts.sum()) - np.repeat(np.cumsum(counts) - counts, counts))
+        at = spans(left, right - left)
         taken.append(at)
         reached = np.unique(other[at])
         frontier = np.setdiff1d(reached, seen, assume_unique=True)

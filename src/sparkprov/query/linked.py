@@ -44,7 +44,7 @@ import pyarrow as pa
 from ..errors import InvalidArgument
 from ..store.entry import CaptureEntry
 from ..store.format import IN, OUT, RID
-from ..store.parquet import distinct_sorted
+from ..store.parquet import distinct_sorted, spans
 from .embedded import EmbeddedEngine
 
 
@@ -74,14 +74,8 @@ JOINT_MAX = 1 << 22  # cells of one joint table kept (two charts' groups multipl
 
 def _ranges(ptr: np.ndarray, items: np.ndarray, picked: np.ndarray) -> np.ndarray:
     """The items of the CSR rows ``picked`` (``items[ptr[i]:ptr[i + 1]]`` for each), concatenated."""
-    starts, ends = ptr[picked], ptr[picked + 1]
-    lengths = ends - starts
-    total = int(lengths.sum())
-    if total == 0:
-        return items[:0]
-    # each item's index: its row's start plus its offset within the row
-    offsets = np.arange(total) - np.repeat(np.cumsum(lengths) - lengths, lengths)
-    return items[np.repeat(starts, lengths) + offsets]
+    starts = ptr[picked]
+    return items[spans(starts, ptr[picked + 1] - starts)]
 
 
 def _csr(keys: np.ndarray, values: np.ndarray, size: int) -> tuple[np.ndarray, np.ndarray]:

@@ -100,6 +100,19 @@ def distinct_sorted(values: np.ndarray) -> np.ndarray:
     return values[np.concatenate(([True], values[1:] != values[:-1]))]
 
 
+def spans(starts: np.ndarray, counts: np.ndarray) -> np.ndarray:
+    """The positions ``starts[i]`` to ``starts[i] + counts[i] - 1`` for every ``i``, in
+    order: the items of some rows of a compressed sparse row layout, in one pass.
+
+    >>> spans(np.array([10, 3]), np.array([2, 3])).tolist()
+    [10, 11, 3, 4, 5]
+    """
+    total = int(counts.sum())
+    # each position: its span's start plus its offset within the span
+    offsets = np.arange(total) - np.repeat(np.cumsum(counts) - counts, counts)
+    return np.repeat(starts, counts) + offsets
+
+
 def column_chunk_sum(files: list[str], columns: set[str], attribute: str) -> int:
     """The sum of ``attribute`` (``total_compressed_size``, ``num_values``) over the
     column chunks of ``files`` whose top-level column is in ``columns``, read from the

@@ -23,6 +23,7 @@ import numpy as np
 import pyarrow as pa
 
 from ..errors import InvalidArgument, UnsupportedOperation
+from ..store.parquet import spans
 
 _JOINT = ("·", "⊗")  # a node gone when any one of its inputs is (Definition 4.2)
 
@@ -145,9 +146,8 @@ class ProvenanceGraph:
     def _out_edges(self, positions: np.ndarray) -> np.ndarray:
         """The targets of every out-edge of the nodes at ``positions`` (repeats kept)."""
         indptr, targets, _ = self._csr
-        left, counts = indptr[positions], indptr[positions + 1] - indptr[positions]
-        offsets = np.arange(counts.sum()) - np.repeat(np.cumsum(counts) - counts, counts)
-        return targets[np.repeat(left, counts) + offsets]
+        left = indptr[positions]
+        return targets[spans(left, indptr[positions + 1] - left)]
 
     @cached_property
     def _rx(self):
