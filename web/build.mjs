@@ -6,9 +6,10 @@ import { readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { build } from "esbuild";
 
 const out = "../src/sparkprov/web/static";
-for (const entry of ["src/app.js", "src/app.css"]) {
-  await build({ entryPoints: [entry], bundle: true, minify: true, target: ["chrome110", "firefox110", "safari16"], outdir: out, legalComments: "eof" });
-}
+const options = { bundle: true, minify: true, target: ["chrome110", "firefox110", "safari16"], outdir: out, legalComments: "eof" };
+for (const entry of ["src/app.js", "src/app.css", "src/charts.css"]) await build({ ...options, entryPoints: [entry] });
+// the notebook widget: an ES module, as anywidget loads it
+await build({ ...options, entryPoints: ["src/widget.js"], format: "esm" });
 const sources = {};
 for (const name of readdirSync("src").sort()) {
   sources[name] = createHash("sha256").update(readFileSync(`src/${name}`)).digest("hex");

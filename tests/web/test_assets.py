@@ -23,7 +23,7 @@ def test_the_page_loads_nothing_from_elsewhere():
     page = (STATIC / "index.html").read_text()
     references = re.findall(r'(?:src|href)="([^"]*)"', page)
     assert references and all(r.startswith(("/static/", "#", "data:")) for r in references), references
-    for asset in ("app.js", "app.css"):
+    for asset in ("app.js", "app.css", "widget.js", "charts.css"):
         text = (STATIC / asset).read_text()
         # XML namespaces (SVG's, XHTML's) are names, not addresses a page loads
         elsewhere = set(re.findall(r"https?://[^\"' )]*", text)) - {
@@ -38,5 +38,6 @@ def test_the_page_loads_nothing_from_elsewhere():
 
 def test_the_page_puts_values_in_as_text_only():
     # d3's .html() and the like would read a value as markup: the page's own code uses none
-    source = (SOURCES / "app.js").read_text()
-    assert not re.search(r"innerHTML|outerHTML|insertAdjacentHTML|\.html\(|document\.write", source)
+    for name in ("app.js", "charts.js", "widget.js"):
+        source = (SOURCES / name).read_text()
+        assert not re.search(r"innerHTML|outerHTML|insertAdjacentHTML|\.html\(|document\.write", source), name
