@@ -37,6 +37,9 @@ def ui_session(spark, tmp_path_factory) -> sp.LineageSession:
     session.capture(orders.filter("amount > 100").select("id", "who", "amount"), name="big")
     session.capture(orders.groupBy((F.col("id") % 10).alias("bucket")).count(), name="buckets")
     session.capture(orders.select("who").distinct(), name="whos", witnesses=True)
+    # two jobs: 'clean' writes what 'by_who' reads
+    session.capture(orders.where("amount > 30"), name="clean", path=str(root / "clean"))
+    session.capture(spark.read.parquet(str(root / "clean")).groupBy("who").count(), name="by_who")
     # slow to replay while SLOW_FLAG exists (a file the workers see): a job to cancel
     flag = str(root / "slow")
 

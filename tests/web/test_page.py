@@ -38,7 +38,7 @@ def test_from_the_captures_to_the_rows_behind_a_selected_output_row(ui, ui_sessi
     page.goto(ui.url)
     page.wait_for_selector('[data-test="captures"]')
     names = page.eval_on_selector_all('[data-test="captures"] tbody tr', "rows => rows.map(r => r.dataset.name)")
-    assert names == ["big", "broken", "buckets", "slow", "totals", "whos"]
+    assert names == ["big", "broken", "buckets", "by_who", "clean", "slow", "totals", "whos"]
     assert "failed: the script raised ZeroDivisionError" in page.inner_text("tr[data-name=broken]")
     assert "?token=" not in page.url  # the token went into a cookie, not into links a user shares
 
@@ -186,3 +186,31 @@ def test_a_dependency_that_holds_says_so(ui, page):
     page.goto(ui.url)
     page.goto(ui.url.split("?")[0] + "#/fd/totals/1?a=who&b=n")
     expect(page.locator('[data-test="fd-summary"]')).to_have_text("the dependency holds: every who has one n")
+
+
+def test_traces_go_on_through_the_job_that_wrote_a_source_and_into_those_that_read_an_output(ui, ui_session, page):
+    _open_capture(page, ui, "by_who")
+    (clean,) = ui_session.load("by_who").sources
+    assert f"{clean}: parquet" in page.inner_text('[data-test="sources"]')
+    assert "written by clean v1" in page.inner_text('[data-test="sources"]')
+    page.locator('[data-test="output"] tbody tr', has_text="bob").locator("input").check()
+    page.click('[data-test="trace-selected"]')
+    page.wait_for_selector('[data-test="backward"]')
+    page.click('[data-test="trace-on"]')  # the rows on the page: every one of bob's (fewer than 50)
+    page.wait_for_selector('[data-test="backward"] >> text=Backward:')
+    assert page.url.split("#")[1].startswith("/c/clean/1?")
+    expected = ui_session.load("by_who").backward("who = 'bob'", end_to_end=True)
+    ((name, rows),) = expected.items()
+    (orders,) = ui_session.load("clean").sources
+    assert name == f"clean/{orders}"
+    shown = _cells(page, f"backward-{orders}")
+    assert [row[0] for row in shown] == _ids(rows)
+
+    assert "Its output was read by by_who v1" in page.inner_text('[data-test="readers"]')
+    page.locator('[data-test="output"] tbody tr').first.locator("input").check()
+    who = _cells(page, "output")[0][1]
+    page.click('[data-test="forward-on"]')
+    page.wait_for_selector('[data-test="forward"]')
+    assert page.url.split("#")[1].startswith("/c/by_who/1?")
+    assert [row[0] for row in _cells(page, "forward")] == [who]
+    assert page.errors == []

@@ -175,7 +175,17 @@ function planSection(cap) {
     h("h2", {}, "Plan"),
     h("p", {}, `${count(cap.plan.length, "operator")}, ${coarse ? coarse + " coarse" : "all exact"}` + (cap.witnesses ? "; witnesses kept (why/how)" : "")),
     h("table", { "data-test": "plan" }, h("thead", {}, h("tr", {}, h("th", {}, "operator"), h("th", {}, "lineage"), h("th", {}, "how captured"))), h("tbody", {}, rows)),
-    h("ul", { class: "sources" }, cap.sources.map((s) => h("li", {}, h("b", {}, s.name), `: ${s.format}, ${count(s.files, "file")} (${s.kind})`))),
+    h(
+      "ul",
+      { class: "sources", "data-test": "sources" },
+      cap.sources.map((s) => {
+        const w = cap.writers[s.name];
+        return h("li", {}, h("b", {}, s.name), `: ${s.format}, ${count(s.files, "file")} (${s.kind})`, w ? [", written by ", h("a", { href: `#/c/${enc(w.name)}/${w.version}` }, `${w.name} v${w.version}`)] : null);
+      }),
+    ),
+    cap.readers.length
+      ? h("p", { "data-test": "readers" }, "Its output was read by ", cap.readers.map((r, i) => [i ? ", " : "", h("a", { href: `#/c/${enc(r.name)}/${r.version}` }, `${r.name} v${r.version}`), ` (as ${r.source})`]))
+      : null,
   );
 }
 
@@ -212,9 +222,11 @@ async function captureView(parts, params) {
     history.replaceState(null, "", "#/c/" + enc(name) + "/" + version + "?" + params);
     backwardButton.disabled = selected.size === 0;
     if (provButton) provButton.disabled = selected.size === 0;
+    readerButtons.forEach((b) => (b.disabled = selected.size === 0));
     selCount.textContent = selected.size ? `${count(selected.size, "row")} selected` : "";
   };
   const backwardButton = h("button", { disabled: selected.size === 0, onclick: () => update({ trace: "sel" }), "data-test": "trace-selected" }, "Trace selected rows backward");
+  const readerButtons = intoReaders(cap.readers, () => [...selected]);
   const provButton = cap.witnesses
     ? h("button", { disabled: selected.size === 0, onclick: () => update({ prov: "1" }), "data-test": "why-how" }, "Why and how")
     : null;
@@ -233,6 +245,7 @@ async function captureView(parts, params) {
       h("button", { onclick: () => update({ trace: "where" }), "data-test": "trace-matching" }, `Trace all ${count(page.total, "matching row")} backward`),
       backwardButton,
       provButton,
+      readerButtons,
       selCount,
     ),
     rowsTable(page, {
@@ -246,7 +259,9 @@ async function captureView(parts, params) {
   );
   const prov = params.get("prov") && selected.size ? await provenanceSection(base, [...selected]) : null;
   const replay = cap.replayable ? { key: cap.plan.length && cap.plan[0].operator.startsWith("Aggregate") ? [cap.columns[0]] : null } : null;
-  const trace = traced ? await backwardSection(base, traced === "where" ? { where: where || "true" } : { rids: [...selected] }, params, update, replay) : null;
+  const trace = traced ? await backwardSection(base, traced === "where" ? { where: where || "true" } : { rids: [...selected] }, params, update, replay, cap.writers) : null;
+  // forward from source rows picked elsewhere (an earlier capture's output, traced on)
+  const onward = !traced && params.get("fsrc") && params.get("fsel") ? await forwardSection(base, params.get("fsrc"), params.get("fsel").split(","), cap.readers) : null;
   return [
     h("h1", {}, cap.name, " ", h("span", { class: "versions" }, versions)),
     h("p", { class: "meta" }, [cap.created, cap.strategy && `strategy ${cap.strategy}`, cap.rows != null && count(cap.rows, "output row"), cap.bytes != null && bytes(cap.bytes)].filter(Boolean).join(" · ")),
@@ -255,10 +270,11 @@ async function captureView(parts, params) {
     output,
     prov,
     trace,
+    onward,
   ];
 }
 
-async function backwardSection(base, start, params, update, replay) {
+async function backwardSection(base, start, params, update, replay, writers = {}) {
   if (start.rids && start.rids.length === 0) return null;
   const first = await api(`${base}/backward`, { ...start, limit: PAGE });
   const section = h("section", { "data-test": "backward" }, h("h2", {}, "Backward: ", count(first.matched, "output row"), " traced to the sources"));
@@ -295,13 +311,26 @@ async function backwardSection(base, start, params, update, replay) {
           showError(err.message);
         }
       });
-      box.replaceChildren(h("h3", {}, source, ": ", count(ans.count, "row")), table, h("div", { class: "toolbar" }, pages, button, dropButton));
+      // the rows of a source an earlier capture wrote are its output rows (same rids)
+      const writer = writers[source];
+      const onward = writer
+        ? h(
+            "button",
+            {
+              "data-test": "trace-on",
+              onclick: () => go(["c", writer.name, String(writer.version)], new URLSearchParams({ sel: (picked.size ? [...picked] : ans.rids).join(","), trace: "sel" })),
+              title: "the picked rows, or those on this page",
+            },
+            `Trace on through ${writer.name} v${writer.version}`,
+          )
+        : null;
+      box.replaceChildren(h("h3", {}, source, ": ", count(ans.count, "row")), table, h("div", { class: "toolbar" }, pages, button, dropButton, onward));
     };
     draw(answer);
     section.append(box);
   }
   section.append(whatIf);
-  if (forwardSource && forwardRids.size) section.append(await forwardSection(base, forwardSource, [...forwardRids]));
+  if (forwardSource && forwardRids.size) section.append(await forwardSection(base, forwardSource, [...forwardRids], []));
   return section;
 }
 
@@ -379,14 +408,29 @@ function diffTable(part, test) {
   return h("table", { "data-test": "diff-" + test }, h("thead", {}, h("tr", {}, shown.map((c) => h("th", {}, c)))), h("tbody", {}, rows));
 }
 
-async function forwardSection(base, source, rids) {
+// buttons that carry output rows on into the captures that read this output
+function intoReaders(readers, rids) {
+  return readers.map((r) =>
+    h(
+      "button",
+      {
+        "data-test": "forward-on",
+        disabled: rids().length === 0,
+        onclick: () => go(["c", r.name, String(r.version)], new URLSearchParams({ fsrc: r.source, fsel: rids().join(",") })),
+      },
+      `Forward on into ${r.name} v${r.version}`,
+    ),
+  );
+}
+
+async function forwardSection(base, source, rids, readers) {
   const box = h("section", { "data-test": "forward" });
   const draw = async (offset) => {
     const ans = await api(`${base}/forward`, { source, rids, offset, limit: PAGE });
     box.replaceChildren(
       h("h2", {}, "Forward: ", count(ans.matched, `row`), ` of ${source} contributed to `, count(ans.count, "output row")),
       rowsTable(ans, { test: "forward" }),
-      pager(ans.offset, ans.count, (o) => draw(o).catch((e) => showError(e.message))),
+      h("div", { class: "toolbar" }, pager(ans.offset, ans.count, (o) => draw(o).catch((e) => showError(e.message))), intoReaders(readers, () => ans.rids)),
     );
   };
   await draw(0);

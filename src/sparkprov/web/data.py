@@ -141,9 +141,20 @@ class StoreView:
         sources = [
             {"name": s.name, "kind": s.kind, "format": s.format, "files": len(s.files)} for s in entry.sources.values()
         ]
+        from ..query.planner import readers_of, writer_of  # the store's index of links
+
+        writers = {}
+        for name_, info in entry.sources.items():
+            writer = writer_of(self.store, info)
+            if writer is not None:
+                writers[name_] = {"name": writer.name, "version": writer.version}
+        readers = [{"name": r.name, "version": r.version, "source": s} for r, s in readers_of(self.store, entry)]
         return {
             **describe(self.store, entry.name, entry.version),
             "versions": self.store.versions(entry.name),
+            # across jobs: the captures that wrote its sources, and those that read its output
+            "writers": writers,
+            "readers": readers,
             "columns": list(entry.output.columns),
             "plan": [
                 {"depth": depth, "operator": op, "granularity": granularity, "strategy": strategy}
