@@ -9,7 +9,9 @@ from starlette.testclient import TestClient
 
 from sparkprov.web.app import make_app
 from sparkprov.web.data import PAGE_MAX, StoreView
-from sparkprov.web.guard import COOKIE, HEADER
+from sparkprov.web.guard import HEADER, cookie_name
+
+COOKIE = cookie_name(8765)
 
 TOKEN = "secret-token"
 BASE = "http://127.0.0.1:8765"

@@ -241,4 +241,6 @@ def make_app(store: str, token: str, host: str = "127.0.0.1", port: int = 8765, 
         Route("/api/linked", _answering(linked)),
         Route("/api/linked/brush", _answering(brush), methods=["POST"]),
     ]
-    return Starlette(routes=routes, middleware=[Middleware(Guard, token=token, hosts=allowed_hosts(host, port))])
+    return Starlette(
+        routes=routes, middleware=[Middleware(Guard, token=token, hosts=allowed_hosts(host, port), port=port)]
+    )

@@ -27,7 +27,7 @@ from starlette.requests import Request
 from starlette.responses import PlainTextResponse, RedirectResponse, Response
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-COOKIE = "sparkprov_token"
+COOKIE = "sparkprov_token"  # and the port: cookies are not kept apart by port
 HEADER = "x-sparkprov-token"
 _LOOPBACK = {"127.0.0.1", "localhost", "::1"}
 _ANY = {"0.0.0.0", "::", ""}
@@ -40,6 +40,16 @@ HEADERS = {
     "referrer-policy": "no-referrer",  # the token never leaves in a Referer
     "cache-control": "no-store",
 }
+
+
+def cookie_name(port: int) -> str:
+    """The token's cookie for the server on ``port``: two servers of one machine (two
+    stores) each keep their own.
+
+    >>> cookie_name(8765)
+    'sparkprov_token_8765'
+    """
+    return f"{COOKIE}_{port}"
 
 
 def new_token() -> str:
@@ -59,8 +69,9 @@ def allowed_hosts(host: str, port: int) -> set[str] | None:
 class Guard:
     """ASGI middleware refusing what the module's docstring lists."""
 
-    def __init__(self, app: ASGIApp, token: str, hosts: set[str] | None) -> None:
+    def __init__(self, app: ASGIApp, token: str, hosts: set[str] | None, port: int) -> None:
         self.app, self.token, self.hosts = app, token, hosts
+        self.cookie = cookie_name(port)
 
     def _matches(self, given: str | None) -> bool:
         return given is not None and hmac.compare_digest(given.encode(), self.token.encode())
@@ -87,9 +98,9 @@ class Guard:
                 return PlainTextResponse("wrong token: open the address `sparkprov ui` printed", 403)
             url = request.url.remove_query_params("token")
             response = RedirectResponse(url.path + (f"?{url.query}" if url.query else ""), 303)
-            response.set_cookie(COOKIE, self.token, httponly=True, samesite="strict")
+            response.set_cookie(self.cookie, self.token, httponly=True, samesite="strict")
             return response
-        if not (self._matches(request.headers.get(HEADER)) or self._matches(request.cookies.get(COOKIE))):
+        if not (self._matches(request.headers.get(HEADER)) or self._matches(request.cookies.get(self.cookie))):
             return PlainTextResponse("no token: open the address `sparkprov ui` printed (it carries the token)", 403)
         if request.method not in ("GET", "HEAD"):
             kind = request.headers.get("content-type", "").split(";")[0].strip().lower()
