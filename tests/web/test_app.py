@@ -171,3 +171,16 @@ def test_replays_need_the_session_and_say_what_is_wrong(client, ui_session):
     unknown = _post(replaying, "/api/captures/totals/1/replay", {"drop": {"nope": [1]}})
     assert unknown.status_code == 400 and "no source 'nope'" in unknown.json()["error"]
     assert _get(replaying, "/api/jobs/nope").status_code == 400
+
+
+def test_a_fault_of_sparkprovs_is_answered_as_json_with_its_kind(ui_session, monkeypatch):
+    from sparkprov.web.app import make_app
+    from sparkprov.web.data import StoreView as View
+
+    def broken(self, *args, **kwargs):
+        raise RuntimeError("boom")
+
+    monkeypatch.setattr(View, "captures", broken)
+    client = TestClient(make_app(str(ui_session.store.root), TOKEN), base_url=BASE)
+    answer = _get(client, "/api/captures")
+    assert answer.status_code == 500 and answer.json() == {"error": "RuntimeError: boom", "kind": "InternalError"}

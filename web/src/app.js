@@ -189,6 +189,18 @@ function planSection(cap) {
   );
 }
 
+// the output columns naming a row of an aggregate's output (its grouping columns), so a
+// replay's diff shows a group whose values moved as changed; null for other plans
+function groupingKey(cap) {
+  const found = /^Aggregate \[([^\]]*)\]/.exec(cap.plan.length ? cap.plan[0].operator : "");
+  if (!found) return null;
+  const names = found[1]
+    .split(",")
+    .map((s) => s.trim().replace(/#\d+L?$/, ""))
+    .filter(Boolean);
+  return names.length && names.every((n) => cap.columns.includes(n)) ? names : null;
+}
+
 async function captureView(parts, params) {
   const [name, versionText] = parts;
   const version = Number(versionText);
@@ -258,7 +270,7 @@ async function captureView(parts, params) {
     pager(offset, page.total, (o) => update({ offset: o })),
   );
   const prov = params.get("prov") && selected.size ? await provenanceSection(base, [...selected]) : null;
-  const replay = cap.replayable ? { key: cap.plan.length && cap.plan[0].operator.startsWith("Aggregate") ? [cap.columns[0]] : null } : null;
+  const replay = cap.replayable ? { key: groupingKey(cap) } : null;
   const trace = traced ? await backwardSection(base, traced === "where" ? { where: where || "true" } : { rids: [...selected] }, params, update, replay, cap.writers) : null;
   // forward from source rows picked elsewhere (an earlier capture's output, traced on)
   const onward = !traced && params.get("fsrc") && params.get("fsel") ? await forwardSection(base, params.get("fsrc"), params.get("fsel").split(","), cap.readers) : null;

@@ -35,6 +35,7 @@ source changed since its capture, 413 and 501 for an answer that needs Spark.
 from __future__ import annotations
 
 import json
+import logging
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -64,7 +65,7 @@ from .jobs import Jobs
 from .whatif import check_drop, replay_without
 
 STATIC = Path(__file__).parent / "static"
-
+log = logging.getLogger("sparkprov")
 
 _STATUS = [
     (InvalidArgument, 400),
@@ -115,6 +116,9 @@ def _answering(fn: Callable[..., Any]) -> Callable[[Request], Any]:
             return JSONResponse(await run_in_threadpool(fn, request, body))
         except SparkprovError as exc:
             return _error(exc)
+        except Exception as exc:  # a fault of sparkprov's: the page says what it was, the log the rest
+            log.exception("sparkprov ui: %s %s failed", request.method, request.url.path)
+            return JSONResponse({"error": f"{type(exc).__name__}: {exc}", "kind": "InternalError"}, 500)
 
     return endpoint
 
