@@ -101,6 +101,10 @@ def test_what_linked_views_refuse(linked, spark, tmp_path):
         LinkedViews([session.store.load("by_a")])
     with pytest.raises(InvalidArgument, match="no output column 'nope'"):
         LinkedViews([session.store.load("by_a"), session.store.load("by_b")], x=["nope", None])
+    (path,) = session.load("by_a").sources
+    session.capture(spark.read.parquet(path).where("d > 1000").groupBy("a").count(), name="empty")
+    empty = LinkedViews([session.store.load("by_a"), session.store.load("empty")])  # an empty chart
+    assert empty.charts[1].labels == [] and [c.tolist() for c in empty.brush(0, [0])][1] == []
     other = spark.createDataFrame([("v", 1)], "a string, n int")
     session.capture(other.groupBy("a").count(), name="elsewhere")
     with pytest.raises(InvalidArgument, match="no common source"):

@@ -155,7 +155,7 @@ class LinkedViews:
         out = pairs[OUT].to_numpy()
         found = np.searchsorted(rids, out, sorter=by_rid)
         groups = by_rid[np.minimum(found, n_groups - 1)] if n_groups else found
-        if n_groups == 0 or not np.array_equal(rids[groups], out):
+        if len(out) and (n_groups == 0 or not np.array_equal(rids[groups], out)):
             raise InvalidArgument(f"capture {entry.name!r}: its lineage names output rows its output lacks")
         rows = np.searchsorted(self.rids, pairs[IN].to_numpy())
         n_rows = len(self.rids)
