@@ -325,10 +325,7 @@ class EmbeddedEngine:
 
     def output_rids(self, predicate: str) -> np.ndarray:
         """Rids of the output rows matching ``predicate`` (Spark SQL)."""
-        out = self.entry.output
-        cols = ", ".join(f"{_quote(s)} AS {_quote(d)}" for s, d in zip(out.stored, out.columns))
-        relation = f"(SELECT {cols}, {RID} FROM read_parquet({files_sql(parquet_files(out.path))}))"
-        return _select_rids(relation, predicate, f"the output of capture {self.name!r}")
+        return _select_rids(output_relation(self.entry), predicate, f"the output of capture {self.name!r}")
 
     def source_rids(self, source: str, predicate: str) -> np.ndarray:
         """Rids of ``source``'s rows matching ``predicate`` (Spark SQL)."""
@@ -343,9 +340,9 @@ class EmbeddedEngine:
             return np.array([], np.int64)
         numbers = ", ".join(f"({_literal(p)}, {i})" for i, p in enumerate(paths))
         if info.kind == "snapshot":
-            cols = ", ".join(f"{_quote(snapshot_column(i))} AS {_quote(n)}" for i, n in enumerate(names))
+            cols = ", ".join(f"{quote(snapshot_column(i))} AS {quote(n)}" for i, n in enumerate(names))
         else:
-            cols = ", ".join(_quote(n) for n in names)
+            cols = ", ".join(quote(n) for n in names)
         relation = (
             f"(SELECT {cols}, (CAST(f.n AS BIGINT) << {ROW_BITS}) | file_row_number AS {RID} "
             f"FROM read_parquet({files_sql(paths)}, file_row_number = true, filename = true) "
@@ -389,8 +386,20 @@ def _plain_types(table: pa.Table) -> pa.Table:
     return table.cast(pa.schema([f.with_type(plain.get(f.type, f.type)) for f in table.schema]))
 
 
-def _quote(name: str) -> str:
+def quote(name: str) -> str:
+    """``name`` as a DuckDB identifier.
+
+    >>> print(quote('a"b'))
+    "a""b"
+    """
     return '"' + name.replace('"', '""') + '"'
+
+
+def output_relation(entry: CaptureEntry) -> str:
+    """A capture's output rows as a DuckDB relation: the user's column names and ``_sp_rid``."""
+    out = entry.output
+    cols = ", ".join(f"{quote(s)} AS {quote(d)}" for s, d in zip(out.stored, out.columns))
+    return f"(SELECT {cols}, {RID} FROM read_parquet({files_sql(parquet_files(out.path))}))"
 
 
 def _literal(text: str) -> str:

@@ -21,11 +21,10 @@ import numpy as np
 import pyarrow as pa
 
 from ..errors import InvalidArgument
-from ..query.embedded import EmbeddedEngine, duckdb_condition, files_sql, rid_array
+from ..query.embedded import EmbeddedEngine, duckdb_condition, output_relation, quote, rid_array
 from ..query.linked import LinkedViews
 from ..store.catalog import Store, check_name
 from ..store.entry import CaptureEntry
-from ..store.files import parquet_files
 from ..store.format import RID
 from ..store.listing import describe
 
@@ -150,7 +149,7 @@ class StoreView:
                 writers[name_] = {"name": writer.name, "version": writer.version}
         readers = [{"name": r.name, "version": r.version, "source": s} for r, s in readers_of(self.store, entry)]
         return {
-            **describe(self.store, entry.name, entry.version),
+            **self._describe(entry.name, entry.version),  # its files were checked just now
             "versions": self.store.versions(entry.name),
             # across jobs: the captures that wrote its sources, and those that read its output
             "writers": writers,
@@ -184,15 +183,15 @@ class StoreView:
         offset, limit = _page(offset, limit)
         entry = self.store.load(name, version)
         out = entry.output
-        relation = self._output_relation(entry)
+        relation = output_relation(entry)
         condition = f"WHERE {duckdb_condition(where)}" if where and where.strip() else ""
         if order is not None:
             if order not in out.columns:
                 raise InvalidArgument(f"capture {name!r} has no output column {order!r} (columns: {out.columns})")
-            keys = [f"{_quote(order)} {'DESC' if descending else 'ASC'}"]
+            keys = [f"{quote(order)} {'DESC' if descending else 'ASC'}"]
         else:
             keys = [
-                f"{_quote(out.columns[i])} {'ASC' if asc else 'DESC'} NULLS {'FIRST' if first else 'LAST'}"
+                f"{quote(out.columns[i])} {'ASC' if asc else 'DESC'} NULLS {'FIRST' if first else 'LAST'}"
                 for i, asc, first in out.order or []
             ]
         keys.append(RID)
@@ -206,18 +205,13 @@ class StoreView:
                 raise InvalidArgument(f"cannot evaluate {where!r} on the output: {str(exc).splitlines()[0]}") from None
         return {"total": total, "offset": offset, **_rows(table)}
 
-    def _output_relation(self, entry: CaptureEntry) -> str:
-        out = entry.output
-        cols = ", ".join(f"{_quote(s)} AS {_quote(d)}" for s, d in zip(out.stored, out.columns))
-        return f"(SELECT {cols}, {RID} FROM read_parquet({files_sql(parquet_files(out.path))}))"
-
     def _output_rows(self, entry: CaptureEntry, rids: np.ndarray) -> pa.Table:
         import duckdb
 
         with duckdb.connect() as con:
             con.register("picked", pa.table({"rid": pa.array(rids, pa.int64())}))
             table = con.execute(
-                f"SELECT o.* FROM {self._output_relation(entry)} o JOIN picked p ON o.{RID} = p.rid ORDER BY o.{RID}"
+                f"SELECT o.* FROM {output_relation(entry)} o JOIN picked p ON o.{RID} = p.rid ORDER BY o.{RID}"
             ).arrow()
         return table
 
@@ -287,8 +281,8 @@ class StoreView:
             if column not in entry.output.columns:
                 raise InvalidArgument(f"capture {name!r} has no output column {column!r} ({entry.output.columns})")
         _, limit = _page(0, limit)
-        qa, qb = _quote(a), _quote(b)
-        relation = self._output_relation(entry)
+        qa, qb = quote(a), quote(b)
+        relation = output_relation(entry)
         with duckdb.connect() as con:
             total = con.execute(
                 f"SELECT count(*) FROM (SELECT {qa} FROM {relation} GROUP BY {qa} HAVING count(DISTINCT {qb}) > 1)"
@@ -387,7 +381,3 @@ class StoreView:
             ids = engine.forward_ids(source, ins)
         rows = self._output_rows(entry, ids[offset : offset + limit])
         return {"matched": len(ins), "count": len(ids), "offset": offset, **_rows(rows)}
-
-
-def _quote(name: str) -> str:
-    return '"' + name.replace('"', '""') + '"'
