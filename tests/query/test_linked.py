@@ -1,9 +1,11 @@
-"""Linked views: brushing groups of one captured aggregate counts the brushed source
-rows behind every group of the others; checked against counts made from the source's
-rows directly (each row's groups derived from its values), on random brushes."""
+"""Linked views: brushing groups of one captured aggregate measures the brushed source
+rows behind every group of the others; checked against counts and aggregates made from
+the source's rows directly (each row's groups derived from its values), on random
+brushes, through the lineage's arrays, joint tables and drill-down tables alike."""
 
 from __future__ import annotations
 
+import math
 import random
 
 import pyspark.sql.functions as F
@@ -22,12 +24,18 @@ def linked(spark, tmp_path_factory):
     root = tmp_path_factory.mktemp("linked")
     rng = random.Random(7)
     rows = [
-        (i, rng.choice("vwxyz"), rng.randrange(12), rng.choice(["p", "q", None]), rng.randrange(100))
+        (
+            i,
+            rng.choice("vwxyz"),
+            rng.randrange(12),
+            rng.choice(["p", "q", None]),
+            rng.randrange(100),
+            rng.choice([None, rng.uniform(-5, 5)]),
+        )
         for i in range(ROWS)
     ]
-    spark.createDataFrame(rows, "id long, a string, b int, c string, d int").repartition(3).write.parquet(
-        str(root / "t")
-    )
+    schema = "id long, a string, b int, c string, d int, e double"
+    spark.createDataFrame(rows, schema).repartition(3).write.parquet(str(root / "t"))
     session = sp.LineageSession(spark, store=root / "store")
     t = spark.read.parquet(str(root / "t"))
     captures = {
@@ -45,6 +53,30 @@ def linked(spark, tmp_path_factory):
     names = list(captures)
     views = LinkedViews([session.store.load(n) for n in names])
     return views, source, [captures[n][1] for n in names], session
+
+
+def _measured(function: str, column: str, rows: list[dict]):
+    if column == "*":
+        return len(rows)
+    values = [r[column] for r in rows if r[column] is not None]
+    if function == "count":
+        return len(values)
+    if not values:
+        return math.nan
+    return {"sum": sum, "avg": lambda v: sum(v) / len(v), "min": min, "max": max}[function](values)
+
+
+def _check_brush(views, source, groups_of, chart: int, picked: list[int], function="count", column="*"):
+    keys = {_key(views.charts[chart], g) for g in picked}
+    brushed = [r for r in source if keys & set(groups_of[chart](r))]
+    for c, groups, answer in zip(views.charts, groups_of, views.brush(chart, picked)):
+        behind: dict[tuple, list] = {}
+        for row in brushed:
+            for g in groups(row):
+                behind.setdefault(g, []).append(row)
+        expected = {_key(c, i): _measured(function, column, behind.get(_key(c, i), [])) for i in range(len(c.rids))}
+        got = {_key(c, i): float(v) for i, v in enumerate(answer)}
+        assert got == pytest.approx(expected, nan_ok=True, rel=1e-9, abs=1e-9), (c.capture, function, column)
 
 
 def _key(chart, group: int) -> tuple:
@@ -82,6 +114,69 @@ def test_a_brush_counts_the_brushed_rows_behind_every_group(linked, seed):
             for g in groups(row):
                 expected[g] = expected.get(g, 0) + 1
         assert {_key(c, i): int(k) for i, k in enumerate(counts) if k} == expected
+
+
+@pytest.mark.parametrize("measure", ["count(e)", "sum(d)", "avg(e)", "min(e)", "max(d)"])
+def test_a_measure_over_the_brushed_rows_behind_every_group(linked, measure, monkeypatch):
+    import sparkprov.query.linked as module
+
+    views, source, groups_of, session = linked
+    function, column = measure[:-1].split("(")
+    entries = [session.store.load(c.capture) for c in views.charts]
+    measured = LinkedViews(entries, measure=measure)
+    monkeypatch.setattr(module, "JOINT_MAX", 0)
+    rows_only = LinkedViews(entries, measure=measure)
+    assert measured.routes and not rows_only.routes
+    for c in measured.charts:  # the bars without a brush: the measure over every row behind them
+        assert c.total.tolist() == views.charts[measured.charts.index(c)].total.tolist()
+    rng = random.Random(measure)
+    for _ in range(6):
+        chart = rng.randrange(len(views.charts))
+        n = len(views.charts[chart].rids)
+        lo = rng.randrange(n)
+        picked = list(range(lo, min(n, lo + rng.randrange(1, 4))))
+        for answering in (measured, rows_only):
+            _check_brush(answering, source, groups_of, chart, picked, function, column)
+
+
+def test_a_measure_names_a_column_of_the_source(linked):
+    views, _, _, session = linked
+    entries = [session.store.load(c.capture) for c in views.charts[:2]]
+    with pytest.raises(InvalidArgument, match="needs a numeric column"):
+        LinkedViews(entries, measure="sum(a)")
+    with pytest.raises(InvalidArgument, match="no column 'nope'"):
+        LinkedViews(entries, measure="count(nope)")
+    with pytest.raises(InvalidArgument, match="measure 'median"):
+        LinkedViews(entries, measure="median(d)")
+    assert LinkedViews(entries, measure="count(a)").charts[0].value.tolist() == views.charts[0].total.tolist()
+
+
+@pytest.mark.parametrize("measure", [None, "avg(e)", "sum(e)", "min(e)", "count(e)"])
+def test_drill_down_tables_answer_where_they_hold_the_measure(linked, spark, measure):
+    views, source, groups_of, session = linked
+    (path,) = session.load("by_a").sources
+    t = spark.read.parquet(path)
+    workload = {
+        "sources": [path],
+        "group_by": {path: {"by": ["A", "c"], "aggregates": ["count(*)", "avg(e)", "min(e)"]}},
+    }
+    if "by_b_drill" not in session.store.names():
+        session.capture(t.groupBy("b").agg(F.sum("d").alias("d")), name="by_b_drill", workload=workload)
+    # by_c groups by c, which the table holds; "filtered" by a, but not every row behind by_b
+    # is behind it (d <= 50): the lineage answers it
+    names = ["by_b_drill", "by_c", "filtered", "by_a"]
+    drilled = LinkedViews([session.store.load(n) for n in names], measure=measure)
+    function, column = measure[:-1].split("(") if measure else ("count", "*")
+    held = True  # count(*), avg(e), min(e) are kept; sum(e) and count(e) are avg(e)'s states
+    routes = drilled.routes
+    assert routes[0, 1] == ("drill-down" if held else "joint") and routes[0, 2] == "joint"
+    assert routes[0, 3] == ("drill-down" if held else "joint") and routes[1, 0] == "joint"
+    groups = [groups_of[1], groups_of[2], groups_of[4], groups_of[0]]
+    rng = random.Random(3)
+    for _ in range(6):
+        n = len(drilled.charts[0].rids)
+        picked = sorted(rng.sample(range(n), rng.randrange(1, n + 1)))
+        _check_brush(drilled, source, groups, 0, picked, function, column)
 
 
 def test_no_brush_and_every_group_brushed(linked):

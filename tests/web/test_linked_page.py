@@ -5,6 +5,7 @@ queries, filtered to the brushed rows, gives (computed here on Spark)."""
 from __future__ import annotations
 
 import pyspark.sql.functions as F
+import pytest
 from playwright.sync_api import expect
 
 
@@ -59,3 +60,26 @@ def test_linking_needs_two_captures_over_one_source(ui, page):
     page.goto(ui.url.split("?")[0] + "#/linked?c=totals")
     page.wait_for_selector("#error:not([hidden])")
     assert "two captures or more" in page.inner_text("#error")
+
+
+def test_the_bars_measure_an_aggregate_of_the_brushed_rows(ui, ui_session, page, spark):
+    page.goto(ui.url)
+    page.goto(ui.url.split("?")[0] + "#/linked?c=buckets&c=totals")
+    page.wait_for_selector('[data-test="chart-totals"] svg')
+    page.select_option('select[aria-label="measure"]', "avg")  # the first numeric column: id
+    page.select_option('select[aria-label="measure\'s column"]', "amount")
+    expect(page.locator('[data-test="chart-totals"] svg text').filter(has_text="avg(amount)")).to_have_count(1)
+    assert "m=avg%28amount%29" in page.url
+
+    _drag_over_bars(page, "buckets", 2, 4)
+    expect(page.locator('[data-test="linked-status"]')).to_contain_text("60 of 200 rows brushed in buckets")
+    (source,) = ui_session.load("totals").sources
+    orders = spark.read.parquet(source)
+    brushed = orders.filter((F.col("id") % 10).isin(2, 3, 4))
+    rerun = {r["who"]: r["a"] for r in brushed.groupBy("who").agg(F.avg("amount").alias("a")).collect()}
+    shown = page.eval_on_selector_all(
+        '[data-test="chart-totals"] g.brushed rect',
+        "rs => rs.map(r => [r.querySelector('title').textContent.split(':')[0], Number(r.dataset.value)])",
+    )
+    assert dict(shown) == {k: pytest.approx(v) for k, v in rerun.items()}
+    assert page.errors == []

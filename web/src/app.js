@@ -523,9 +523,11 @@ async function linkedView(params) {
   if (names.length < 2) throw new Error("pick two captures or more to link (tick them in the list of captures)");
   const query = new URLSearchParams(names.map((n) => ["c", n]));
   for (const x of params.getAll("x")) query.append("x", x);
+  if (params.get("m")) query.set("m", params.get("m"));
   const data = await api("/api/linked?" + query);
-  const status = h("p", { class: "count", "data-test": "linked-status" }, `${data.rows.toLocaleString("en")} rows of ${data.source}; brush bars to filter the other charts`);
-  const body = { captures: names, x: params.getAll("x").length ? params.getAll("x") : null };
+  const idle = `${data.rows.toLocaleString("en")} rows of ${data.source}; brush bars to filter the other charts`;
+  const status = h("p", { class: "count", "data-test": "linked-status" }, idle);
+  const body = { captures: names, x: params.getAll("x").length ? params.getAll("x") : null, measure: data.measure };
   // one brush answered at a time: while it is, the latest other brush waits, and the
   // end of a drag over the bars being answered is that answer, not another
   let answering = null; // the key of the brush being answered
@@ -552,7 +554,7 @@ async function linkedView(params) {
       charts.forEach((c, i) => c.draw(brushed ? brushed.counts[i] : null));
       status.textContent = brushed
         ? `${brushed.brushed.toLocaleString("en")} of ${data.rows.toLocaleString("en")} rows brushed in ${data.charts[index].capture}`
-        : `${data.rows.toLocaleString("en")} rows of ${data.source}; brush bars to filter the other charts`;
+        : idle;
       await new Promise((r) => requestAnimationFrame(() => requestAnimationFrame(r)));
       const now = performance.now();
       const n = groups ? groups.length : 0;
@@ -571,7 +573,7 @@ async function linkedView(params) {
       }
     }
   };
-  const charts = data.charts.map((c, i) => barChart(c, i, answer, `#/c/${enc(c.capture)}/${c.version}`));
+  const charts = data.charts.map((c, i) => barChart({ ...c, measure: data.measure }, i, answer, `#/c/${enc(c.capture)}/${c.version}`));
   const restore = /^(\d+):(\d+)-(\d+)$/.exec(params.get("b") || "");
   if (restore) {
     const [index, lo, hi] = restore.slice(1).map(Number);
@@ -583,7 +585,35 @@ async function linkedView(params) {
       }, 0);
     }
   }
-  return [h("h1", {}, "Linked views"), status, h("div", { class: "charts" }, charts.map((c) => c.box))];
+  const drilled = data.drill_down.map(([i, j]) => `${data.charts[j].capture} from ${data.charts[i].capture}'s`);
+  return [
+    h("h1", {}, "Linked views"),
+    measureForm(data, params),
+    status,
+    drilled.length ? h("p", { class: "count", "data-test": "drill-down" }, `brushes answered from drill-down tables: ${drilled.join(", ")}`) : null,
+    h("div", { class: "charts" }, charts.map((c) => c.box)),
+  ];
+}
+
+// what the bars measure: a row count, or an aggregate of one of the source's numeric columns
+function measureForm(data, params) {
+  const [fn, column] = /^(\w+)\((.*)\)$/.exec(data.measure).slice(1);
+  const functions = h("select", { "aria-label": "measure" }, ["count", "sum", "avg", "min", "max"].map((f) => h("option", { value: f, selected: f === fn }, f)));
+  const columns = h("select", { "aria-label": "measure's column" }, h("option", { value: "*" }, "* (rows)"), data.numeric.map((c) => h("option", { value: c, selected: c === column }, c)));
+  const apply = () => {
+    const next = new URLSearchParams(params);
+    next.delete("b");
+    const m = columns.value === "*" ? "count(*)" : `${functions.value}(${columns.value})`;
+    if (m === "count(*)") next.delete("m");
+    else next.set("m", m);
+    go(["linked"], next);
+  };
+  functions.addEventListener("change", () => {
+    if (functions.value !== "count" && columns.value === "*" && data.numeric.length) columns.value = data.numeric[0];
+    apply();
+  });
+  columns.addEventListener("change", apply);
+  return h("div", { class: "toolbar", "data-test": "measure" }, "Bars measure ", functions, " of ", columns);
 }
 
 // rendering ------------------------------------------------------------------------------

@@ -24,9 +24,20 @@ export function h(tag, attrs, ...children) {
 export const FULL = "#c9cfdb";
 export const BRUSHED = "#2757c7";
 
+const number = (v) => (v === null ? "no value" : v.toLocaleString("en", { maximumFractionDigits: 2 }));
+
+// chart: its labels, the source rows behind each bar (total) and, where the bars measure
+// more than a row count, the measure over them (value, null where none; measure names it)
 export function barChart(chart, index, onBrush, href = null) {
-  const max = Math.max(1, ...chart.total);
-  const bars = chart.labels.map((label, i) => ({ label, total: chart.total[i] }));
+  const measure = chart.measure || "count(*)";
+  const heights = chart.value || chart.total;
+  const known = heights.filter((v) => v !== null);
+  const max = Math.max(1, ...known);
+  const min = Math.min(0, ...known);
+  // a row count or a sum of the brushed rows is a part of the bar: drawn over it; an
+  // average or an extreme is not: drawn narrower, beside what it is compared with
+  const part = /^(count|sum)\(/.test(measure);
+  const bars = chart.labels.map((label, i) => ({ label, total: heights[i], rows: chart.total[i] }));
   const svg = Plot.plot({
     width: 440,
     height: 230,
@@ -39,8 +50,13 @@ export function barChart(chart, index, onBrush, href = null) {
       tickRotate: chart.labels.length > 12 ? -60 : 0,
       tickFormat: (d) => (d.length > 12 ? d.slice(0, 11) + "…" : d), // whole in each bar's title
     },
-    y: { grid: true, domain: [0, max], label: "rows" },
-    marks: [Plot.barY(bars, { x: "label", y: "total", fill: FULL, title: (d) => `${d.label}: ${d.total.toLocaleString("en")} rows` })],
+    y: { grid: true, domain: [min, max], label: measure === "count(*)" ? "rows" : measure },
+    marks: [
+      Plot.barY(
+        bars.filter((d) => d.total !== null),
+        { x: "label", y: "total", fill: FULL, title: (d) => `${d.label}: ${measure === "count(*)" ? "" : measure + " " + number(d.total) + " over "}${d.rows.toLocaleString("en")} rows` },
+      ),
+    ],
   });
   // Plot styles its charts with a <style> element, which the page's policy refuses:
   // the same rules are in charts.css
@@ -50,7 +66,9 @@ export function barChart(chart, index, onBrush, href = null) {
   const layer = select(svg).append("g").attr("class", "brushed");
   const [left, right] = x.range;
   const top = y.apply(max);
-  const bottom = y.apply(0);
+  const bottom = y.apply(min);
+  const zero = y.apply(0);
+  const at = (v) => y.apply(Math.max(min, Math.min(max, v))); // a brushed average may pass the full bars' range
   const brush = brushX().extent([
     [left, top],
     [right, bottom],
@@ -67,19 +85,25 @@ export function barChart(chart, index, onBrush, href = null) {
   return {
     box,
     draw(counts) {
-      const data = counts ? counts.map((n, i) => ({ n, i })) : [];
+      const data = counts ? counts.flatMap((n, i) => (n === null ? [] : [{ n, i }])) : [];
+      const inset = part ? 0 : x.bandwidth * 0.2;
       layer
         .selectAll("rect")
         .data(data)
         .join((enter) => enter.append("rect").call((r) => r.append("title")))
         .attr("fill", BRUSHED)
-        .attr("x", (d) => x.apply(chart.labels[d.i]))
-        .attr("width", x.bandwidth)
-        .attr("y", (d) => y.apply(d.n))
-        .attr("height", (d) => bottom - y.apply(d.n))
+        .attr("x", (d) => x.apply(chart.labels[d.i]) + inset)
+        .attr("width", x.bandwidth - 2 * inset)
+        .attr("y", (d) => Math.min(zero, at(d.n)))
+        .attr("height", (d) => Math.abs(zero - at(d.n)))
         .attr("data-group", (d) => d.i)
+        .attr("data-value", (d) => d.n)
         .select("title")
-        .text((d) => `${chart.labels[d.i]}: ${d.n.toLocaleString("en")} of ${chart.total[d.i].toLocaleString("en")} rows brushed`);
+        .text((d) =>
+          measure === "count(*)"
+            ? `${chart.labels[d.i]}: ${d.n.toLocaleString("en")} of ${chart.total[d.i].toLocaleString("en")} rows brushed`
+            : `${chart.labels[d.i]}: ${measure} ${number(d.n)} over the brushed rows (${number(heights[d.i])} over all)`,
+        );
       layer.raise();
       brushLayer.raise();
     },

@@ -77,6 +77,20 @@ AGGREGATES = ("count", "sum", "min", "max", "avg")
 _AGGREGATE = re.compile(r"^\s*(\w+)\s*\(\s*(\*|`[^`]+`|[A-Za-z_][A-Za-z0-9_]*)\s*\)\s*$")
 
 
+def parse_aggregate(text: str, what: str = "workload group_by aggregate") -> tuple[str, str]:
+    """``(function, column)`` of ``count(*)`` or one of ``AGGREGATES`` over one column
+    (unquoted; ``*`` for a row count).
+
+    >>> parse_aggregate("avg(`arr delay`)")
+    ('avg', 'arr delay')
+    """
+    match = _AGGREGATE.match(text) if isinstance(text, str) else None
+    function = match.group(1).lower() if match else None
+    if function not in AGGREGATES or (match.group(2) == "*" and function != "count"):
+        raise InvalidArgument(f"{what} {text!r} is not one of count(*) or {', '.join(AGGREGATES)} of one column")
+    return function, match.group(2).strip("`")
+
+
 @dataclass(frozen=True)
 class GroupBy:
     """An aggregation consuming queries run over one source's backward lineage:
@@ -112,17 +126,7 @@ class GroupBy:
 
     def parsed(self) -> list[tuple[str, str]]:
         """``(function, column)`` per aggregate, the column unquoted (``*`` for a row count)."""
-        found = []
-        for text in self.aggregates:
-            match = _AGGREGATE.match(text) if isinstance(text, str) else None
-            function = match.group(1).lower() if match else None
-            if function not in AGGREGATES or (match.group(2) == "*" and function != "count"):
-                raise InvalidArgument(
-                    f"workload group_by aggregate {text!r} is not one of count(*) or "
-                    f"{', '.join(AGGREGATES)} of one column"
-                )
-            found.append((function, match.group(2).strip("`")))
-        return found
+        return [parse_aggregate(text) for text in self.aggregates]
 
     @classmethod
     def of(cls, value: GroupBy | Mapping | Sequence) -> GroupBy:

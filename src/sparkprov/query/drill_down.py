@@ -57,6 +57,12 @@ def table_path(entry: CaptureEntry, source: str) -> Path:
     return CaptureFolders.of(entry).drill(entry.lineage.sources[source])
 
 
+def read_meta(path: Path) -> dict:
+    """What the table at ``path`` records beside its rows: ``disjoint`` (no source row
+    behind two output rows), the aggregation (``by``, ``aggregates``) and its types."""
+    return json.loads((path / _META).read_text())
+
+
 def spec(entry: CaptureEntry, source: str) -> GroupBy | None:
     """The aggregation ``entry``'s workload declared for ``source``, or None."""
     declared = (entry.workload or {}).get("group_by", {}).get(source)
@@ -117,7 +123,7 @@ def answer(spark, path: Path, group_by: GroupBy, out_rids: RidSet, traced: Calla
     Rids given as a list are answered in this process: the table's rows for them are
     read with pyarrow (its row groups located by ``out_rid``) and merged here, and
     Spark only casts the merged states (a local relation, no job until read)."""
-    meta = json.loads((path / _META).read_text())
+    meta = read_meta(path)
     if not (meta["disjoint"] or (isinstance(out_rids, list) and len(set(out_rids)) <= 1)):
         log.info("sparkprov: source rows behind several output rows overlap: drill-down computed from the lineage")
         return group_by.aggregated(traced())

@@ -1,21 +1,29 @@
 """Linked views over captured aggregates that read a common source (Smoke's crossfilter).
 
-Each capture is a chart: one bar per output row (a group), whose height is the number
-of source rows behind it. Brushing groups of one chart traces them backward to the
-source rows, then forward through every other chart: each bar then shows how many of
-the brushed rows are behind it. That is the count a user would get by re-running the
-other charts' queries with the brushed rows as a filter, answered from the stored
-lineage instead.
+Each capture is a chart: one bar per output row (a group), whose height is a measure
+over the source rows behind it: how many there are (``count(*)``, the default), or
+``count``, ``sum``, ``avg``, ``min`` or ``max`` of a numeric source column. Brushing
+groups of one chart traces them backward to the source rows, then forward through
+every other chart: each bar then shows the measure over the brushed rows behind it.
+That is what a user would get by re-running the other charts' queries with the
+brushed rows as a filter, answered from the stored lineage instead.
 
 The lineage is read once into arrays over the source rows the charts reach (their
 positions among the sorted rids): for each chart, the groups of each row and the rows
 of each group (compressed sparse rows, or one group per row where no row feeds two).
-From them, for every two charts, the rows behind each pair of their groups (a joint
-table, as a data cube keeps for crossfilter): where no row of the brushed chart is in
-two of its groups, the groups a brush picks have disjoint rows, and every chart's
-answer is a sum of rows of its table with the brushed chart, whatever the data's size.
-Otherwise (a ROLLUP, say, or tables too large to keep) a brush is a gather and a count
-over the brushed rows.
+From them, for every two charts, the measure's state (a count, a sum, an extreme)
+over the rows behind each pair of their groups (a joint table, as a data cube keeps
+for crossfilter): where no row of the brushed chart is in two of its groups, the
+groups a brush picks have disjoint rows, and every chart's answer combines rows of its
+table with the brushed chart, whatever the data's size. Otherwise (a ROLLUP, say, or
+tables too large to keep) a brush gathers the brushed rows and aggregates them.
+
+Where a capture's declared workload kept a drill-down table for the source
+(``query/drill_down.py``: the measure per output row and value of some source
+columns), a chart grouping the source rows by one of those columns takes its joint
+table with that capture from the drill-down table, once checked against the lineage:
+the chart's groups are the column's values (read from the source), and every row
+behind the capture is behind one of them. ``routes`` says which table answers what.
 
 >>> import sparkprov as sp, tempfile
 >>> from pyspark.sql import SparkSession
@@ -31,21 +39,96 @@ over the brushed rows.
 ([['a', 'b'], ['1', '2']], [[2, 1], [2, 1]])
 >>> [counts.tolist() for counts in views.brush(0, [0])]  # brush k = 'a'
 [[2, 0], [1, 1]]
+>>> summed = LinkedViews([session.store.load("by_k"), session.store.load("by_v")], measure="sum(v)")
+>>> [values.tolist() for values in summed.brush(0, [0])]  # sum(v) of the rows with k = 'a'
+[[3.0, nan], [1.0, 2.0]]
 """
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
 
+from ..capture.workload import parse_aggregate
 from ..errors import InvalidArgument
 from ..store.entry import CaptureEntry
 from ..store.format import IN, OUT, RID
 from ..store.parquet import distinct_sorted, spans
+from . import drill_down
 from .embedded import EmbeddedEngine
+
+JOINT_MAX = 1 << 22  # cells of one joint table kept (two charts' groups multiplied)
+_NUMERIC = ("byte", "short", "integer", "long", "float", "double", "decimal")
+
+States = dict[str, np.ndarray]  # "n": rows (count(*)) or non-null values; "sum"; "ext": min or max
+
+
+@dataclass(frozen=True)
+class Measure:
+    """What a bar measures over the source rows behind it: ``count(*)``, or ``count``,
+    ``sum``, ``avg``, ``min`` or ``max`` of a source column.
+
+    >>> Measure.of("avg(arr_delay)"), str(Measure.of(None))
+    (Measure(function='avg', column='arr_delay'), 'count(*)')
+    """
+
+    function: str
+    column: str  # "*" for count(*)
+
+    @classmethod
+    def of(cls, text: str | None) -> Measure:
+        return cls(*parse_aggregate(text, "measure")) if text else cls("count", "*")
+
+    def __str__(self) -> str:
+        return f"{self.function}({self.column})"
+
+    def states(self, cells: np.ndarray, values: np.ndarray | None, size: int) -> States:
+        """The measure's state in each of ``size`` cells, item ``k`` in ``cells[k]``
+        with value ``values[k]`` (NaN for NULL; no values for ``count(*)``)."""
+        if self.column == "*":
+            return {"n": np.bincount(cells, minlength=size)}
+        present = ~np.isnan(values)
+        found = {"n": np.bincount(cells, weights=present, minlength=size).astype(np.int64)}
+        if self.function in ("sum", "avg"):
+            found["sum"] = np.bincount(cells, weights=np.where(present, values, 0.0), minlength=size)
+        elif self.function in ("min", "max"):
+            found["ext"] = np.full(size, np.nan)
+            self._extreme.at(found["ext"], cells, values)  # NaN-skipping: NULLs and empty cells
+        return found
+
+    @property
+    def _extreme(self) -> np.ufunc:
+        return np.fmin if self.function == "min" else np.fmax
+
+    def combined(self, states: States, picked: np.ndarray) -> States:
+        """Rows ``picked`` of two-dimensional ``states`` combined (disjoint row sets)."""
+        if not len(picked):
+            return {
+                k: np.zeros(v.shape[1], v.dtype) if k != "ext" else np.full(v.shape[1], np.nan)
+                for k, v in states.items()
+            }
+        return {
+            k: self._extreme.reduce(v[picked], axis=0) if k == "ext" else v[picked].sum(axis=0)
+            for k, v in states.items()
+        }
+
+    def value(self, states: States) -> np.ndarray:
+        """The measure from its state: counts as whole numbers, the rest as doubles
+        (NaN where no value is behind a bar)."""
+        n = states["n"]
+        if self.function == "count":
+            return n
+        if self.function == "sum":
+            return np.where(n > 0, states["sum"], np.nan)
+        if self.function == "avg":
+            return np.where(n > 0, states["sum"] / np.maximum(n, 1), np.nan)
+        return states["ext"]
 
 
 @dataclass
@@ -58,8 +141,10 @@ class Chart:
     columns: list[str]  # every output column
     labels: list[str]  # the x value of each group, as text (None shown as NULL)
     values: list[list]  # each group's output row
+    keys: pa.Array  # the x value of each group
     rids: np.ndarray  # each group's output rid
     total: np.ndarray  # source rows behind each group
+    value: np.ndarray  # the measure over them
     # rows -> groups: one group per row (-1: none), or compressed sparse rows
     group_of: np.ndarray | None
     row_ptr: np.ndarray | None
@@ -67,9 +152,6 @@ class Chart:
     # groups -> rows
     group_ptr: np.ndarray
     group_rows: np.ndarray
-
-
-JOINT_MAX = 1 << 22  # cells of one joint table kept (two charts' groups multiplied)
 
 
 def _ranges(ptr: np.ndarray, items: np.ndarray, picked: np.ndarray) -> np.ndarray:
@@ -83,6 +165,11 @@ def _csr(keys: np.ndarray, values: np.ndarray, size: int) -> tuple[np.ndarray, n
     ptr = np.zeros(size + 1, np.int64)
     np.cumsum(np.bincount(keys, minlength=size), out=ptr[1:])
     return ptr, values[order]
+
+
+def _doubles(column: pa.ChunkedArray | pa.Array) -> np.ndarray:
+    """A numeric column as doubles, NULL as NaN."""
+    return np.asarray(pc.fill_null(column.cast(pa.float64()), np.nan), np.float64)
 
 
 def common_source(entries: Sequence[CaptureEntry], source: str | None = None) -> str:
@@ -102,44 +189,179 @@ def common_source(entries: Sequence[CaptureEntry], source: str | None = None) ->
     return next(iter(shared))
 
 
+def numeric_columns(entry: CaptureEntry, source: str) -> list[str]:
+    """The columns of ``source`` (as ``entry`` read it) a measure other than a row count can take."""
+    fields = json.loads(entry.sources[source].schema or '{"fields": []}')["fields"]
+    return [f["name"] for f in fields if isinstance(f["type"], str) and f["type"].startswith(_NUMERIC)]
+
+
 class LinkedViews:
     """Charts of ``entries`` (capture versions) linked through ``source`` (default: the
     one source they all read); ``x`` names each chart's labelling column (default: its
-    first output column)."""
+    first output column); ``measure`` is what the bars measure (default ``count(*)``)."""
 
     def __init__(
-        self, entries: Sequence[CaptureEntry], source: str | None = None, x: Sequence[str | None] | None = None
+        self,
+        entries: Sequence[CaptureEntry],
+        source: str | None = None,
+        x: Sequence[str | None] | None = None,
+        measure: str | None = None,
     ) -> None:
         if len(entries) < 2:
             raise InvalidArgument("linked views need two captures or more")
         self.source = common_source(entries, source)
+        self.measure = Measure.of(measure)
+        self.numeric = numeric_columns(entries[0], self.source)  # the columns a measure can sum
+        self._engine = EmbeddedEngine(entries[0])  # reads the source's columns
+        self._columns: dict[str, pa.ChunkedArray] = {}
         engines = [EmbeddedEngine(e) for e in entries]
         pairs = [engine.pairs(self.source) for engine in engines]
         self.rids = distinct_sorted(np.concatenate([p[IN].to_numpy() for p in pairs]))  # the rows charts reach
+        self.values = self._measured(entries[0])
         xs = list(x) if x is not None else [None] * len(entries)
         self.charts = [self._chart(e, p, col) for e, p, col in zip(engines, pairs, xs)]
-        self._joint = {
-            (i, j): t
-            for i in range(len(self.charts))
-            for j in range(len(self.charts))
-            if (t := self._table(i, j)) is not None
-        }
+        self._joint: dict[tuple[int, int], States] = {}
+        self.routes: dict[tuple[int, int], str] = {}  # (brushed, answering): "drill-down" or "joint"
+        n = len(self.charts)
+        for i, entry in enumerate(entries):
+            for j in range(n):
+                table = self._drill_table(i, j, entry) if i != j else None
+                if table is None:
+                    table = self._table(i, j)
+                    route = "joint"
+                else:
+                    route = "drill-down"
+                if table is not None:
+                    self._joint[i, j], self.routes[i, j] = table, route
 
-    def _table(self, i: int, j: int) -> np.ndarray | None:
-        """Rows behind each group of chart ``i`` (one per row) and each group of chart
-        ``j``, as a matrix; None where chart ``i`` has a row in two groups or the
-        matrix would be too large."""
+    # the source's columns -------------------------------------------------------------
+
+    def _column(self, name: str) -> pa.ChunkedArray:
+        """Source column ``name`` of the rows the charts reach, in rid order (read once)."""
+        if name not in self._columns:
+            rows = self._engine.source_rows(self.source, self.rids, only={name.lower()})
+            self._columns[name] = rows.column(0)
+        return self._columns[name]
+
+    def _measured(self, entry: CaptureEntry) -> np.ndarray | None:
+        column = self.measure.column
+        if column == "*":
+            return None
+        if self.measure.function == "count":  # of any column: 1 where it holds a value
+            fields = json.loads(entry.sources[self.source].schema or '{"fields": []}')["fields"]
+            found = [f["name"] for f in fields if f["name"].lower() == column.lower()]
+            if not found:
+                raise InvalidArgument(f"measure {self.measure}: source {self.source!r} has no column {column!r}")
+            return np.where(self._column(found[0]).is_null().to_numpy(zero_copy_only=False), np.nan, 1.0)
+        found = [c for c in self.numeric if c.lower() == column.lower()]
+        if not found:
+            raise InvalidArgument(
+                f"measure {self.measure} needs a numeric column of source {self.source!r} (numeric: {self.numeric})"
+            )
+        return _doubles(self._column(found[0]))
+
+    # the charts and their tables -------------------------------------------------------
+
+    def _table(self, i: int, j: int) -> States | None:
+        """The measure's state over the rows behind each group of chart ``i`` (one per
+        row) and each group of chart ``j``, as matrices; None where chart ``i`` has a
+        row in two groups or the matrices would be too large."""
         a, b = self.charts[i], self.charts[j]
         if a.group_of is None or len(a.rids) * len(b.rids) > JOINT_MAX:
             return None
         if b.group_of is not None:
-            rows_i, groups_j = a.group_of, b.group_of
+            rows, groups_j = np.arange(len(self.rids)), b.group_of
         else:  # every (row, group) of chart j
+            rows = np.repeat(np.arange(len(self.rids)), np.diff(b.row_ptr))
             groups_j = b.row_groups
-            rows_i = a.group_of[np.repeat(np.arange(len(self.rids)), np.diff(b.row_ptr))]
-        both = (rows_i >= 0) & (groups_j >= 0)
-        cells = np.bincount(rows_i[both] * len(b.rids) + groups_j[both], minlength=len(a.rids) * len(b.rids))
-        return cells.reshape(len(a.rids), len(b.rids))
+        groups_i = a.group_of[rows]
+        both = (groups_i >= 0) & (groups_j >= 0)
+        rows = rows[both]
+        cells = groups_i[both] * len(b.rids) + groups_j[both]
+        values = self.values[rows] if self.values is not None else None
+        states = self.measure.states(cells, values, len(a.rids) * len(b.rids))
+        return {k: v.reshape(len(a.rids), len(b.rids)) for k, v in states.items()}
+
+    def _drill_table(self, i: int, j: int, entry: CaptureEntry) -> States | None:
+        """Chart ``i``'s joint table with chart ``j`` from the drill-down table capture
+        ``entry`` (chart ``i``'s) kept, where it has one grouped by chart ``j``'s column,
+        holding the measure, and the lineage shows it answers as the lineage does."""
+        a, b = self.charts[i], self.charts[j]
+        group_by = drill_down.spec(entry, self.source)
+        if group_by is None or a.group_of is None or b.group_of is None:
+            return None
+        by = [k for k, c in enumerate(group_by.by) if c.lower() == b.x.lower()]
+        path = drill_down.table_path(entry, self.source)
+        wanted = self._drill_states(group_by.parsed())
+        if not by or wanted is None or not path.is_dir() or not drill_down.read_meta(path)["disjoint"]:
+            return None
+        column = group_by.by[by[0]]
+        # every row behind chart i is behind a group of chart j, and chart j's groups are
+        # the column's values: the rows behind i with a value are those behind both
+        if (b.group_of[a.group_rows] < 0).any():
+            return None
+        groups_of_value = self._groups_by_value(b, column)
+        if groups_of_value is None:
+            return None
+        names = sorted({name for name in wanted.values() if name})
+        table = pq.read_table(path, columns=[OUT, f"__sp_b{by[0]}", *names])
+        out = table[OUT].to_numpy()
+        order = np.argsort(a.rids)
+        found = np.searchsorted(a.rids, out, sorter=order)
+        rows_i = order[np.minimum(found, max(len(a.rids) - 1, 0))] if len(a.rids) else found
+        groups_j = np.array([groups_of_value.get(v, -1) for v in table[f"__sp_b{by[0]}"].to_pylist()], np.int64)
+        if len(out) and (not np.array_equal(a.rids[rows_i], out) or (groups_j < 0).any()):
+            return None
+        size = len(a.rids) * len(b.rids)
+        cells = rows_i * len(b.rids) + groups_j
+        states = {}
+        for state, name in wanted.items():
+            if state == "n" and name is None:  # NULL where no value is behind a cell
+                present = ~np.isnan(_doubles(table[wanted["sum" if "sum" in wanted else "ext"]]))
+                states["n"] = np.bincount(cells, weights=present, minlength=size).astype(np.int64)
+            elif state == "n":
+                states["n"] = np.bincount(cells, weights=_doubles(table[name]), minlength=size).astype(np.int64)
+            elif state == "sum":
+                states["sum"] = np.bincount(cells, weights=np.nan_to_num(_doubles(table[name])), minlength=size)
+            else:
+                states["ext"] = np.full(size, np.nan)
+                self.measure._extreme.at(states["ext"], cells, _doubles(table[name]))
+        return {k: v.reshape(len(a.rids), len(b.rids)) for k, v in states.items()}
+
+    def _drill_states(self, parsed: list[tuple[str, str]]) -> dict[str, str | None] | None:
+        """The drill-down table's columns holding the measure's states (None for a
+        count of values derived from the values themselves), or None if it lacks them."""
+        m = self.measure
+        same = [(k, fn) for k, (fn, c) in enumerate(parsed) if c.lower() == m.column.lower()]
+        for k, fn in same:
+            column = f"__sp_a{k}"
+            if fn == m.function == "count":
+                return {"n": column}
+            if fn == "avg" and m.function in ("count", "sum", "avg"):
+                return {"n": column + "_n", **({"sum": column} if m.function != "count" else {})}
+            if fn == m.function and fn == "sum":
+                return {"n": None, "sum": column}
+            if fn == m.function:  # min, max
+                return {"n": None, "ext": column}
+        return None
+
+    def _groups_by_value(self, chart: Chart, column: str) -> dict | None:
+        """Chart ``chart``'s group of each value of source ``column``, if the chart
+        groups the rows it reaches by that column; else None."""
+        try:
+            values = self._column(column)
+            keys = chart.keys.cast(values.type)
+        except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+            return None
+        if len(set(keys.to_pylist())) < len(keys):  # x is not all of the grouping: a value names two groups
+            return None
+        reached = np.flatnonzero(chart.group_of >= 0)
+        expected = keys.take(pa.array(chart.group_of[reached]))
+        got = values.take(pa.array(reached))
+        same = pc.or_kleene(pc.equal(got, expected), pc.and_(pc.is_null(got), pc.is_null(expected)))
+        if not pc.all(pc.fill_null(same, False)).as_py():
+            return None
+        return {v: g for g, v in enumerate(keys.to_pylist())}
 
     def _chart(self, engine: EmbeddedEngine, pairs: pa.Table, x: str | None) -> Chart:
         entry = engine.entry
@@ -169,6 +391,8 @@ class LinkedViews:
             group_of = None
             row_ptr, row_groups = _csr(rows, groups, n_rows)
         data = order.select(columns).to_pylist()
+        values = self.values[group_rows] if self.values is not None else None
+        cells = np.repeat(np.arange(n_groups), np.diff(group_ptr))
         return Chart(
             capture=entry.name,
             version=entry.version,
@@ -176,14 +400,18 @@ class LinkedViews:
             columns=columns,
             labels=["NULL" if r[x] is None else str(r[x]) for r in data],
             values=[[r[c] for c in columns] for r in data],
+            keys=order[x].combine_chunks(),
             rids=rids,
             total=np.diff(group_ptr),
+            value=self.measure.value(self.measure.states(cells, values, n_groups)),
             group_of=group_of,
             row_ptr=row_ptr,
             row_groups=row_groups,
             group_ptr=group_ptr,
             group_rows=group_rows,
         )
+
+    # brushing ---------------------------------------------------------------------------
 
     def _picked(self, chart: int, groups: Sequence[int]) -> np.ndarray:
         c = self._check(chart)
@@ -207,17 +435,27 @@ class LinkedViews:
         return int(self.brushed_rows(chart, groups).size)
 
     def brush(self, chart: int, groups: Sequence[int]) -> list[np.ndarray]:
-        """For every chart, the brushed rows (those behind ``groups`` of chart
-        ``chart``) behind each of its groups."""
-        if all((chart, j) in self._joint for j in range(len(self.charts))):
-            picked = self._picked(chart, groups)
-            return [self._joint[chart, j][picked].sum(axis=0) for j in range(len(self.charts))]
-        rows = self.brushed_rows(chart, groups)
-        counts = []
-        for c in self.charts:
-            hit = c.group_of[rows] if c.group_of is not None else _ranges(c.row_ptr, c.row_groups, rows)
-            counts.append(np.bincount(hit[hit >= 0], minlength=len(c.rids)))
-        return counts
+        """For every chart, the measure over the brushed rows (those behind ``groups``
+        of chart ``chart``) behind each of its groups."""
+        picked = self._picked(chart, groups)
+        rows = None
+        answers = []
+        for j, c in enumerate(self.charts):
+            table = self._joint.get((chart, j))
+            if table is not None:
+                answers.append(self.measure.value(self.measure.combined(table, picked)))
+                continue
+            if rows is None:
+                rows = self.brushed_rows(chart, picked)
+            if c.group_of is not None:
+                hit = c.group_of[rows]
+                items, cells = rows[hit >= 0], hit[hit >= 0]
+            else:
+                cells = _ranges(c.row_ptr, c.row_groups, rows)
+                items = np.repeat(rows, np.diff(c.row_ptr)[rows])
+            values = self.values[items] if self.values is not None else None
+            answers.append(self.measure.value(self.measure.states(cells, values, len(c.rids))))
+        return answers
 
     def _check(self, chart: int) -> Chart:
         if isinstance(chart, bool) or not isinstance(chart, (int, np.integer)) or not 0 <= chart < len(self.charts):

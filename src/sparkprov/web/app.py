@@ -15,9 +15,10 @@ Routes (all behind ``guard.Guard``):
 - ``POST .../replay`` ``{"drop": {source: [rids]}, "key": [columns]}``: what-if, as a
   job (with a session only); ``GET /api/jobs/{id}`` its progress and result,
   ``POST /api/jobs/{id}/cancel``;
-- ``GET /api/linked?c=a&c=b[&x=col&x=col][&source=s]``: captures as linked charts;
-  ``POST /api/linked/brush`` ``{"captures", "chart", "groups"}``: every chart's bars
-  under the brush (``query/linked.py``).
+- ``GET /api/linked?c=a&c=b[&x=col&x=col][&source=s][&m=avg(col)]``: captures as
+  linked charts, measuring ``m`` (default ``count(*)``); ``POST /api/linked/brush``
+  ``{"captures", "chart", "groups", "measure"}``: every chart's bars under the brush
+  (``query/linked.py``).
 
 Errors are JSON ``{"error": message, "kind": class}``, with the status saying whose
 fault: 400 for what the page sent, 404 for a capture not in the store, 409 for a
@@ -219,11 +220,12 @@ def make_app(store: str, token: str, host: str = "127.0.0.1", port: int = 8765, 
     def linked(request: Request, _: dict) -> dict:
         q = request.query_params
         xs = q.getlist("x") or None
-        return view.linked(q.getlist("c"), q.get("source") or None, [x or None for x in xs] if xs else None)
+        xs = [x or None for x in xs] if xs else None
+        return view.linked(q.getlist("c"), q.get("source") or None, xs, q.get("m") or None)
 
     def brush(request: Request, body: dict) -> dict:
         b = body.get
-        return view.brush(b("captures"), b("chart"), b("groups"), b("source"), b("x"))
+        return view.brush(b("captures"), b("chart"), b("groups"), b("source"), b("x"), b("measure"))
 
     def page(_: Request) -> FileResponse:
         return FileResponse(STATIC / "index.html")

@@ -22,7 +22,7 @@ import pyarrow as pa
 
 from ..errors import InvalidArgument
 from ..query.embedded import EmbeddedEngine, duckdb_condition, output_relation, quote, rid_array
-from ..query.linked import LinkedViews
+from ..query.linked import LinkedViews, Measure
 from ..store.catalog import Store, check_name
 from ..store.entry import CaptureEntry
 from ..store.format import RID
@@ -35,6 +35,11 @@ SHOWN_CHARS = 2_000  # of a polynomial
 SHOWN_ROWS = 50  # witnesses of a row, and source rows of a witness
 PAIRS_MAX = 400  # (a, b) pairs of a functional dependency's violations drawn
 _EXACT_INT = 2**53  # larger integers lose digits as JavaScript numbers
+
+
+def _bars(values: Any) -> list:
+    """A chart's measures as JSON: whole counts, or doubles with null where no value is behind a bar."""
+    return [None if v != v else v for v in values.tolist()]
 
 
 def json_value(value: Any) -> Any:
@@ -217,32 +222,43 @@ class StoreView:
 
     # linked views ---------------------------------------------------------------------
 
-    def _views(self, names: Any, source: str | None, xs: Any) -> LinkedViews:
+    def _views(self, names: Any, source: str | None, xs: Any, measure: Any = None) -> LinkedViews:
         if not isinstance(names, list) or not all(isinstance(n, str) for n in names):
             raise InvalidArgument("linked views name their captures as a list of names")
         if xs is not None and (not isinstance(xs, list) or len(xs) != len(names)):
             raise InvalidArgument("x gives one column (or null) per capture")
+        if measure is not None and not isinstance(measure, str):
+            raise InvalidArgument("a measure is text, such as avg(arr_delay)")
         # each brush asks again: the newest versions' numbers name the views kept, and
         # entries are loaded (their files checked) only to build them
-        key = (tuple((n, self.store.latest_version(check_name(n))) for n in names), source, tuple(xs or ()))
+        key = (
+            tuple((n, self.store.latest_version(check_name(n))) for n in names),
+            source,
+            tuple(xs or ()),
+            str(Measure.of(measure or None)),
+        )
         with self._lock:
             found = self._linked.get(key)
         if found is None:
-            found = LinkedViews([self.store.load(n, v or None) for n, v in key[0]], source, xs)
+            found = LinkedViews([self.store.load(n, v or None) for n, v in key[0]], source, xs, key[3])
             with self._lock:
                 self._linked[key] = found
                 while len(self._linked) > 4:  # each holds arrays over every source row
                     self._linked.popitem(last=False)
         return found
 
-    def linked(self, names: Any, source: str | None = None, xs: Any = None) -> dict:
+    def linked(self, names: Any, source: str | None = None, xs: Any = None, measure: Any = None) -> dict:
         """Captures ``names`` (their newest versions) as linked charts over their
-        common source: per chart its groups (labels, output rows) and the source rows
-        behind each."""
-        views = self._views(names, source, xs)
+        common source: per chart its groups (labels, output rows), the source rows
+        behind each and the measure over them; the measures the source allows; and
+        which charts' answers to a brush come from drill-down tables."""
+        views = self._views(names, source, xs, measure)
         return {
             "source": views.source,
             "rows": len(views.rids),
+            "measure": str(views.measure),
+            "numeric": views.numeric,
+            "drill_down": [[i, j] for (i, j), route in sorted(views.routes.items()) if route == "drill-down"],
             "charts": [
                 {
                     "capture": c.capture,
@@ -252,19 +268,22 @@ class StoreView:
                     "labels": c.labels,
                     "values": json_value(c.values),
                     "total": c.total.tolist(),
+                    "value": _bars(c.value),
                 }
                 for c in views.charts
             ],
         }
 
-    def brush(self, names: Any, chart: Any, groups: Any, source: str | None = None, xs: Any = None) -> dict:
-        """Groups ``groups`` of chart ``chart`` brushed: how many of the source rows
-        behind them are behind each group of every chart."""
-        views = self._views(names, source, xs)
+    def brush(
+        self, names: Any, chart: Any, groups: Any, source: str | None = None, xs: Any = None, measure: Any = None
+    ) -> dict:
+        """Groups ``groups`` of chart ``chart`` brushed: the measure over the source
+        rows behind them that are behind each group of every chart."""
+        views = self._views(names, source, xs, measure)
         if not isinstance(groups, list) or not all(isinstance(g, int) and not isinstance(g, bool) for g in groups):
             raise InvalidArgument("groups is a list of group numbers")
-        counts = views.brush(chart, groups)
-        return {"brushed": views.brushed_count(chart, groups), "counts": [c.tolist() for c in counts]}
+        answers = views.brush(chart, groups)
+        return {"brushed": views.brushed_count(chart, groups), "counts": [_bars(a) for a in answers]}
 
     # profiling ------------------------------------------------------------------------
 

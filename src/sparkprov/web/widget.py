@@ -33,8 +33,10 @@ if anywidget is not None:
     class LinkedWidget(anywidget.AnyWidget):
         """Captures ``captures`` of the store at ``store`` (their newest versions) as
         linked charts over the source they all read (``source`` names it if several);
-        ``x`` names each chart's labelling column. Brush bars in one chart: the others
-        draw, in front of each bar, how many of the brushed source rows are behind it."""
+        ``x`` names each chart's labelling column, ``measure`` what its bars measure
+        (``count(*)``, or such as ``avg(arr_delay)``). Brush bars in one chart: the
+        others draw, in front of each bar, the measure over the brushed source rows
+        behind it."""
 
         _esm = STATIC / "widget.js"
         _css = STATIC / "charts.css"
@@ -48,22 +50,25 @@ if anywidget is not None:
             captures: Sequence[str],
             source: str | None = None,
             x: Sequence[str | None] | None = None,
+            measure: str | None = None,
         ) -> None:
             self._view = StoreView(str(store))
             self._names, self._source, self._x = list(captures), source, list(x) if x is not None else None
-            data = self._view.linked(self._names, source, self._x)
+            data = self._view.linked(self._names, source, self._x, measure)
+            self._measure = data["measure"]
             self._rows, self._of = data["rows"], data["source"]
-            super().__init__(charts=data["charts"], counts=[], status=_status(self._rows, self._of))
+            charts = [{**c, "measure": data["measure"]} for c in data["charts"]]
+            super().__init__(charts=charts, counts=[], status=_status(self._rows, self._of))
             self.on_msg(self._on_message)
 
-        def brush(self, chart: int, groups: Sequence[int]) -> list[list[int]]:
+        def brush(self, chart: int, groups: Sequence[int]) -> list[list]:
             """Brush ``groups`` of chart ``chart`` (none: clear), as the mouse does: every
-            chart's counts of brushed rows per group, also drawn."""
+            chart's measure of the brushed rows per group, also drawn."""
             groups = list(groups)
             if not groups:
                 self.counts, self.status = [], _status(self._rows, self._of)
                 return []
-            answer = self._view.brush(self._names, chart, groups, self._source, self._x)
+            answer = self._view.brush(self._names, chart, groups, self._source, self._x, self._measure)
             self.counts = answer["counts"]
             self.status = _status(self._rows, self._of, answer["brushed"], self.charts[chart]["capture"])
             return answer["counts"]
