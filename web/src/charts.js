@@ -52,10 +52,13 @@ export function barChart(chart, index, onBrush, href = null) {
     },
     y: { grid: true, domain: [min, max], label: measure === "count(*)" ? "rows" : measure },
     marks: [
-      Plot.barY(
-        bars.filter((d) => d.total !== null),
-        { x: "label", y: "total", fill: FULL, title: (d) => `${d.label}: ${measure === "count(*)" ? "" : measure + " " + number(d.total) + " over "}${d.rows.toLocaleString("en")} rows` },
-      ),
+      // a bar with no value (no rows, or only NULLs) is kept at zero: the n-th bar is group n
+      Plot.barY(bars, {
+        x: "label",
+        y: (d) => d.total ?? 0,
+        fill: FULL,
+        title: (d) => `${d.label}: ${measure === "count(*)" ? "" : measure + " " + number(d.total) + " over "}${d.rows.toLocaleString("en")} rows`,
+      }),
     ],
   });
   // Plot styles its charts with a <style> element, which the page's policy refuses:

@@ -208,6 +208,11 @@ def build_parser() -> argparse.ArgumentParser:
     uib.add_argument("--copies", default="1,10", help="comma-separated copies of the 336,776 flights (default 1,10)")
     uib.add_argument("--brushes", type=int, default=200, help="random brushes per size (default 200)")
     uib.add_argument("--spark-brushes", type=int, default=20, help="of those, re-run in Spark too (default 20)")
+    uib.add_argument(
+        "--measure",
+        action="append",
+        help="what the bars measure, e.g. avg(arr_delay); repeat for several (default count(*))",
+    )
     uib.add_argument("--data", default="data/flights", help="where the flights are written (default data/flights)")
     uib.add_argument("--store", default=None, help="keep the captures here and reuse them (default: a temporary store)")
     uib.add_argument("--captures", type=int, default=1000, help="captures view: a store of this many (0: skip)")

@@ -2,7 +2,11 @@
 package) written once as Parquet, and five aggregates over them captured, one chart each:
 flights by carrier, month, hour of departure, arrival-delay bin and origin.
 
-``copies`` replicates the flights (10: 3.4M rows) to see how brushing scales.
+``copies`` replicates the flights (10: 3.4M rows) to see how brushing scales. Each
+capture declares the workload linked views are: the flights behind its groups, grouped
+by the other charts' columns (carrier, month, hour, origin), counted and their arrival
+delay averaged. Capture keeps those drill-down tables, and a brush reads its answer
+for those charts from them (``query/linked.py``).
 
 >>> CHARTS["flights_by_delay"][0]
 'delay_bin'
@@ -30,6 +34,9 @@ CHARTS: dict[str, tuple[str, str]] = {
     "flights_by_origin": ("origin", "origin"),
 }
 ROWS = 336_776
+# the charts whose groups are a column of the flights: the drill-down tables' columns
+DIMENSIONS = [x for x, expression in CHARTS.values() if x == expression]
+MEASURES = ["count(*)", "avg(arr_delay)"]
 
 
 def flights_table(copies: int = 1):
@@ -64,16 +71,19 @@ def write_flights(folder: Path, copies: int = 1) -> Path:
     return path
 
 
-def capture_charts(session, path: Path, suffix: str = "") -> list[str]:
+def capture_charts(session, path: Path, suffix: str = "", drill_down: bool = True) -> list[str]:
     """Capture the five aggregates over the flights at ``path`` with ``session`` (a
-    LineageSession): their names, in ``CHARTS``' order."""
+    LineageSession), each with drill-down tables unless ``drill_down`` is false: their
+    names, in ``CHARTS``' order."""
     from pyspark.sql import functions as F
 
-    flights = session.spark.read.parquet(str(path))
+    source = str(Path(path).resolve())  # the source's name in the captures
+    flights = session.spark.read.parquet(source)
+    workload = {"sources": [source], "group_by": {source: {"by": DIMENSIONS, "aggregates": MEASURES}}}
     names = []
     for name, (x, expression) in CHARTS.items():
         grouped = flights.groupBy(F.expr(expression).alias(x))
         df = grouped.agg(F.count("*").alias("flights"), F.round(F.avg("arr_delay"), 2).alias("mean_arr_delay"))
-        session.capture(df, name=name + suffix)
+        session.capture(df, name=name + suffix, workload=workload if drill_down else None)
         names.append(name + suffix)
     return names
