@@ -155,3 +155,8 @@ class LineageDeclarationWrong(SparkprovError, ValueError):
 class ReplayUnavailable(SparkprovError):
     """A replay asked where the captured query is not held: a page not opened from the
     session that made the capture (``session.ui()``)."""
+
+
+class SessionRequired(SparkprovError):
+    """Work asked of a page served without a Spark session (``sparkprov ui``) that only
+    one can do, such as capturing a query: open the page with ``session.ui()``."""

@@ -112,7 +112,7 @@ async function capturesView(params) {
     timer = setTimeout(() => go([], new URLSearchParams({ like: filter.value })), 250);
   });
   if (like) setTimeout(() => filter.focus(), 0); // typing goes on in the redrawn box
-  const data = await api(`/api/captures?${new URLSearchParams({ like, offset, limit: CAPTURES_PAGE })}`);
+  const [data, session] = await Promise.all([api(`/api/captures?${new URLSearchParams({ like, offset, limit: CAPTURES_PAGE })}`), api("/api/session")]);
   const picked = new Set();
   const linkButton = h(
     "button",
@@ -150,6 +150,7 @@ async function capturesView(params) {
   const header = ["", "name", "version", "created", "strategy", "seconds", "rows", "size", "sources", "status"].map((t) => h("th", {}, t));
   return [
     h("h1", {}, "Captures"),
+    session.capturing ? captureForm(session.tables) : null,
     h("div", { class: "toolbar" }, filter, h("span", { class: "count" }, count(data.total, "capture")), linkButton),
     data.total
       ? [
@@ -158,6 +159,30 @@ async function capturesView(params) {
         ]
       : h("p", { class: "empty" }, like ? `no capture's name contains “${like}”` : "no captures in this store yet"),
   ];
+}
+
+// a query captured from the page, by the session serving it
+function captureForm(tables) {
+  const name = h("input", { type: "text", placeholder: "name", "aria-label": "capture name", size: 24 });
+  const sql = h("textarea", { rows: 4, cols: 80, placeholder: "SELECT k, count(*) AS n FROM t GROUP BY k", "aria-label": "query to capture" });
+  const witnesses = h("input", { type: "checkbox", "aria-label": "keep witnesses" });
+  const progress = h("div", { class: "toolbar", "data-test": "capture-progress" });
+  const start = async () => {
+    showError("");
+    const done = await followJob(progress, `capturing ${name.value}`, () => api("/api/capture", { name: name.value, sql: sql.value, witnesses: witnesses.checked }));
+    if (!done) return;
+    const r = done.job.result;
+    done.state.replaceChildren(`captured in ${done.job.seconds.toFixed(1)} s: `, h("a", { href: `#/c/${enc(r.name)}/${r.version}`, "data-test": "captured" }, `${r.name} v${r.version}`), ` (${count(r.rows, "output row")})`);
+  };
+  return h(
+    "details",
+    { class: "capture-form", "data-test": "capture-form" },
+    h("summary", {}, "Capture a query"),
+    h("div", { class: "toolbar" }, name, h("label", {}, witnesses, " keep witnesses (why/how)"), h("button", { onclick: start, "data-test": "capture" }, "Capture")),
+    sql,
+    h("p", { class: "count" }, tables.length ? `the session's tables: ${tables.join(", ")}` : "the session has no tables: register DataFrames with createOrReplaceTempView"),
+    progress,
+  );
 }
 
 // one capture -------------------------------------------------------------------------
@@ -371,32 +396,44 @@ async function provenanceSection(base, rids) {
   );
 }
 
-// what-if: the capture replayed without the picked rows, as a job with progress
-async function runWhatIf(base, drop, key, box) {
+// long work on the server (a replay, a capture): started by start(), its progress (tasks
+// of its Spark stages) shown in box until it ends; the finished job, or null if it did not
+async function followJob(box, doing, start) {
   const bar = h("progress", { max: 1, value: 0 });
-  const state = h("span", { class: "count", "data-test": "job-state" }, "starting the replay…");
+  const state = h("span", { class: "count", "data-test": "job-state" }, `starting: ${doing}…`);
   let job;
   const cancel = h("button", { "data-test": "cancel", onclick: () => job && api(`/api/jobs/${job.id}/cancel`, {}).catch((e) => showError(e.message)) }, "Cancel");
-  box.replaceChildren(h("h2", {}, "What if"), h("div", { class: "toolbar" }, bar, state, cancel));
+  box.replaceChildren(bar, state, cancel);
   try {
-    job = await api(`${base}/replay`, { drop, key });
+    job = await start();
     while (job.state === "running") {
       bar.max = Math.max(1, job.tasks);
       bar.value = job.tasks_done;
-      state.textContent = `replaying: ${job.tasks_done} of ${job.tasks} tasks in ${count(job.stages, "stage")}, ${job.seconds.toFixed(1)} s`;
+      state.textContent = `${doing}: ${job.tasks_done} of ${job.tasks} tasks in ${count(job.stages, "stage")}, ${job.seconds.toFixed(1)} s`;
       await new Promise((r) => setTimeout(r, 200));
       job = await api(`/api/jobs/${job.id}`);
     }
   } catch (err) {
+    box.replaceChildren();
     showError(err.message);
-    return;
+    return null;
   }
   cancel.remove();
   if (job.state !== "done") {
     state.textContent = job.state === "cancelled" ? "cancelled" : `failed: ${job.error}`;
-    return;
+    return null;
   }
   bar.remove();
+  return { job, state };
+}
+
+// what-if: the capture replayed without the picked rows, as a job with progress
+async function runWhatIf(base, drop, key, box) {
+  const progress = h("div", { class: "toolbar" });
+  box.replaceChildren(h("h2", {}, "What if"), progress);
+  const done = await followJob(progress, "replaying", () => api(`${base}/replay`, { drop, key }));
+  if (!done) return;
+  const { job, state } = done;
   const r = job.result;
   const dropped = Object.entries(r.dropped).map(([s, n]) => `${count(n, "row")} of ${s}`).join(", ");
   state.textContent = `without ${dropped}: ${count(r.removed.count, "output row")} removed, ${r.added.count} added` + (r.changed ? `, ${r.changed.count} changed` : "") + ` (${job.seconds.toFixed(1)} s)`;

@@ -15,6 +15,9 @@ Routes (all behind ``guard.Guard``):
 - ``POST .../replay`` ``{"drop": {source: [rids]}, "key": [columns]}``: what-if, as a
   job (with a session only); ``GET /api/jobs/{id}`` its progress and result,
   ``POST /api/jobs/{id}/cancel``;
+- ``GET /api/session``: whether the page can capture (served by a session), and the
+  session's tables; ``POST /api/capture`` ``{"name", "sql", "witnesses"}``: a query
+  captured, as a job;
 - ``GET /api/linked?c=a&c=b[&x=col&x=col][&source=s][&m=avg(col)]``: captures as
   linked charts, measuring ``m`` (default ``count(*)``); ``POST /api/linked/brush``
   ``{"captures", "chart", "groups", "measure"}``: every chart's bars under the brush
@@ -55,11 +58,13 @@ from ..errors import (
     InvalidPredicate,
     LineageTooLarge,
     ReplayUnavailable,
+    SessionRequired,
     SourceChanged,
     SparkprovError,
     StoreNotFound,
     WitnessesNotKept,
 )
+from .capturing import analysed, capture_query, checked_request, session_tables
 from .data import StoreView
 from .guard import Guard, allowed_hosts
 from .jobs import Jobs
@@ -75,6 +80,7 @@ _STATUS = [
     (StoreNotFound, 404),
     (WitnessesNotKept, 409),
     (ReplayUnavailable, 409),
+    (SessionRequired, 409),
     (SourceChanged, 409),
     (LineageTooLarge, 413),
     (EmbeddedUnsupported, 501),
@@ -160,6 +166,21 @@ def make_app(store: str, token: str, host: str = "127.0.0.1", port: int = 8765, 
         job = jobs.start(f"replay {capture.name} v{capture.version}", lambda: replay_without(capture, drop, key))
         return jobs.progress(job.id)
 
+    def session_info(_: Request, __: dict) -> dict:
+        if session is None:
+            return {"capturing": False, "tables": []}
+        return {"capturing": True, "tables": session_tables(session)}
+
+    def start_capture(_: Request, body: dict) -> dict:
+        if session is None:
+            raise SessionRequired(
+                "a capture runs a query on Spark, which only a session holds: open the page from it with session.ui()"
+            )
+        name, sql, witnesses = checked_request(body, session.spark)
+        df = analysed(session, sql)
+        job = jobs.start(f"capture {name}", lambda: capture_query(session, df, name, witnesses))
+        return jobs.progress(job.id)
+
     def job(request: Request, _: dict) -> dict:
         job_id = request.path_params["job"]
         found = jobs.progress(job_id)
@@ -242,6 +263,8 @@ def make_app(store: str, token: str, host: str = "127.0.0.1", port: int = 8765, 
         Route(capture_path + "/provenance", _answering(provenance), methods=["POST"]),
         Route(capture_path + "/violations", _answering(violations)),
         Route(capture_path + "/replay", _answering(replay), methods=["POST"]),
+        Route("/api/session", _answering(session_info)),
+        Route("/api/capture", _answering(start_capture), methods=["POST"]),
         Route("/api/jobs/{job}", _answering(job)),
         Route("/api/jobs/{job}/cancel", _answering(cancel), methods=["POST"]),
         Route("/api/linked", _answering(linked)),
