@@ -93,6 +93,8 @@ def test_a_capture_shows_its_progress_and_can_be_cancelled(capturing, page):
         expect(page.locator('[data-test="job-state"]')).to_contain_text("tasks in", timeout=30_000)
         page.click('[data-test="cancel"]')
         expect(page.locator('[data-test="job-state"]')).to_have_text("cancelled", timeout=30_000)
+        (job,) = [j for j in ui.jobs.list() if j.what == "capture cancelled"]
+        assert job.ended.wait(60)  # the work stopped: it did not go on to commit
     finally:
         session.slow_flag.unlink()
     assert "cancelled" not in session.captures()
@@ -117,3 +119,23 @@ def test_the_name_is_checked(capturing, page):
     ui, _ = capturing
     _fill(page, ui, "../escape", QUERY)
     expect(page.locator("#error")).to_contain_text("invalid capture name '../escape'")
+
+
+def test_the_lineage_graph_is_built_from_the_page_as_a_job(capturing, page):
+    ui, session = capturing
+    if "from_page" not in session.captures():  # a capture whose pairs the graph holds
+        session.capture(session.spark.sql(QUERY), name="from_page")
+    page.goto(ui.url)
+    expect(page.locator('[data-test="graph-status"]')).to_have_text("Lineage graph: not built")
+    page.click('[data-test="build-graph"]')
+    expect(page.locator('[data-test="graph-status"]')).to_contain_text("current", timeout=180_000)
+    stats = session.graph().stats()
+    status = page.inner_text('[data-test="graph-status"]')
+    assert f"{stats['nodes']} nodes, {stats['edges']} edges" in status and stats["edges"] > 0
+    assert page.errors == []
+
+
+def test_without_a_session_the_graph_is_shown_but_not_built(ui, page):
+    page.goto(ui.url)
+    expect(page.locator('[data-test="graph-status"]')).to_have_text("Lineage graph: not built")
+    assert page.locator('[data-test="build-graph"]').count() == 0

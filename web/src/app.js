@@ -151,6 +151,7 @@ async function capturesView(params) {
   return [
     h("h1", {}, "Captures"),
     session.capturing ? captureForm(session.tables) : null,
+    graphPanel(),
     h("div", { class: "toolbar" }, filter, h("span", { class: "count" }, count(data.total, "capture")), linkButton),
     data.total
       ? [
@@ -183,6 +184,32 @@ function captureForm(tables) {
     h("p", { class: "count" }, tables.length ? `the session's tables: ${tables.join(", ")}` : "the session has no tables: register DataFrames with createOrReplaceTempView"),
     progress,
   );
+}
+
+// the store's lineage graph (the IBM paper's triples and components): how current its
+// build is, and a new build as a job where a session serves the page. Filled in once
+// its answer comes: reading every capture to find the stale ones must not hold the list.
+function graphPanel() {
+  const box = h("div", { class: "toolbar", "data-test": "graph" });
+  const progress = h("div", { class: "toolbar" });
+  const show = async () => {
+    const g = await api("/api/graph");
+    const what = g.built
+      ? `Lineage graph: build ${g.build} of ${g.created}, ${count(g.nodes, "node")}, ${count(g.edges, "edge")}, ${count(g.components, "component")}` +
+        (g.stale.length ? `; ${count(g.stale.length, "capture version")} made or removed since` : "; current")
+      : "Lineage graph: not built";
+    const build = g.building ? h("button", { "data-test": "build-graph", onclick: start }, g.built ? "Rebuild" : "Build") : null;
+    box.replaceChildren(h("span", { "data-test": "graph-status" }, what), build, progress);
+  };
+  const start = async () => {
+    showError("");
+    const done = await followJob(progress, "building the lineage graph", () => api("/api/graph/build", {}));
+    if (!done) return;
+    done.state.textContent = `built in ${done.job.seconds.toFixed(1)} s`;
+    await show().catch((e) => showError(e.message));
+  };
+  show().catch((e) => showError(e.message));
+  return box;
 }
 
 // one capture -------------------------------------------------------------------------

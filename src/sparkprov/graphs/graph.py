@@ -17,8 +17,26 @@ from ..api.session import LineageSession
 from ..errors import InvalidArgument
 from ..store.layout import StoreFolders
 from . import build as building
-from .queries import StoredGraph, Trace
+from .queries import GraphNotBuilt, StoredGraph, Trace
 from .triples import capture_version_name, check_imported, committed
+
+
+def stale_versions(store, meta: dict) -> list[str]:
+    """The capture versions of ``store`` made or removed since the build ``meta``
+    describes (``name@version``)."""
+    built = {f"{n}@{v}" for n, v in meta["captures"]}
+    now = {capture_version_name(e) for e in committed(store)}
+    return sorted(built ^ now)
+
+
+def graph_status(store) -> dict:
+    """The current build of ``store``'s lineage graph (``StoredGraph.stats`` and the
+    stale capture versions), or ``{"built": False}``; read from the store's files."""
+    try:
+        graph = StoredGraph(StoreFolders(store.root).graph)
+    except GraphNotBuilt:
+        return {"built": False}
+    return {"built": True, **graph.stats(), "stale": stale_versions(store, graph.meta)}
 
 
 class LineageGraph:
@@ -71,9 +89,7 @@ class LineageGraph:
 
     def stale(self) -> list[str]:
         """The capture versions made or removed since the build (``name@version``)."""
-        built = {f"{n}@{v}" for n, v in self._graph().meta["captures"]}
-        now = {capture_version_name(e) for e in committed(self._session.store)}
-        return sorted(built ^ now)
+        return stale_versions(self._session.store, self._graph().meta)
 
     def import_triples(self, path: str | os.PathLike, format: str | None = None) -> int:
         """Add triples made elsewhere (Parquet or CSV with a header: ``src_dataset,

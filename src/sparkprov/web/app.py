@@ -18,6 +18,8 @@ Routes (all behind ``guard.Guard``):
 - ``GET /api/session``: whether the page can capture (served by a session), and the
   session's tables; ``POST /api/capture`` ``{"name", "sql", "witnesses"}``: a query
   captured, as a job;
+- ``GET /api/graph``: the store's lineage graph (its build's sizes, the captures made
+  since); ``POST /api/graph/build``: a new build, as a job (with a session only);
 - ``GET /api/linked?c=a&c=b[&x=col&x=col][&source=s][&m=avg(col)]``: captures as
   linked charts, measuring ``m`` (default ``count(*)``); ``POST /api/linked/brush``
   ``{"captures", "chart", "groups", "measure"}``: every chart's bars under the brush
@@ -64,6 +66,7 @@ from ..errors import (
     StoreNotFound,
     WitnessesNotKept,
 )
+from ..graphs.graph import graph_status
 from .capturing import analysed, capture_query, checked_request, session_tables
 from .data import StoreView
 from .guard import Guard, allowed_hosts
@@ -181,6 +184,23 @@ def make_app(store: str, token: str, host: str = "127.0.0.1", port: int = 8765, 
         job = jobs.start(f"capture {name}", lambda: capture_query(session, df, name, witnesses))
         return jobs.progress(job.id)
 
+    def graph(_: Request, __: dict) -> dict:
+        return graph_status(view.store) | {"building": session is not None}
+
+    def build_graph(_: Request, __: dict) -> dict:
+        if session is None:
+            raise SessionRequired(
+                "a build runs on Spark, which only a session holds: open the page with session.ui(), "
+                "or run sparkprov graph build"
+            )
+        graph = session.graph()
+
+        def work() -> dict:
+            meta = graph.build(progress=lambda text: log.info("sparkprov graph: %s", text))
+            return {"nodes": meta["nodes"], "edges": meta["edges"], "components": meta["components"]}
+
+        return jobs.progress(jobs.start("build the lineage graph", work).id)
+
     def job(request: Request, _: dict) -> dict:
         job_id = request.path_params["job"]
         found = jobs.progress(job_id)
@@ -265,11 +285,15 @@ def make_app(store: str, token: str, host: str = "127.0.0.1", port: int = 8765, 
         Route(capture_path + "/replay", _answering(replay), methods=["POST"]),
         Route("/api/session", _answering(session_info)),
         Route("/api/capture", _answering(start_capture), methods=["POST"]),
+        Route("/api/graph", _answering(graph)),
+        Route("/api/graph/build", _answering(build_graph), methods=["POST"]),
         Route("/api/jobs/{job}", _answering(job)),
         Route("/api/jobs/{job}/cancel", _answering(cancel), methods=["POST"]),
         Route("/api/linked", _answering(linked)),
         Route("/api/linked/brush", _answering(brush), methods=["POST"]),
     ]
-    return Starlette(
+    app = Starlette(
         routes=routes, middleware=[Middleware(Guard, token=token, hosts=allowed_hosts(host, port), port=port)]
     )
+    app.state.jobs = jobs
+    return app

@@ -3,7 +3,10 @@ its progress read from Spark's stages, and a way to cancel it.
 
 Each job runs its Spark work in a job group of its own (PySpark pins a Python thread to
 a JVM thread, so the group holds for that thread alone): progress is the tasks of the
-group's stages done out of all of them, and cancelling cancels the group.
+group's stages done out of all of them, and cancelling cancels the group. Spark cancels
+only the group's jobs running at that moment, and the work may go on to start others
+(a capture trying another strategy): so the group is cancelled again and again until
+the work's thread ends, and a cancelled capture is never committed.
 
 >>> jobs = Jobs(None)
 >>> job = jobs.start("sum", lambda: 1 + 1)
@@ -36,6 +39,7 @@ class Job:
     error: str | None = None
     started: float = field(default_factory=time.monotonic)
     seconds: float | None = None
+    ended: threading.Event = field(default_factory=threading.Event)  # the work's thread returned
 
 
 class Jobs:
@@ -68,9 +72,15 @@ class Jobs:
                     job.state = "failed"
             finally:
                 job.seconds = time.monotonic() - job.started
+                job.ended.set()
 
         threading.Thread(target=run, name=f"sparkprov-job-{job.id}", daemon=True).start()
         return job
+
+    def list(self) -> list[Job]:
+        """The running jobs and the finished ones kept."""
+        with self._lock:
+            return list(self._jobs.values())
 
     def get(self, job_id: str) -> Job:
         with self._lock:
@@ -92,8 +102,13 @@ class Jobs:
         if job.state == "running":
             job.state = "cancelled"
             if self.spark is not None:
-                self.spark.sparkContext.cancelJobGroup(job_id)
+                threading.Thread(target=self._cancelling, args=(job,), daemon=True).start()
         return job
+
+    def _cancelling(self, job: Job) -> None:
+        while not job.ended.is_set():
+            self.spark.sparkContext.cancelJobGroup(job.id)
+            job.ended.wait(0.05)
 
     def progress(self, job_id: str) -> dict:
         """Tasks done and in all of the job's Spark stages so far, and how many stages."""
@@ -117,4 +132,5 @@ class Jobs:
             "stages": stages,
             "seconds": job.seconds if job.seconds is not None else time.monotonic() - job.started,
             "error": job.error,
+            "ended": job.ended.is_set(),  # a cancelled job's work may take a moment to stop
         }

@@ -46,6 +46,7 @@ class UiServer:
             raise SparkprovError(f"sparkprov ui cannot listen on {host}:{port}: {exc.strerror}") from None
         self.host, self.port = host, self._socket.getsockname()[1]
         app = make_app(store, self.token, host, self.port, session=session)
+        self.jobs = app.state.jobs  # the long work started from the page
         config = uvicorn.Config(app, log_level="warning", access_log=False, lifespan="off")
         self._server = uvicorn.Server(config)
         self._thread: threading.Thread | None = None
