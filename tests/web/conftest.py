@@ -37,6 +37,8 @@ def ui_session(spark, tmp_path_factory) -> sp.LineageSession:
     session.capture(orders.filter("amount > 100").select("id", "who", "amount"), name="big")
     session.capture(orders.groupBy((F.col("id") % 10).alias("bucket")).count(), name="buckets")
     session.capture(orders.select("who").distinct(), name="whos", witnesses=True)
+    # a mark: 'marked' reads the rows of its point 'pricey', kept as capture 'marked.pricey'
+    session.capture(sp.mark(orders.where("amount > 150"), "pricey").groupBy("who").count(), name="marked")
     # two jobs: 'clean' writes what 'by_who' reads
     session.capture(orders.where("amount > 30"), name="clean", path=str(root / "clean"))
     session.capture(spark.read.parquet(str(root / "clean")).groupBy("who").count(), name="by_who")

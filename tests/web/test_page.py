@@ -38,7 +38,7 @@ def test_from_the_captures_to_the_rows_behind_a_selected_output_row(ui, ui_sessi
     page.goto(ui.url)
     page.wait_for_selector('[data-test="captures"]')
     names = page.eval_on_selector_all('[data-test="captures"] tbody tr', "rows => rows.map(r => r.dataset.name)")
-    assert names == ["big", "broken", "buckets", "by_who", "clean", "slow", "totals", "whos"]
+    assert names == ["big", "broken", "buckets", "by_who", "clean", "marked", "marked.pricey", "slow", "totals", "whos"]
     assert "failed: the script raised ZeroDivisionError" in page.inner_text("tr[data-name=broken]")
     assert "?token=" not in page.url  # the token went into a cookie, not into links a user shares
 
@@ -213,4 +213,19 @@ def test_traces_go_on_through_the_job_that_wrote_a_source_and_into_those_that_re
     page.wait_for_selector('[data-test="forward"]')
     assert page.url.split("#")[1].startswith("/c/by_who/1?")
     assert [row[0] for row in _cells(page, "forward")] == [who]
+    assert page.errors == []
+
+
+def test_a_trace_steps_through_a_mark_one_point_at_a_time(ui, ui_session, page):
+    _open_capture(page, ui, "marked")
+    page.locator('[data-test="output"] tbody tr', has_text="ann").locator("input").check()
+    page.click('[data-test="trace-selected"]')
+    page.wait_for_selector('[data-test="backward"]')
+    cursor = ui_session.load("marked").lineage("who = 'ann'")
+    step = cursor.go_back()  # to the mark's rows
+    assert [row[0] for row in _cells(page, "backward-pricey")] == _ids(step.to_df())
+    page.click('[data-test="trace-on"]')  # on through the mark's capture: to the orders
+    page.wait_for_selector(f'[data-test="backward-{_source(ui_session)}"]')
+    assert page.url.split("#")[1].startswith("/c/marked.pricey/1?")
+    assert [row[0] for row in _cells(page, f"backward-{_source(ui_session)}")] == _ids(step.go_back().to_df())
     assert page.errors == []
