@@ -41,6 +41,37 @@ def test_leaving_out_source_rows_shows_the_replayed_outputs_diff(ui_replaying, u
     assert page.errors == []
 
 
+def test_leaving_out_the_rows_a_predicate_holds_for(ui_replaying, ui_session, page):
+    _trace_who(page, ui_replaying, "totals", "bob")
+    page.fill('input[aria-label^="leave out rows of"]', "amount > 150 AND who <> 'ann'")
+    page.click('[data-test="what-if-where"]')
+    expect(page.locator('[data-test="job-state"]')).to_contain_text("changed", timeout=60_000)
+
+    cap = ui_session.load("totals")
+    (source,) = cap.sources
+    rows = cap.sources[source].rows()
+    without = rows.where("NOT coalesce(amount > 150 AND who <> 'ann', false)").drop("_sp_rid")
+    replayed = cap.replay({source: without}, key="who")
+    changed = {r["who"]: r for r in replayed.changed.collect()}
+    shown = page.eval_on_selector_all(
+        '[data-test="diff-changed"] tbody tr', "rows => rows.map(r => [...r.cells].map(c => c.textContent))"
+    )
+    assert {cells[0] for cells in shown} == set(changed) and "ann" not in changed
+    for cells in shown:
+        row = changed[cells[0]]
+        assert cells[2] == f"{row['__sp_was_n']} → {row['n']}"
+    left_out = rows.where("amount > 150 AND who <> 'ann'").count()
+    assert f"without {left_out} rows of" in page.inner_text('[data-test="job-state"]')
+    assert page.errors == []
+
+
+def test_a_predicate_to_leave_out_is_checked_as_the_api_checks_one(ui_replaying, page):
+    _trace_who(page, ui_replaying, "totals", "bob")
+    page.fill('input[aria-label^="leave out rows of"]', "1=1; DROP TABLE x")
+    page.click('[data-test="what-if-where"]')
+    expect(page.locator("#error")).to_contain_text("';' ends a statement")
+
+
 def test_a_replay_shows_its_progress_and_can_be_cancelled(ui_replaying, ui_session, page):
     ui_session.slow_flag.touch()
     try:

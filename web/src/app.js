@@ -388,7 +388,12 @@ async function backwardSection(base, start, params, update, replay, writers = {}
             `Trace on through ${writer.name} v${writer.version}`,
           )
         : null;
-      box.replaceChildren(h("h3", {}, source, ": ", count(ans.count, "row")), table, h("div", { class: "toolbar" }, pages, button, dropButton, onward));
+      box.replaceChildren(
+        h("h3", {}, source, ": ", count(ans.count, "row")),
+        table,
+        h("div", { class: "toolbar" }, pages, button, dropButton, onward),
+        replay ? dropWhere(source, (predicate) => runWhatIf(base, { [source]: predicate }, replay.key, whatIf)) : null,
+      );
     };
     draw(answer);
     section.append(box);
@@ -452,6 +457,14 @@ async function followJob(box, doing, start) {
   }
   bar.remove();
   return { job, state };
+}
+
+// what-if without every row of a source a predicate holds for (not only those traced)
+function dropWhere(source, run) {
+  const predicate = h("input", { type: "text", size: 40, placeholder: "Spark SQL predicate, e.g. amount > 100", "aria-label": `leave out rows of ${source} where` });
+  const go = () => predicate.value.trim() && run(predicate.value);
+  predicate.addEventListener("keydown", (e) => e.key === "Enter" && go());
+  return h("div", { class: "toolbar" }, `What if the rows of ${source} where `, predicate, h("button", { "data-test": "what-if-where", onclick: go }, "were not there?"));
 }
 
 // what-if: the capture replayed without the picked rows, as a job with progress

@@ -274,7 +274,7 @@ class EmbeddedEngine:
         names = [names[i] for i in positions]
         parts = []
         numbers = rids >> ROW_BITS
-        for number in np.unique(numbers):
+        for number in distinct_sorted(numbers):
             if number >= len(info.files):
                 raise SourceChanged(f"source {source!r}: rid file number {number} is not a file of the capture")
             path = local_path(info.files[number][0])
@@ -304,10 +304,11 @@ class EmbeddedEngine:
             columns = names
         group_of = np.searchsorted(starts, rows, side="right") - 1
         parts = []
-        for g in np.unique(group_of):
+        for g in distinct_sorted(group_of):
             picked = rows[group_of == g] - starts[g]
             table = _plain_types(pf.read_row_group(int(g), columns=columns))
-            parts.append(table.take(pa.array(picked)))
+            # rids are distinct and sorted: as many as the group's rows are all of them
+            parts.append(table if len(picked) == table.num_rows else table.take(pa.array(picked)))
         table = pa.concat_tables(parts).rename_columns([f"c{i}" for i in range(len(columns))])
         return table.append_column(RID, pa.array((number << ROW_BITS) | rows, pa.int64()))
 

@@ -214,6 +214,7 @@ class LinkedViews:
         self.numeric = numeric_columns(entries[0], self.source)  # the columns a measure can sum
         self._engine = EmbeddedEngine(entries[0])  # reads the source's columns
         self._columns: dict[str, pa.ChunkedArray] = {}
+        self._grouped: dict[tuple[int, str], dict | None] = {}
         engines = [EmbeddedEngine(e) for e in entries]
         pairs = [engine.pairs(self.source) for engine in engines]
         self.rids = distinct_sorted(np.concatenate([p[IN].to_numpy() for p in pairs]))  # the rows charts reach
@@ -300,7 +301,7 @@ class LinkedViews:
         # the column's values: the rows behind i with a value are those behind both
         if (b.group_of[a.group_rows] < 0).any():
             return None
-        groups_of_value = self._groups_by_value(b, column)
+        groups_of_value = self._groups_by_value(j, column)
         if groups_of_value is None:
             return None
         names = sorted({name for name in wanted.values() if name})
@@ -345,23 +346,29 @@ class LinkedViews:
                 return {"n": None, "ext": column}
         return None
 
-    def _groups_by_value(self, chart: Chart, column: str) -> dict | None:
+    def _groups_by_value(self, chart: int, column: str) -> dict | None:
         """Chart ``chart``'s group of each value of source ``column``, if the chart
         groups the rows it reaches by that column; else None."""
+        key = (chart, column.lower())
+        if key not in self._grouped:
+            self._grouped[key] = self._grouping(self.charts[chart], column)
+        return self._grouped[key]
+
+    def _grouping(self, chart: Chart, column: str) -> dict | None:
         try:
             values = self._column(column)
             keys = chart.keys.cast(values.type)
         except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
             return None
-        if len(set(keys.to_pylist())) < len(keys):  # x is not all of the grouping: a value names two groups
+        labels = keys.to_pylist()
+        if len(set(labels)) < len(labels):  # x is not all of the grouping: a value names two groups
             return None
-        reached = np.flatnonzero(chart.group_of >= 0)
-        expected = keys.take(pa.array(chart.group_of[reached]))
-        got = values.take(pa.array(reached))
-        same = pc.or_kleene(pc.equal(got, expected), pc.and_(pc.is_null(got), pc.is_null(expected)))
-        if not pc.all(pc.fill_null(same, False)).as_py():
+        # each row's group as its value says (NULL matching NULL), against its lineage's
+        found = pc.fill_null(pc.index_in(values, value_set=keys, skip_nulls=False), -1)
+        reached = chart.group_of >= 0
+        if not np.array_equal(np.asarray(found)[reached], chart.group_of[reached]):
             return None
-        return {v: g for g, v in enumerate(keys.to_pylist())}
+        return {v: g for g, v in enumerate(labels)}
 
     def _chart(self, engine: EmbeddedEngine, pairs: pa.Table, x: str | None) -> Chart:
         entry = engine.entry
