@@ -68,6 +68,15 @@ def test_what_is_not_get_sends_json_from_this_origin(client):
     assert _get(client, path).status_code == 405  # traces are not GET
 
 
+def test_no_request_that_changes_state_or_starts_work_is_a_get(client):
+    posts = [r.path for r in client.app.routes if getattr(r, "methods", None) and "POST" in r.methods]
+    assert {"/api/capture", "/api/graph/build", "/api/jobs/{job}/cancel"} <= set(posts)
+    for path in posts:
+        concrete = path.replace("{name}", "totals").replace("{version:int}", "1").replace("{job}", "j")
+        assert "GET" not in next(r for r in client.app.routes if getattr(r, "path", None) == path).methods
+        assert _get(client, concrete).status_code == 405, path
+
+
 @pytest.mark.parametrize(
     "path",
     [
