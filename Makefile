@@ -41,7 +41,7 @@ test: prereqs $(VENV)/.installed-test $(DATA)/tpch/sf0.01/.done $(DATA)/tpcds/sf
 	$(BIN)/ruff format --check .
 	# two workers, each with its own SparkSession: much of a test's time is single-threaded
 	# driver work (planning, py4j), so two at once keep both cores busy
-	SPARKPROV_TPCH=$(DATA)/tpch SPARKPROV_TPCDS=$(DATA)/tpcds $(BIN)/python -m pytest -q -n 2
+	SPARKPROV_TPCH=$(DATA)/tpch SPARKPROV_TPCDS=$(DATA)/tpcds $(BIN)/python -m pytest -q -n 2 --durations=15
 
 lint: $(VENV)/.installed-test
 	$(BIN)/ruff check .

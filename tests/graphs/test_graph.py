@@ -1,6 +1,7 @@
 """The store's lineage graph as a user meets it: built from a pipeline of five captured
 jobs, its traces (recursive and by component) equal to each other and to the
-end-to-end traces of the captures; imports from elsewhere; the command line."""
+end-to-end traces of the captures, which it then answers itself (equal to traces job by
+job); imports from elsewhere; the command line."""
 
 from __future__ import annotations
 
@@ -48,11 +49,14 @@ def _rids(frames, suffix: str) -> list[int]:
     return sorted({r["_sp_rid"] for key, df in frames.items() if key.split("/")[-1] == suffix for r in df.collect()})
 
 
-def test_graph_traces_equal_end_to_end_traces(spark, session, tmp_path):
+def test_graph_traces_equal_end_to_end_traces(spark, session, tmp_path, monkeypatch):
     caps = _pipeline(spark, session, tmp_path)
+    by_region = session.source(spark.read.parquet(str(tmp_path / "by_region")), "by_region")
+    top = session.capture(by_region.where("total > 0"), "top")  # five jobs in a chain: top, by_region ... clean
     graph = session.graph()
     with pytest.raises(GraphNotBuilt, match="sparkprov graph build"):
         graph.backward("report@1", 0)
+    assert graph.end_to_end(top._plan, [0]) is None  # not built: end-to-end traces go job by job
     # components of 5 nodes or more split into sets, two levels of datasets per split
     meta = graph.build(buckets=3, progress=lambda _: None, threshold=5, split_depth=2)
     assert meta["nodes"] > 0 and meta["components"] >= 2 and graph.stale() == []
@@ -65,7 +69,7 @@ def test_graph_traces_equal_end_to_end_traces(spark, session, tmp_path):
         rq, ccprov, csprov = (t.read for t in traces)
         assert csprov <= ccprov  # the sets read are part of the component
         reached = traces[0].rows().to_pylist()
-        end_to_end = report.backward([rid], end_to_end=True)
+        end_to_end = report.backward([rid], end_to_end=True, engine="spark")  # job by job
         for source in ("orders", "regions"):
             in_graph = sorted(r["rid"] for r in reached if r["dataset"].split("/")[-1].split("@")[0] == source)
             assert in_graph == _rids(end_to_end, source), (rid, source)
@@ -73,6 +77,7 @@ def test_graph_traces_equal_end_to_end_traces(spark, session, tmp_path):
         assert {t.split("@")[0] for t in traces[0].triples.column("op").to_pylist()} == {
             "report", "by_region", "by_country", "joined", "clean"
         }  # fmt: skip
+    _end_to_end_from_the_graph(spark, session, tmp_path, graph, top, report, monkeypatch)
     clean = caps[0]
     # one order of each country (FR has no region: the join drops it), each traced by
     # Spark end to end (several jobs a trace) and by the graph
@@ -89,8 +94,36 @@ def test_graph_traces_equal_end_to_end_traces(spark, session, tmp_path):
         graph.forward(_orders_dataset(graph), dropped)
     # a later capture makes the build stale, until it is built again
     session.capture(spark.read.parquet(str(tmp_path / "clean")).select("id"), "ids")
-    assert graph.stale() == ["ids@1"]
+    assert graph.stale() == ["ids@1", "later@1"]
     assert graph.build(buckets=2, progress=lambda _: None)["build"] == 2 and graph.stale() == []
+
+
+def _frames(traced) -> dict[str, list]:
+    return {k: sorted(tuple(r) for r in df.orderBy("_sp_rid").collect()) for k, df in traced.items()}
+
+
+def _end_to_end_from_the_graph(spark, session, tmp_path, graph, top, report, monkeypatch) -> None:
+    """End-to-end traces of ``top`` (five jobs in a chain) read from the built graph equal
+    traces job by job; ``report`` (two paths of writers meet) and a capture made since
+    the build are not answered from the graph."""
+    from sparkprov.query.planner import Planner
+
+    job_by_job = Planner.backward
+
+    def refused(*args, **kwargs):
+        raise AssertionError("traced job by job, not from the graph")
+
+    for start in ([top.output.first()["_sp_rid"]], "true"):
+        want = _frames(top.backward(start, end_to_end=True, engine="spark"))
+        monkeypatch.setattr(Planner, "backward", refused)
+        got = _frames(top.backward(start, end_to_end=True))
+        monkeypatch.setattr(Planner, "backward", job_by_job)
+        assert got == want, start
+    assert set(got) == {"by_region/by_country/joined/clean/orders", "by_region/by_country/joined/regions"}
+    assert graph.end_to_end(report._plan, report._plan.output_rids("true")) is None
+    later = session.capture(session.source(spark.read.parquet(str(tmp_path / "by_region")), "by_region"), "later")
+    assert graph.end_to_end(later._plan, later._plan.output_rids("true")) is None
+    assert graph.end_to_end(top._plan, top._plan.output_rids("true")) is not None
 
 
 def _orders_dataset(graph) -> str:

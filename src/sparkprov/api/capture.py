@@ -177,7 +177,10 @@ class Capture:
         ``_sp_rid``), or one DataFrame when ``source`` is given. With ``end_to_end``,
         a source that an earlier capture wrote (``capture(..., path=...)``) is traced
         on through that capture, recursively: its entries are the earlier capture's
-        sources, named ``"<earlier capture>/<source>"``.
+        sources, named ``"<earlier capture>/<source>"``. Where the store's lineage
+        graph is built (``session.graph().build()``) and holds every capture on the
+        way, ``"auto"`` answers from it (the components of the rows alone); ``"spark"``
+        traces job by job.
 
         ``engine``: ``"auto"`` answers a trace of rids or a predicate in this process
         (the embedded engine) when the answer is small, and with Spark otherwise;
@@ -199,7 +202,11 @@ class Capture:
             self._plan.check_source(source)
         warn_restricted(self._entry, [source] if source is not None else list(self._infos))
         names = [source] if source is not None and not end_to_end else list(self._infos)
-        result = self._plan.backward(rows, names, engine, end_to_end)
+        result = None
+        if end_to_end and engine == "auto":  # from the store's lineage graph, where built and holding the trace
+            result = self._session.graph().end_to_end(self._plan, self._plan.output_rids(rows))
+        if result is None:
+            result = self._plan.backward(rows, names, engine, end_to_end)
         if source is None:
             return Traced(result)
         if source not in result:

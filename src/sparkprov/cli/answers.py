@@ -186,7 +186,9 @@ def _spark(
 ) -> Answer:
     cap = _loaded(store_root, entry)
     if direction == "backward":
-        traced = cap.backward(where, source=source, end_to_end=end_to_end, engine="spark", where=source_where)
+        # end to end, "auto" reads the store's lineage graph where it is built and holds the trace
+        engine = "auto" if end_to_end else "spark"
+        traced = cap.backward(where, source=source, end_to_end=end_to_end, engine=engine, where=source_where)
         traced = {source: traced} if source is not None else traced
         picked = cap.output.where(where)
         matched = picked.count()

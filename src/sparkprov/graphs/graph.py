@@ -17,6 +17,7 @@ from ..api.session import LineageSession
 from ..errors import InvalidArgument
 from ..store.layout import StoreFolders
 from . import build as building
+from . import end_to_end
 from .queries import GraphNotBuilt, StoredGraph, Trace
 from .triples import capture_version_name, check_imported, committed
 
@@ -81,6 +82,12 @@ class LineageGraph:
     def forward(self, dataset: str, rid: int, method: str = "ccprov") -> Trace:
         """The triples from row ``rid`` of ``dataset`` to every row derived from it."""
         return self._graph().trace(dataset, rid, "forward", method)
+
+    def end_to_end(self, planner, out_rids) -> dict | None:
+        """``{key: source rows}`` behind output rows ``out_rids`` of ``planner``'s capture,
+        end to end, from the current build; None when there is none or it cannot answer
+        (``graphs/end_to_end.py``). ``Capture.backward(..., end_to_end=True)`` asks it first."""
+        return end_to_end.backward(end_to_end.stored_graph(self._folders), planner, out_rids)
 
     def stats(self) -> dict:
         """Sizes, timings and freshness of the current build."""

@@ -49,6 +49,10 @@ class Trace:
         return t.group_by(["dataset", "rid"]).aggregate([]).sort_by([("dataset", "ascending"), ("rid", "ascending")])
 
 
+def _empty_coded() -> pa.Table:
+    return pa.table({c: pa.array([], pa.int64()) for c in _COLUMNS})
+
+
 def _empty() -> pa.Table:
     return pa.table({"src_dataset": pa.array([], pa.string()), "src_rid": pa.array([], pa.int64()),
                      "dst_dataset": pa.array([], pa.string()), "dst_rid": pa.array([], pa.int64()),
@@ -109,6 +113,33 @@ class StoredGraph:
         else:
             found, read = self._recursive(node, direction)
         return Trace((dataset, int(rid)), direction, method, self._named(found), read)
+
+    def reach(self, dataset: str, rids: np.ndarray, direction: str = "backward") -> pa.Table:
+        """The triples from every row ``rids`` of ``dataset`` (CCProv: their components'
+        triples only), named as :meth:`trace` names them; rows in no triple reach none."""
+        ds = self._ds.get(dataset)
+        if ds is None or not len(rids):
+            return self._named(_empty_coded())
+        files = sorted(str(p) for p in (self.folder / "nodes").glob("*.parquet"))
+        self._con.register("wanted", pa.table({"r": pa.array(np.asarray(rids, np.int64))}))
+        try:
+            found = self._con.execute(
+                "SELECT node, component FROM read_parquet($files) WHERE ds = $ds AND rid IN (SELECT r FROM wanted)",
+                {"files": files, "ds": ds},
+            ).fetch_arrow_table()
+        finally:
+            self._con.unregister("wanted")
+        components = np.unique(found.column("component").to_numpy())
+        self._con.register("components", pa.table({"c": components}))
+        try:
+            edges = self._read(
+                self._files("by_component", np.unique(components % self.buckets)),
+                "component IN (SELECT c FROM components)",
+                {},
+            )
+        finally:
+            self._con.unregister("components")
+        return self._named(_walk(edges, found.column("node").to_numpy(), direction))
 
     def _read(self, files: list[str], where: str, params: dict) -> pa.Table:
         if not files:
@@ -194,13 +225,14 @@ class StoredGraph:
         }
 
 
-def _walk(edges: pa.Table, start: int, direction: str) -> pa.Table:
-    """The edges reachable from ``start`` (against their direction when backward)."""
+def _walk(edges: pa.Table, start: int | np.ndarray, direction: str) -> pa.Table:
+    """The edges reachable from ``start`` (a node or several; against their direction
+    when backward)."""
     near, far = ("dst", "src") if direction == "backward" else ("src", "dst")
     keys, other = edges.column(near).to_numpy(), edges.column(far).to_numpy()
     order = np.argsort(keys, kind="stable")
     keys, other = keys[order], other[order]
-    seen = np.array([start], dtype=np.int64)
+    seen = np.unique(np.asarray(start, dtype=np.int64))
     frontier, taken = seen, []
     while len(frontier):
         left, right = np.searchsorted(keys, frontier, "left"), np.searchsorted(keys, frontier, "right")

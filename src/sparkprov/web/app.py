@@ -12,7 +12,7 @@ Routes (all behind ``guard.Guard``):
   with ``source``, ``offset``, ``limit``; ``POST .../forward`` ``{"source", "rids"}``;
   ``POST .../provenance`` ``{"rids"}``: why and how, where the capture kept witnesses;
   ``GET .../violations?a=&b=``: output rows against the functional dependency a → b;
-- ``POST .../replay`` ``{"drop": {source: [rids]}, "key": [columns]}``: what-if, as a
+- ``POST .../replay`` ``{"drop": {source: [rids] or predicate}, "key": [columns]}``: what-if, as a
   job (with a session only); ``GET /api/jobs/{id}`` its progress and result,
   ``POST /api/jobs/{id}/cancel``;
 - ``GET /api/session``: whether the page can capture (served by a session), and the

@@ -5,7 +5,7 @@ opened from that session (``session.ui()``).
 
 >>> from sparkprov.errors import InvalidArgument
 >>> try:
-...     check_drop({"orders": "all"})
+...     check_drop({"orders": 7})
 ... except InvalidArgument as exc:
 ...     print(exc)
 drop names, per source, the row ids to leave out
