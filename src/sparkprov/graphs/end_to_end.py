@@ -8,9 +8,9 @@ of capture ``clean``, which wrote a source of this one), the source's rows behin
 output rows. In the graph, a source of capture ``X`` is the triples of op ``X@v:source``;
 the rows a trace reaches through ``X`` are those triples' sources. That holds when each
 capture is reached along one path of writers only; where two paths meet (a capture
-whose output two sources of the pipeline read), or a capture on the way is not in the
-build (made since, or a newer version), the graph has no answer and the trace goes job
-by job.
+whose output two sources of the pipeline read), a capture on the way is not in the
+build (made since, or a newer version), or one kept no lineage of a source (a
+workload's ``sources``), the graph has no answer and the trace goes job by job.
 
 >>> _key(["clean"], "orders"), _key([], "orders")
 ('clean/orders', 'orders')
@@ -44,12 +44,16 @@ def _key(path: list[str], source: str) -> str:
 def _leaves(planner: Planner) -> tuple[list[tuple[str, Planner, str]], set[str]] | None:
     """``(answer key, capture, source)`` of every source no capture wrote, reached
     through the writers of ``planner``'s sources, and every capture on the way
-    (``name@version``, ``planner``'s included); None where a capture is reached twice."""
+    (``name@version``, ``planner``'s included); None where a capture is reached twice
+    or kept no lineage of a source (a workload's ``sources``: the graph has none of its
+    triples, where a trace job by job says so)."""
     found, seen = [], {capture_version_name(planner.entry)}
     stack: list[tuple[Planner, list[str]]] = [(planner, [])]
     while stack:
         at, path = stack.pop()
         for source in at.infos:
+            if source not in at.entry.lineage.sources:
+                return None
             writer = at.writer_of(source)
             if writer is None:
                 found.append((_key(path, source), at, source))
