@@ -189,10 +189,14 @@ def common_source(entries: Sequence[CaptureEntry], source: str | None = None) ->
     return next(iter(shared))
 
 
+def _fields(entry: CaptureEntry, source: str) -> list[dict]:
+    """The columns of ``source`` as ``entry`` read it (Spark's JSON of each field)."""
+    return json.loads(entry.sources[source].schema or '{"fields": []}')["fields"]
+
+
 def numeric_columns(entry: CaptureEntry, source: str) -> list[str]:
     """The columns of ``source`` (as ``entry`` read it) a measure other than a row count can take."""
-    fields = json.loads(entry.sources[source].schema or '{"fields": []}')["fields"]
-    return [f["name"] for f in fields if isinstance(f["type"], str) and f["type"].startswith(_NUMERIC)]
+    return [f["name"] for f in _fields(entry, source) if isinstance(f["type"], str) and f["type"].startswith(_NUMERIC)]
 
 
 class LinkedViews:
@@ -212,10 +216,11 @@ class LinkedViews:
         self.source = common_source(entries, source)
         self.measure = Measure.of(measure)
         self.numeric = numeric_columns(entries[0], self.source)  # the columns a measure can sum
-        self._engine = EmbeddedEngine(entries[0])  # reads the source's columns
         self._columns: dict[str, pa.ChunkedArray] = {}
         self._grouped: dict[tuple[int, str], dict | None] = {}
+        self._drills: dict[int, tuple | None] = {}
         engines = [EmbeddedEngine(e) for e in entries]
+        self._engine = engines[0]  # reads the source's columns
         pairs = [engine.pairs(self.source) for engine in engines]
         self.rids = distinct_sorted(np.concatenate([p[IN].to_numpy() for p in pairs]))  # the rows charts reach
         self.values = self._measured(entries[0])
@@ -249,8 +254,7 @@ class LinkedViews:
         if column == "*":
             return None
         if self.measure.function == "count":  # of any column: 1 where it holds a value
-            fields = json.loads(entry.sources[self.source].schema or '{"fields": []}')["fields"]
-            found = [f["name"] for f in fields if f["name"].lower() == column.lower()]
+            found = [f["name"] for f in _fields(entry, self.source) if f["name"].lower() == column.lower()]
             if not found:
                 raise InvalidArgument(f"measure {self.measure}: source {self.source!r} has no column {column!r}")
             return np.where(self._column(found[0]).is_null().to_numpy(zero_copy_only=False), np.nan, 1.0)
@@ -283,35 +287,52 @@ class LinkedViews:
         states = self.measure.states(cells, values, len(a.rids) * len(b.rids))
         return {k: v.reshape(len(a.rids), len(b.rids)) for k, v in states.items()}
 
+    def _drill(self, i: int, entry: CaptureEntry) -> tuple[tuple[str, ...], dict, pa.Table, np.ndarray] | None:
+        """Capture ``entry``'s (chart ``i``'s) drill-down table where it holds the
+        measure and no source row is behind two output rows: its grouping columns, the
+        columns of the measure's states, the table (read once) and each of its rows'
+        group of chart ``i``; None otherwise."""
+        if i not in self._drills:
+            self._drills[i] = None
+            group_by = drill_down.spec(entry, self.source)
+            path = drill_down.table_path(entry, self.source)
+            wanted = self._drill_states(group_by.parsed()) if group_by is not None else None
+            if wanted is not None and path.is_dir() and drill_down.read_meta(path)["disjoint"]:
+                names = sorted({name for name in wanted.values() if name})
+                by = [f"__sp_b{k}" for k in range(len(group_by.by))]
+                table = pq.read_table(path, columns=[OUT, *by, *names])
+                a = self.charts[i]
+                out = table[OUT].to_numpy()
+                order = np.argsort(a.rids)
+                found = np.searchsorted(a.rids, out, sorter=order)
+                rows_i = order[np.minimum(found, max(len(a.rids) - 1, 0))] if len(a.rids) else found
+                if not len(out) or np.array_equal(a.rids[rows_i], out):
+                    self._drills[i] = (tuple(group_by.by), wanted, table, rows_i)
+        return self._drills[i]
+
     def _drill_table(self, i: int, j: int, entry: CaptureEntry) -> States | None:
         """Chart ``i``'s joint table with chart ``j`` from the drill-down table capture
         ``entry`` (chart ``i``'s) kept, where it has one grouped by chart ``j``'s column,
         holding the measure, and the lineage shows it answers as the lineage does."""
         a, b = self.charts[i], self.charts[j]
-        group_by = drill_down.spec(entry, self.source)
-        if group_by is None or a.group_of is None or b.group_of is None:
+        if a.group_of is None or b.group_of is None:
             return None
-        by = [k for k, c in enumerate(group_by.by) if c.lower() == b.x.lower()]
-        path = drill_down.table_path(entry, self.source)
-        wanted = self._drill_states(group_by.parsed())
-        if not by or wanted is None or not path.is_dir() or not drill_down.read_meta(path)["disjoint"]:
+        drill = self._drill(i, entry)
+        if drill is None:
             return None
-        column = group_by.by[by[0]]
+        columns, wanted, table, rows_i = drill
+        by = [k for k, c in enumerate(columns) if c.lower() == b.x.lower()]
+        if not by:
+            return None
         # every row behind chart i is behind a group of chart j, and chart j's groups are
         # the column's values: the rows behind i with a value are those behind both
         if (b.group_of[a.group_rows] < 0).any():
             return None
-        groups_of_value = self._groups_by_value(j, column)
+        groups_of_value = self._groups_by_value(j, columns[by[0]])
         if groups_of_value is None:
             return None
-        names = sorted({name for name in wanted.values() if name})
-        table = pq.read_table(path, columns=[OUT, f"__sp_b{by[0]}", *names])
-        out = table[OUT].to_numpy()
-        order = np.argsort(a.rids)
-        found = np.searchsorted(a.rids, out, sorter=order)
-        rows_i = order[np.minimum(found, max(len(a.rids) - 1, 0))] if len(a.rids) else found
         groups_j = np.array([groups_of_value.get(v, -1) for v in table[f"__sp_b{by[0]}"].to_pylist()], np.int64)
-        if len(out) and (not np.array_equal(a.rids[rows_i], out) or (groups_j < 0).any()):
+        if (groups_j < 0).any():
             return None
         size = len(a.rids) * len(b.rids)
         cells = rows_i * len(b.rids) + groups_j

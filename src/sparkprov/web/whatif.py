@@ -67,7 +67,7 @@ def replay_without(capture, drop: dict[str, list[int] | str], key: list[str] | N
         # a row the predicate does not hold for (false or NULL) stays, as in a WHERE NOT
         leave = F.coalesce(F.expr(rids), F.lit(False)) if isinstance(rids, str) else F.col("_sp_rid").isin(rids)
         kept = rows.where(~leave)
-        dropped[name] = rows.count() - kept.count() if isinstance(rids, str) else len(rids)
+        dropped[name] = rows.where(leave).count() if isinstance(rids, str) else len(rids)
         replacements[name] = kept.drop("_sp_rid")
     if key is not None and (not isinstance(key, list) or not all(isinstance(k, str) for k in key)):
         raise InvalidArgument("key is a list of output columns naming a row")
