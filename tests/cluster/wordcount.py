@@ -1,6 +1,6 @@
 """An RDD word count and a DataFrame aggregate captured on ``local-cluster`` executors
-whose Python lacks sparkprov (``sys.argv[2]``), after one whose Python lacks what
-sparkprov's code imports (``sys.argv[1]``). Prints one JSON line per outcome."""
+whose Python lacks sparkprov (``sys.argv[2]``), after a refusal where Python workers
+lack what sparkprov's code imports (``sys.argv[1]``). Prints one JSON line per outcome."""
 
 import json
 import os
@@ -11,10 +11,10 @@ from pyspark.sql import SparkSession
 import sparkprov as sp
 
 
-def session(python: str) -> SparkSession:
+def session(python: str, master: str) -> SparkSession:
     os.environ["PYSPARK_PYTHON"] = python  # read when the SparkContext starts
     return (
-        SparkSession.builder.master("local-cluster[2,1,1024]")
+        SparkSession.builder.master(master)
         .config("spark.sql.shuffle.partitions", "2")
         .config("spark.ui.enabled", "false")
         .getOrCreate()
@@ -22,7 +22,9 @@ def session(python: str) -> SparkSession:
 
 
 lacking, bare, store = sys.argv[1:4]
-spark = session(lacking)
+# the check runs in a Python worker, started alike by an executor JVM or by local mode's
+# one JVM: local mode spares the executors' start-up here
+spark = session(lacking, "local[1]")
 try:
     sp.LineageSession(spark, store=store).rdd.parallelize(["a b"]).collect()
     print(json.dumps({"refused": None}))
@@ -30,7 +32,7 @@ except sp.SparkprovError as exc:
     print(json.dumps({"refused": type(exc).__name__, "message": str(exc)}))
 spark.stop()
 
-spark = session(bare)
+spark = session(bare, "local-cluster[2,1,1024]")
 session = sp.LineageSession(spark, store=store)
 lines = session.rdd.parallelize(["a b a", "b c", "a"], 2)
 counts = lines.flatMap(str.split).map(lambda w: (w, 1)).reduceByKey(lambda x, y: x + y)
