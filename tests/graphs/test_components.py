@@ -6,9 +6,10 @@ from __future__ import annotations
 
 import random
 
+import numpy as np
 import pytest
 
-from sparkprov.graphs.components import weakly_connected
+from sparkprov.graphs.components import local_components, weakly_connected
 
 
 def _reference(edges: list[tuple[int, int]]) -> dict[int, int]:
@@ -54,6 +55,9 @@ def test_components_equal_union_find(spark, tmp_path, shape):
     df = spark.createDataFrame(edges, "src long, dst long")
     found = {r.node: r.component for r in weakly_connected(spark, df, tmp_path).collect()}
     assert found == _reference(edges)
+    src, dst = (np.array(ends, np.int64) for ends in zip(*edges))
+    local = local_components(src, dst)  # small graphs' components, found without Spark
+    assert dict(zip(*(local.column(c).to_pylist() for c in ("node", "component")))) == found
 
 
 def test_components_of_a_hundred_thousand_edges(spark, tmp_path):

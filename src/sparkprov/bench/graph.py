@@ -9,12 +9,15 @@ cache warm after the first read):
   depth 3 to 5);
 - LC-SL: a row of a large component (one split into connected sets), a short lineage;
 - LC-LL: a row of a large component in the deepest table (a lineage of 10 hops).
+Then one more capture's triples (``--update-pairs``, ``graphgen.one_capture``) are
+imported and added by an update (``graphs/update.py``), timed, and its rows traced.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import random
 import statistics
 import tempfile
 import time
@@ -62,7 +65,7 @@ def _timed(stats: dict, method: str, function, *args):
     return result
 
 
-def measure(edges: int, work: Path, spark, seed: int, threshold: int, queries: int) -> dict:
+def measure(edges: int, work: Path, spark, seed: int, threshold: int, queries: int, update_pairs: int) -> dict:
     base_rows = min(_BASE_ROWS, max(200, edges // 166))
     probe = graphgen.generate(work / "probe", base_rows, 1, seed)
     copies = max(1, round(edges / probe["edges"]))
@@ -100,7 +103,26 @@ def measure(edges: int, work: Path, spark, seed: int, threshold: int, queries: i
         }  # fmt: skip
         print(f"  {klass}: " + ", ".join(f"{m} {v['mean_ms']} ms" for m, v in result["classes"][klass].items()
                                          if isinstance(v, dict)), flush=True)  # fmt: skip
+    if update_pairs:
+        result["update"] = _update(graph, work, base_rows, copies, update_pairs, seed)
     return result
+
+
+def _update(graph, work: Path, base_rows: int, copies: int, pairs: int, seed: int) -> dict:
+    """One more capture's triples imported and added by ``graph.update()``; its rows
+    then traced by the three methods, which must agree."""
+    shape = graphgen.one_capture(work / "capture", base_rows, copies, pairs, seed)
+    graph.import_triples(work / "capture")
+    started = time.perf_counter()
+    meta = graph.update(progress=lambda text: print(text, flush=True))
+    seconds = time.perf_counter() - started
+    for rid in random.Random(seed).sample(range(shape["rows"]), min(5, shape["rows"])):
+        answers = [graph.backward("capture", rid, m).triples for m in ("rq", "ccprov", "csprov")]
+        if not all(a.equals(answers[0]) for a in answers[1:]):
+            raise AssertionError(f"the methods disagree on capture#{rid} after the update")
+    print(f"  update: {shape['pairs']:,} pairs in {seconds:.1f} s", flush=True)
+    return {"pairs": shape["pairs"], "seconds": round(seconds, 2), "added": meta["added"],
+            "timings": meta["timings"], "edges_after": meta["edges"]}  # fmt: skip
 
 
 def main(args: argparse.Namespace) -> int:
@@ -108,7 +130,8 @@ def main(args: argparse.Namespace) -> int:
     report = {"runs": []}
     for edges in _sizes(args.edges):
         with tempfile.TemporaryDirectory(prefix="sparkprov-bench-graph-") as tmp:
-            report["runs"].append(measure(edges, Path(tmp), spark, args.seed, args.threshold, args.queries))
+            run = measure(edges, Path(tmp), spark, args.seed, args.threshold, args.queries, args.update_pairs)
+            report["runs"].append(run)
     if args.json_out:
         Path(args.json_out).write_text(json.dumps(report, indent=1))
     return 0

@@ -113,3 +113,35 @@ def generate(out: Path, rows_per_table: int, copies: int = 1, seed: int = 0) -> 
             pq.write_table(table, out / f"copy{copy:03d}-{t.name}.parquet")
     return {"tables": len(tables), "rows_per_table": rows_per_table, "copies": copies, "edges": edges * copies,
             "longest_path": max(t.depth for t in tables)}  # fmt: skip
+
+
+def one_capture(out: Path, rows_per_table: int, copies: int, pairs: int, seed: int = 0) -> dict:
+    """The triples of one more capture over the graph ``generate`` wrote: a new table
+    (``capture``) whose rows are each made from rows of one group of table ``t05``
+    (fan-in as the workflow's), ``pairs`` triples in all, written as one file under
+    ``out``; most of its source rows are in the graph already, and a row's sources lie
+    in one component, as a filter or an aggregate by a key of the workflow keeps them."""
+    rnd = np.random.default_rng(seed + 1)
+    bounds = _groups(np.random.default_rng(seed), rows_per_table)  # the groups ``generate`` drew first
+    k = _fan_in(rnd, pairs)
+    k = k[: int(np.searchsorted(np.cumsum(k), pairs)) + 1]
+    k[-1] -= int(k.sum()) - pairs
+    dst = np.repeat(np.arange(len(k), dtype=np.int64), k)
+    # each new row's sources from one group of one copy of t05
+    row = rnd.integers(0, rows_per_table * copies, len(k))
+    copy, at = row // rows_per_table, row % rows_per_table
+    g = np.searchsorted(bounds, at, side="right") - 1
+    lo, hi = (bounds[g] + copy * rows_per_table)[dst], (bounds[g + 1] + copy * rows_per_table)[dst]
+    src = lo + (rnd.random(len(dst)) * (hi - lo)).astype(np.int64)
+    out.mkdir(parents=True, exist_ok=True)
+    pq.write_table(
+        pa.table({
+            "src_dataset": pa.array(np.full(len(dst), "t05")),
+            "src_rid": pa.array(src),
+            "dst_dataset": pa.array(np.full(len(dst), "capture")),
+            "dst_rid": pa.array(dst),
+            "op": pa.array(np.full(len(dst), "make_capture")),
+        }),
+        out / "capture.parquet",
+    )  # fmt: skip
+    return {"pairs": len(dst), "rows": len(k)}

@@ -192,6 +192,12 @@ def build_parser() -> argparse.ArgumentParser:
     gb.add_argument("--threshold", type=int, default=25_000, help="nodes from which a component is split into sets")
     gb.add_argument("--queries", type=int, default=10, help="rows traced per query class (default 10)")
     gb.add_argument("--seed", type=int, default=0)
+    gb.add_argument(
+        "--update-pairs",
+        type=int,
+        default=1_000_000,
+        help="triples of one more capture added by an update after the build (default 1M; 0: none)",
+    )
     gb.add_argument("--json", dest="json_out", help="write the results as JSON to this file")
     wfb = bench_sub.add_parser("workflow", help="Lipstick's WorkflowGen: tracking overhead and graph query times")
     wfb.add_argument("--suite", choices=["dealers", "arctic"], default="dealers")

@@ -1,4 +1,4 @@
-"""``sparkprov graph``: the store's lineage graph. ``build`` and ``import`` run Spark;
+"""``sparkprov graph``: the store's lineage graph. ``build``, ``update`` and ``import`` run Spark;
 ``trace`` and ``stats`` read the current build with DuckDB, without Spark.
 
 A row is named ``dataset#rid``: ``totals@1#0`` is row 0 of capture totals' version 1.
@@ -30,6 +30,9 @@ def add_parser(sub) -> None:
     b.add_argument("--split-depth", type=int, default=3, help="levels of the graph of datasets per split (default 3)")
     b.add_argument("--store", **_STORE)
     b.add_argument("--json", action="store_true", help="print JSON")
+    u = graph_sub.add_parser("update", help="add the captures and imports made since the build, as a layer (Spark)")
+    u.add_argument("--store", **_STORE)
+    u.add_argument("--json", action="store_true", help="print JSON")
     t = graph_sub.add_parser("trace", help="the rows behind a row (backward) or derived from it (forward)")
     t.add_argument("row", help="the row, as dataset#rid (a capture's output is name@version)")
     t.add_argument("--forward", action="store_true", help="trace forward (default: backward)")
@@ -55,7 +58,7 @@ def parse_row(text: str) -> tuple[str, int]:
 
 
 def main(args: argparse.Namespace, store_root: Path) -> int:
-    if args.graph_command in ("build", "import"):
+    if args.graph_command in ("build", "update", "import"):
         from ..api.session import LineageSession
         from ..local import local_session
 
@@ -65,12 +68,23 @@ def main(args: argparse.Namespace, store_root: Path) -> int:
             count = graph.import_triples(args.path, args.format)
             print(f"imported {count:,} triples from {args.path}; `sparkprov graph build` adds them to the graph")
             return 0
-        meta = graph.build(args.buckets, lambda text: print(text, file=sys.stderr), args.threshold, args.split_depth)
-        summary = {k: meta[k] for k in ("build", "nodes", "edges", "components", "largest_component", "timings")}
+        tell = lambda text: print(text, file=sys.stderr)  # noqa: E731
+        if args.graph_command == "update":
+            meta = graph.update(tell)
+        else:
+            meta = graph.build(args.buckets, tell, args.threshold, args.split_depth)
+        keys = ("build", "nodes", "edges", "components", "largest_component", "added", "timings")
+        summary = {k: meta[k] for k in keys if k in meta}
+        added = meta.get("added") if args.graph_command == "update" else None
         text = (
             f"build {meta['build']}: {meta['nodes']:,} nodes, {meta['edges']:,} edges, {meta['components']:,} "
             f"components (largest {meta['largest_component']:,} nodes) in {meta['timings']['total']:.1f} s"
         )
+        if added is not None and not added["triples"]:
+            text = f"build {meta['build']} holds every capture version and import: nothing to add"
+        elif added:
+            merged = added["components_merged"]
+            text += f"; added {added['triples']:,} triples and {added['nodes']:,} rows, merged {merged:,} components"
         print(json.dumps(summary, indent=1) if args.json else text)
         return 0
     from ..graphs.queries import StoredGraph

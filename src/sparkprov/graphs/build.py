@@ -14,8 +14,10 @@ A build folder holds:
   modulo the bucket count (CSProv reads the sets its row's lineage passes through);
 - ``set_dependencies/``: ``src_set, dst_set``, every pair of sets a triple joins;
 - ``components/``: ``component, nodes, edges, sets``;
-- ``meta.json``: the datasets and ops by number, the captures and imports read, sizes
-  and timings.
+- ``sets/``: ``cset, nodes``;
+- ``meta.json``: the datasets and ops by number, which dataset feeds which, the captures
+  and imports read, the largest node number, sizes and timings; ``layers``, the build
+  folders a query reads (this one alone; an update, ``update.py``, adds one on top).
 Triples carry their ends' ``ds`` and ``rid`` as well as their node numbers, so an
 answer names its rows without another lookup.
 """
@@ -39,14 +41,32 @@ from ..plan.written import read_written
 from ..store.catalog import Store
 from ..store.files import write_atomic
 from ..store.layout import GraphFolders, StoreFolders
-from .components import weakly_connected
-from .sets import SPLIT_DEPTH, THRESHOLD, set_labels, splits
+from .components import connected
+from .sets import SPLIT_DEPTH, THRESHOLD, large_components, set_labels, splits
+from .triples import NAMED, committed, from_captures
 
 __all__ = ["BUCKETS", "SPLIT_DEPTH", "THRESHOLD", "build", "current_build", "imported_folders"]
-from .triples import NAMED, committed, from_captures
 
 BUCKETS = 16  # files per query layout; a query reads one bucket (CCProv) or a hop's
 _ROW_GROUP = str(1 << 20)
+
+
+class Laps:
+    """The time each step of a build took, told to ``progress`` as it ends."""
+
+    def __init__(self, progress: Callable[[str], None]) -> None:
+        self.progress = progress
+        self.started = self.since = time.perf_counter()
+        self.timings: dict[str, float] = {}
+
+    def __call__(self, name: str) -> None:
+        now = time.perf_counter()
+        self.timings[name] = round(now - self.since, 3)
+        self.progress(f"  {name}: {self.timings[name]:.1f} s")
+        self.since = now
+
+    def total(self) -> dict[str, float]:
+        return {**self.timings, "total": round(time.perf_counter() - self.started, 3)}
 
 
 def current_build(folders: GraphFolders) -> int | None:
@@ -74,15 +94,7 @@ def build(
     the build's ``meta.json`` (sizes, timings). Components of ``threshold`` nodes or
     more are split into connected sets along splits of ``split_depth`` dataset levels."""
     folders = StoreFolders(store.root).graph
-    started = time.perf_counter()
-    timings: dict[str, float] = {}
-
-    def lap(name: str, since: float) -> float:
-        now = time.perf_counter()
-        timings[name] = round(now - since, 3)
-        progress(f"  {name}: {timings[name]:.1f} s")
-        return now
-
+    laps = Laps(progress)
     entries = committed(store)
     progress(f"lineage graph: {len(entries)} capture versions, {len(imported_folders(folders))} imports")
     collected = from_captures(spark, store, entries)
@@ -94,16 +106,13 @@ def build(
     keep = materializer(spark, work)
 
     try:
-        named = parts[0]
-        for part in parts[1:]:
-            named = named.unionByName(part)
-        named = keep(named)
-        t = lap("triples", started)
+        named = keep(union(parts))
+        laps("triples")
         datasets = sorted(
             r[0] for r in named.select("src_dataset").union(named.select("dst_dataset")).distinct().collect()
         )
         ops = sorted(r[0] for r in named.select("op").distinct().collect())
-        coded = _coded(spark, named, datasets, ops)
+        coded = code(spark, named, datasets, ops)
         nodes = keep(
             coded.select(F.col("src_ds").alias("ds"), F.col("src_rid").alias("rid"))
             .union(coded.select("dst_ds", "dst_rid"))
@@ -113,41 +122,49 @@ def build(
         s = nodes.select(F.col("ds").alias("src_ds"), F.col("rid").alias("src_rid"), F.col("node").alias("src"))
         d = nodes.select(F.col("ds").alias("dst_ds"), F.col("rid").alias("dst_rid"), F.col("node").alias("dst"))
         edges = keep(coded.join(s, ["src_ds", "src_rid"]).join(d, ["dst_ds", "dst_rid"]))
-        t = lap("numbering", t)
-        labels = weakly_connected(spark, edges.select("src", "dst"), work / "components")
-        t = lap("components", t)
+        laps("numbering")
+        labels = connected(spark, edges.select("src", "dst"), work / "components")
+        laps("components")
         feeds = [(r[0], r[1]) for r in edges.select("src_ds", "dst_ds").distinct().collect()]
         split = splits(feeds, len(datasets), split_depth)
-        labelled = keep(set_labels(spark, edges, labels, split, threshold, work / "sets"))
-        t = lap("sets", t)
+        labelled = keep(set_labels(spark, edges, labels, split, large_components(labels, threshold), work / "sets"))
+        laps("sets")
         number = (current_build(folders) or 0) + 1
         tmp = folders.root / "builds" / f".tmp-{uuid.uuid4().hex}"
         sizes = _write(spark, tmp, nodes, edges, labelled, buckets)
-        t = lap("write", t)
+        laps("write")
         meta = {
             "build": number,
+            "layers": [number],
             "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
             "buckets": buckets,
             "datasets": datasets,
             "ops": ops,
             "splits": split,
+            "feeds": sorted(feeds),
+            "max_node": int(nodes.agg(F.max("node")).first()[0]),
             "split_depth": split_depth,
             "threshold": threshold,
             "op_details": {k: v for k, v in collected.ops.items() if k in set(ops)},
             "captures": collected.captures,
             "imports": [p.name for p in imported_folders(folders)],
             **sizes,
-            "timings": {**timings, "total": round(time.perf_counter() - started, 3)},
+            "timings": laps.total(),
         }
-        (tmp / "meta.json").write_text(json.dumps(meta, indent=1))
-        os.replace(tmp, folders.build(number))
-        write_atomic(folders.current, json.dumps({"build": number}))
-        return meta
+        return commit(folders, tmp, meta)
     finally:
         shutil.rmtree(work, ignore_errors=True)
 
 
-def _coded(spark: SparkSession, named: DataFrame, datasets: list[str], ops: list[str]) -> DataFrame:
+def commit(folders: GraphFolders, tmp: Path, meta: dict) -> dict:
+    """Make the build written in ``tmp`` build ``meta["build"]`` and the current one."""
+    (tmp / "meta.json").write_text(json.dumps(meta, indent=1))
+    os.replace(tmp, folders.build(meta["build"]))
+    write_atomic(folders.current, json.dumps({"build": meta["build"]}))
+    return meta
+
+
+def code(spark: SparkSession, named: DataFrame, datasets: list[str], ops: list[str]) -> DataFrame:
     # dataset and op names replaced by their numbers (small tables, broadcast)
     ds = spark.createDataFrame(list(enumerate(datasets)), "ds int, name string")
     op = spark.createDataFrame(list(enumerate(ops)), "op_id int, op string")
@@ -157,40 +174,72 @@ def _coded(spark: SparkSession, named: DataFrame, datasets: list[str], ops: list
     return joined.select("src_ds", "src_rid", "dst_ds", "dst_rid", F.col("op_id").alias("op"))
 
 
-def _bucketed(df: DataFrame, key: str, buckets: int, path: Path) -> None:
-    # one folder per bucket of ``key``, each sorted by it in small row groups
+def bucketed(df: DataFrame, key: str, buckets: int, path: Path) -> None:
+    """``df`` written as one folder per bucket of ``key``, each sorted by it in small row
+    groups."""
     bucketed = df.withColumn("bucket", F.pmod(key, F.lit(buckets))).repartition(buckets, "bucket")
     writer = bucketed.sortWithinPartitions(key).write.option("parquet.block.size", _ROW_GROUP)
     writer.partitionBy("bucket").parquet(str(path))
 
 
-def _write(spark, tmp: Path, nodes: DataFrame, edges: DataFrame, labels: DataFrame, buckets: int) -> dict:
-    labelled = nodes.join(labels, "node")
-    labelled.orderBy("ds", "rid").write.option("parquet.block.size", _ROW_GROUP).parquet(str(tmp / "nodes"))
-    columns = ["src", "dst", "op", "src_ds", "src_rid", "dst_ds", "dst_rid"]
-    _bucketed(edges.select(*columns), "dst", buckets, tmp / "by_dst")
-    src = labels.select(F.col("node").alias("src"), "component", F.col("cset").alias("src_set"))
-    dst = labels.select(F.col("node").alias("dst"), F.col("cset").alias("dst_set"))
-    sets = edges.select(*columns).join(src, "src").join(dst, "dst")
-    _bucketed(sets.drop("src_set", "dst_set"), "component", buckets, tmp / "by_component")
-    _bucketed(sets.drop("component"), "dst_set", buckets, tmp / "by_set")
+TRIPLE_COLUMNS = ["src", "dst", "op", "src_ds", "src_rid", "dst_ds", "dst_rid"]
+
+
+def write_triples(tmp: Path, nodes: DataFrame, sets: DataFrame, buckets: int) -> None:
+    """A layer's nodes (``node, ds, rid, component, cset``) and triples (``sets``: the
+    ``TRIPLE_COLUMNS`` with ``component, src_set, dst_set``) in the query layouts."""
+    nodes.orderBy("ds", "rid").write.option("parquet.block.size", _ROW_GROUP).parquet(str(tmp / "nodes"))
+    bucketed(sets.select(*TRIPLE_COLUMNS), "dst", buckets, tmp / "by_dst")
+    bucketed(sets.drop("src_set", "dst_set"), "component", buckets, tmp / "by_component")
+    bucketed(sets.drop("component"), "dst_set", buckets, tmp / "by_set")
     deps = sets.where(F.col("src_set") != F.col("dst_set")).select("src_set", "dst_set").distinct()
     deps.orderBy("dst_set").write.parquet(str(tmp / "set_dependencies"))
+
+
+def _write(spark, tmp: Path, nodes: DataFrame, edges: DataFrame, labels: DataFrame, buckets: int) -> dict:
+    labelled = nodes.join(labels, "node")
+    src = labels.select(F.col("node").alias("src"), "component", F.col("cset").alias("src_set"))
+    dst = labels.select(F.col("node").alias("dst"), F.col("cset").alias("dst_set"))
+    sets = edges.select(*TRIPLE_COLUMNS).join(src, "src").join(dst, "dst")
+    write_triples(tmp, labelled, sets, buckets)
     sizes = labels.groupBy("component").agg(F.count("*").alias("nodes"), F.countDistinct("cset").alias("sets"))
     edge_counts = sets.groupBy("component").agg(F.count("*").alias("edges"))
     table = sizes.join(edge_counts, "component", "left").fillna(0, ["edges"])
     table.write.parquet(str(tmp / "components"))
-    summary = read_written(spark, tmp / "components").agg(
+    labels.groupBy("cset").agg(F.count("*").alias("nodes")).write.parquet(str(tmp / "sets"))
+    return sizes_of(spark, [tmp], {})
+
+
+def sizes_of(spark: SparkSession, layers: list[Path], aliases: dict[int, int]) -> dict:
+    """The sizes of a graph held by build folders ``layers`` (``components/`` and
+    ``sets/`` of each: a component's rows in later layers add to those before, under
+    the label ``aliases`` maps its earlier labels to)."""
+    components = union([read_written(spark, p / "components") for p in layers])
+    if aliases:
+        table = spark.createDataFrame(list(aliases.items()), "component long, merged_into long")
+        components = components.join(F.broadcast(table), "component", "left").select(
+            F.coalesce("merged_into", "component").alias("component"), "nodes", "edges", "sets"
+        )
+    per = components.groupBy("component").agg(*[F.sum(c).alias(c) for c in ("nodes", "edges", "sets")])
+    summary = per.agg(
         F.count("*").alias("components"), F.sum("nodes").alias("nodes"), F.sum("edges").alias("edges"),
         F.max("nodes").alias("largest"), F.sum("sets").alias("sets"),
     ).first()  # fmt: skip
-    largest_set = labels.groupBy("cset").count().agg(F.max("count")).first()[0]
+    sets = union([read_written(spark, p / "sets") for p in layers]).groupBy("cset").agg(F.sum("nodes").alias("n"))
+    deps = union([read_written(spark, p / "set_dependencies") for p in layers]).distinct()
     return {
         "nodes": int(summary["nodes"] or 0),
         "edges": int(summary["edges"] or 0),
         "components": int(summary["components"]),
         "largest_component": int(summary["largest"] or 0),
         "sets": int(summary["sets"] or 0),
-        "largest_set": int(largest_set or 0),
-        "set_dependencies": read_written(spark, tmp / "set_dependencies").count(),
+        "largest_set": int(sets.agg(F.max("n")).first()[0] or 0),
+        "set_dependencies": deps.count(),
     }
+
+
+def union(parts: list[DataFrame]) -> DataFrame:
+    found = parts[0]
+    for part in parts[1:]:
+        found = found.unionByName(part)
+    return found

@@ -18,6 +18,7 @@ from ..errors import InvalidArgument
 from ..store.layout import StoreFolders
 from . import build as building
 from . import end_to_end
+from . import update as updating
 from .queries import GraphNotBuilt, StoredGraph, Trace
 from .triples import capture_version_name, check_imported, committed
 
@@ -41,8 +42,8 @@ def graph_status(store) -> dict:
 
 
 class LineageGraph:
-    """The lineage graph of ``session``'s store: ``build()``, ``backward()``,
-    ``forward()``, ``stats()``, ``import_triples()``."""
+    """The lineage graph of ``session``'s store: ``build()``, ``update()``,
+    ``backward()``, ``forward()``, ``stats()``, ``import_triples()``."""
 
     def __init__(self, session: LineageSession) -> None:
         self._session = session
@@ -64,6 +65,16 @@ class LineageGraph:
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
                 raise InvalidArgument(f"{name} is a whole number from 1, not {value!r}")
         meta = building.build(self._session.spark, self._session.store, buckets, progress, threshold, split_depth)
+        self._stored = None
+        return meta
+
+    def update(self, progress=print) -> dict:
+        """Add the captures and imports made since the current build, without building
+        the graph again (``graphs/update.py``: a layer on top of the build, merging the
+        components the new triples join); returns the new build's sizes and timings,
+        with ``added`` (triples, rows and merged components). Removed capture versions
+        need :meth:`build`; so does a graph that should be split into sets anew."""
+        meta = updating.update(self._session.spark, self._session.store, progress)
         self._stored = None
         return meta
 

@@ -18,6 +18,7 @@ from pathlib import Path
 import duckdb
 import numpy as np
 import pyarrow as pa
+import pyarrow.parquet as pq
 
 from ..errors import InvalidArgument, SparkprovError
 from ..store.layout import GraphFolders
@@ -59,8 +60,19 @@ def _empty() -> pa.Table:
                      "op": pa.array([], pa.string())})  # fmt: skip
 
 
+def read_aliases(folder: Path) -> dict[int, int]:
+    """The component labels merged into others by the updates up to build folder
+    ``folder`` (``update.py``): ``{label: label naming it now}``."""
+    path = Path(folder) / "aliases"
+    if not path.is_dir():
+        return {}
+    table = pq.read_table(path)
+    return dict(zip(table.column("component").to_pylist(), table.column("merged_into").to_pylist(), strict=True))
+
+
 class StoredGraph:
-    """The build ``CURRENT`` names, read with DuckDB."""
+    """The build ``CURRENT`` names (its layers: a build and the updates on top), read
+    with DuckDB."""
 
     def __init__(self, folders: GraphFolders) -> None:
         number = current_build(folders)
@@ -68,6 +80,11 @@ class StoredGraph:
             raise GraphNotBuilt(f"no lineage graph in {folders.root.parent}: build it (sparkprov graph build)")
         self.folder = folders.build(number)
         self.meta = json.loads((self.folder / "meta.json").read_text())
+        self.layers = [folders.build(n) for n in self.meta.get("layers", [number])]
+        self._aliases = read_aliases(self.folder)
+        self._labels: dict[int, list[int]] = {}  # a component's labels: its own and those merged into it
+        for label, into in self._aliases.items():
+            self._labels.setdefault(into, [into]).append(label)
         self.datasets: list[str] = self.meta["datasets"]
         self._ds = {name: i for i, name in enumerate(self.datasets)}
         self.ops: list[str] = self.meta["ops"]
@@ -76,7 +93,19 @@ class StoredGraph:
         self._deps: pa.Table | None = None  # set dependencies, read once
 
     def _files(self, layout: str, buckets) -> list[str]:
-        return sorted(str(p) for b in buckets for p in (self.folder / layout / f"bucket={int(b)}").glob("*.parquet"))
+        return sorted(
+            str(p) for f in self.layers for b in buckets for p in (f / layout / f"bucket={int(b)}").glob("*.parquet")
+        )
+
+    def _all(self, layout: str) -> list[str]:
+        return sorted(str(p) for f in self.layers for p in (f / layout).glob("*.parquet"))
+
+    def labels(self, components) -> np.ndarray:
+        """Every label the triples of ``components`` (labels of any layer) are filed
+        under in the layers."""
+        named = {self._aliases.get(int(c), int(c)) for c in np.atleast_1d(components)}
+        found = [label for c in named for label in self._labels.get(c, [c])]
+        return np.unique(np.asarray(found, np.int64))
 
     def node(self, dataset: str, rid: int) -> tuple[int, int, int]:
         """``(node, component, connected set)`` of row ``rid`` of ``dataset``."""
@@ -85,14 +114,14 @@ class StoredGraph:
             close = [d for d in self.datasets if d.split("@")[0] == dataset.split("@")[0]][:5]
             hint = f"; datasets of that name: {', '.join(close)}" if close else ""
             raise InvalidArgument(f"no dataset {dataset!r} in the lineage graph{hint}")
-        files = sorted(str(p) for p in (self.folder / "nodes").glob("*.parquet"))
         found = self._con.execute(
             "SELECT node, component, cset FROM read_parquet($files) WHERE ds = $ds AND rid = $rid",
-            {"files": files, "ds": ds, "rid": int(rid)},
+            {"files": self._all("nodes"), "ds": ds, "rid": int(rid)},
         ).fetchall()
         if not found:
             raise InvalidArgument(f"row {rid} of {dataset!r} is in no triple of the lineage graph")
-        return found[0]
+        node, component, cset = found[0]
+        return node, self._aliases.get(component, component), cset
 
     def trace(self, dataset: str, rid: int, direction: str = "backward", method: str = "ccprov") -> Trace:
         """The triples from row ``rid`` of ``dataset``, backward to its ancestors or
@@ -103,9 +132,7 @@ class StoredGraph:
             raise InvalidArgument(f"method is one of {', '.join(METHODS)}, not {method!r}")
         node, component, cset = self.node(dataset, rid)
         if method == "ccprov":
-            edges = self._read(
-                self._files("by_component", [component % self.buckets]), "component = $c", {"c": int(component)}
-            )
+            edges = self._of_components(np.array([component], np.int64))
             found, read = _walk(edges, node, direction), edges.num_rows
         elif method == "csprov":
             edges = self._of_sets(self._set_lineage(cset, direction))
@@ -120,26 +147,26 @@ class StoredGraph:
         ds = self._ds.get(dataset)
         if ds is None or not len(rids):
             return self._named(_empty_coded())
-        files = sorted(str(p) for p in (self.folder / "nodes").glob("*.parquet"))
         self._con.register("wanted", pa.table({"r": pa.array(np.asarray(rids, np.int64))}))
         try:
             found = self._con.execute(
                 "SELECT node, component FROM read_parquet($files) WHERE ds = $ds AND rid IN (SELECT r FROM wanted)",
-                {"files": files, "ds": ds},
+                {"files": self._all("nodes"), "ds": ds},
             ).fetch_arrow_table()
         finally:
             self._con.unregister("wanted")
-        components = np.unique(found.column("component").to_numpy())
-        self._con.register("components", pa.table({"c": components}))
+        edges = self._of_components(np.unique(found.column("component").to_numpy()))
+        return self._named(_walk(edges, found.column("node").to_numpy(), direction))
+
+    def _of_components(self, components: np.ndarray) -> pa.Table:
+        # a component's triples, under every label it had when a layer filed them
+        labels = self.labels(components)
+        self._con.register("components", pa.table({"c": labels}))
         try:
-            edges = self._read(
-                self._files("by_component", np.unique(components % self.buckets)),
-                "component IN (SELECT c FROM components)",
-                {},
-            )
+            files = self._files("by_component", np.unique(labels % self.buckets))
+            return self._read(files, "component IN (SELECT c FROM components)", {})
         finally:
             self._con.unregister("components")
-        return self._named(_walk(edges, found.column("node").to_numpy(), direction))
 
     def _read(self, files: list[str], where: str, params: dict) -> pa.Table:
         if not files:
@@ -150,7 +177,7 @@ class StoredGraph:
     def _set_lineage(self, cset: int, direction: str) -> np.ndarray:
         """``cset`` and every set it depends on (backward) or that depends on it."""
         if self._deps is None:
-            files = sorted(str(p) for p in (self.folder / "set_dependencies").glob("*.parquet"))
+            files = self._all("set_dependencies")
             none = pa.table({"src": pa.array([], pa.int64()), "dst": pa.array([], pa.int64())})
             self._deps = (
                 none
@@ -207,12 +234,18 @@ class StoredGraph:
 
     def stats(self) -> dict:
         """Sizes and timings of the build, and its components' sizes."""
-        files = sorted(str(p) for p in (self.folder / "components").glob("*.parquet"))
-        large = self._con.execute(
-            "SELECT count(*) FILTER (WHERE nodes >= 1000), count(*) FILTER (WHERE nodes < 1000) "
-            "FROM read_parquet($files)",
-            {"files": files},
-        ).fetchone()
+        aliases = pa.table({"label": pa.array(list(self._aliases), pa.int64()),
+                            "into": pa.array(list(self._aliases.values()), pa.int64())})  # fmt: skip
+        self._con.register("aliases", aliases)
+        try:
+            large = self._con.execute(
+                "WITH c AS (SELECT coalesce(a.into, c.component) AS component, sum(c.nodes) AS nodes "
+                "FROM read_parquet($files) c LEFT JOIN aliases a ON c.component = a.label GROUP BY 1) "
+                "SELECT count(*) FILTER (WHERE nodes >= 1000), count(*) FILTER (WHERE nodes < 1000) FROM c",
+                {"files": self._all("components")},
+            ).fetchone()
+        finally:
+            self._con.unregister("aliases")
         keys = ("build", "created", "nodes", "edges", "components", "largest_component", "sets", "largest_set",
                 "set_dependencies", "threshold", "split_depth", "timings")  # fmt: skip
         return {k: self.meta[k] for k in keys} | {
@@ -221,7 +254,8 @@ class StoredGraph:
             "datasets": len(self.datasets),
             "captures": len(self.meta["captures"]),
             "imports": len(self.meta["imports"]),
-            "bytes": sum(p.stat().st_size for p in Path(self.folder).rglob("*.parquet")),
+            "bytes": sum(p.stat().st_size for f in self.layers for p in Path(f).rglob("*.parquet")),
+            "layers": len(self.layers),
         }
 
 

@@ -26,7 +26,7 @@ import rustworkx as rx
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from .components import weakly_connected
+from .components import connected
 
 SPLIT_DEPTH = 3  # dataset-graph levels per split
 THRESHOLD = 25_000  # nodes from which a component is split into sets (the paper's θ)
@@ -55,18 +55,23 @@ def splits(dependencies: list[tuple[int, int]], count: int, depth_per_split: int
     return split
 
 
+def large_components(labels: DataFrame, threshold: int) -> DataFrame:
+    """The components of ``labels`` (``node, component``) with ``threshold`` nodes or more."""
+    return labels.groupBy("component").count().where(F.col("count") >= threshold).select("component")
+
+
 def set_labels(
     spark: SparkSession,
     edges: DataFrame,
     labels: DataFrame,
     split: list[int],
-    threshold: int,
+    large: DataFrame,
     work: str | os.PathLike,
 ) -> DataFrame:
     """``(node, component, cset)``: each node's connected set. ``edges`` has ``src, dst,
-    src_ds, dst_ds``; ``labels`` is ``(node, component)``."""
-    sizes = labels.groupBy("component").count()
-    large = sizes.where(F.col("count") >= threshold).select("component", F.lit(True).alias("large"))
+    src_ds, dst_ds``; ``labels`` is ``(node, component)``; ``large``, the components
+    to split (``component``; few), the others each one set named by the component."""
+    large = large.select("component", F.lit(True).alias("large"))
     by_split = spark.createDataFrame(list(enumerate(split)), "ds int, split int")
     src_split = F.broadcast(by_split.select(F.col("ds").alias("src_ds"), F.col("split").alias("a")))
     dst_split = F.broadcast(by_split.select(F.col("ds").alias("dst_ds"), F.col("split").alias("b")))
@@ -78,7 +83,7 @@ def set_labels(
         .join(in_large, "src", "left_semi")
         .select("src", "dst")
     )
-    found = weakly_connected(spark, inner, Path(work)).select("node", F.col("component").alias("found"))
+    found = connected(spark, inner, Path(work)).select("node", F.col("component").alias("found"))
     with_large = labels.join(F.broadcast(large), "component", "left").join(found, "node", "left")
     cset = F.when(F.col("large").isNull(), F.col("component")).otherwise(F.coalesce("found", "node"))
     return with_large.select("node", "component", cset.alias("cset"))
