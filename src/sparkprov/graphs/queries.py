@@ -60,6 +60,9 @@ def _empty() -> pa.Table:
                      "op": pa.array([], pa.string())})  # fmt: skip
 
 
+_LISTED = 64  # components or sets read by a list of constants; more, by a semi-join
+
+
 def read_aliases(folder: Path) -> dict[int, int]:
     """The component labels merged into others by the updates up to build folder
     ``folder`` (``update.py``): ``{label: label naming it now}``."""
@@ -161,12 +164,18 @@ class StoredGraph:
     def _of_components(self, components: np.ndarray) -> pa.Table:
         # a component's triples, under every label it had when a layer filed them
         labels = self.labels(components)
-        self._con.register("components", pa.table({"c": labels}))
+        return self._read_in("by_component", "component", labels)
+
+    def _read_in(self, layout: str, column: str, values: np.ndarray) -> pa.Table:
+        # the triples of ``layout`` whose ``column`` is one of ``values`` (bucketed by it)
+        files = self._files(layout, np.unique(values % self.buckets))
+        if len(values) <= _LISTED:  # constants DuckDB checks against each row group's min and max
+            return self._read(files, f"{column} IN ({', '.join(map(str, values.tolist()))})", {})
+        self._con.register("wanted", pa.table({"v": values}))
         try:
-            files = self._files("by_component", np.unique(labels % self.buckets))
-            return self._read(files, "component IN (SELECT c FROM components)", {})
+            return self._read(files, f"{column} IN (SELECT v FROM wanted)", {})
         finally:
-            self._con.unregister("components")
+            self._con.unregister("wanted")
 
     def _read(self, files: list[str], where: str, params: dict) -> pa.Table:
         if not files:
@@ -192,12 +201,7 @@ class StoredGraph:
 
     def _of_sets(self, sets: np.ndarray) -> pa.Table:
         # every triple whose dst lies in one of the sets: the triples into their nodes
-        self._con.register("wanted", pa.table({"n": sets}))
-        try:
-            files = self._files("by_set", np.unique(sets % self.buckets))
-            return self._read(files, "dst_set IN (SELECT n FROM wanted)", {})
-        finally:
-            self._con.unregister("wanted")
+        return self._read_in("by_set", "dst_set", np.asarray(sets, np.int64))
 
     def _recursive(self, node: int, direction: str) -> tuple[pa.Table, int]:
         # one read per hop: backward, the buckets of the frontier's nodes (by dst);
