@@ -40,9 +40,8 @@ test: prereqs $(VENV)/.installed-test $(DATA)/tpch/sf0.01/.done $(DATA)/tpcds/sf
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 	# two workers, each with its own SparkSession: much of a test's time is single-threaded
-	# driver work (planning, py4j), so two at once keep both cores busy; a module marked
-	# with an xdist_group runs on one worker, so its costly fixture is set up once
-	SPARKPROV_TPCH=$(DATA)/tpch SPARKPROV_TPCDS=$(DATA)/tpcds $(BIN)/python -m pytest -q -n 2 --dist loadgroup --durations=15
+	# driver work (planning, py4j), so two at once keep both cores busy
+	SPARKPROV_TPCH=$(DATA)/tpch SPARKPROV_TPCDS=$(DATA)/tpcds $(BIN)/python -m pytest -q -n 2 --durations=15
 
 lint: $(VENV)/.installed-test
 	$(BIN)/ruff check .

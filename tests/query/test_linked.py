@@ -14,9 +14,6 @@ import pytest
 from sparkprov.errors import InvalidArgument
 from sparkprov.query.linked import LinkedViews
 
-# the module's fixture is costly: one worker sets it up (make test: --dist loadgroup)
-pytestmark = pytest.mark.xdist_group("linked")
-
 ROWS = 2_000
 
 

@@ -11,9 +11,6 @@ from sparkprov.web.app import make_app
 from sparkprov.web.data import PAGE_MAX, StoreView
 from sparkprov.web.guard import HEADER, cookie_name
 
-# the module's fixture is costly: one worker sets it up (make test: --dist loadgroup)
-pytestmark = pytest.mark.xdist_group("web_app")
-
 COOKIE = cookie_name(8765)
 
 TOKEN = "secret-token"

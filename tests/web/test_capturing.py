@@ -10,9 +10,6 @@ from playwright.sync_api import expect
 import sparkprov as sp
 from sparkprov.web.server import UiServer
 
-# the module's fixture is costly: one worker sets it up (make test: --dist loadgroup)
-pytestmark = pytest.mark.xdist_group("web_capturing")
-
 QUERY = "SELECT who, count(*) AS n, sum(amount) AS total FROM page_orders GROUP BY who"
 
 

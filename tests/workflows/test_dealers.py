@@ -13,9 +13,6 @@ import sparkprov as sp
 from sparkprov.bench import dealers
 from sparkprov.workflows.graph import ProvenanceGraph
 
-# the module's fixture is costly: one worker sets it up (make test: --dist loadgroup)
-pytestmark = pytest.mark.xdist_group("dealers")
-
 SEED = 8
 
 
