@@ -134,10 +134,6 @@ def _reference(seed: int, inputs: dict, states: dict) -> dict[tuple[str, int], C
     return made
 
 
-def _values(df) -> Counter:
-    return Counter(tuple(r[c] for c in ("k", "v")) for r in df.collect())
-
-
 @pytest.mark.parametrize("seed", [0, 3, 7])
 def test_deleting_a_tuple_removes_what_running_without_it_no_longer_makes(spark, tmp_path, seed):
     wf = sp.Workflow("random", sp.LineageSession(spark, store=tmp_path / "tracked"))

@@ -214,12 +214,7 @@ def sizes_of(spark: SparkSession, layers: list[Path], aliases: dict[int, int]) -
     """The sizes of a graph held by build folders ``layers`` (``components/`` and
     ``sets/`` of each: a component's rows in later layers add to those before, under
     the label ``aliases`` maps its earlier labels to)."""
-    components = union([read_written(spark, p / "components") for p in layers])
-    if aliases:
-        table = spark.createDataFrame(list(aliases.items()), "component long, merged_into long")
-        components = components.join(F.broadcast(table), "component", "left").select(
-            F.coalesce("merged_into", "component").alias("component"), "nodes", "edges", "sets"
-        )
+    components = resolved(spark, union([read_written(spark, p / "components") for p in layers]), "component", aliases)
     per = components.groupBy("component").agg(*[F.sum(c).alias(c) for c in ("nodes", "edges", "sets")])
     summary = per.agg(
         F.count("*").alias("components"), F.sum("nodes").alias("nodes"), F.sum("edges").alias("edges"),
@@ -236,6 +231,16 @@ def sizes_of(spark: SparkSession, layers: list[Path], aliases: dict[int, int]) -
         "largest_set": int(sets.agg(F.max("n")).first()[0] or 0),
         "set_dependencies": deps.count(),
     }
+
+
+def resolved(spark: SparkSession, df: DataFrame, column: str, aliases: dict[int, int]) -> DataFrame:
+    """``df`` with the component labels of ``column`` as the latest merges name them
+    (``aliases``: each label replaced, to the one naming it now)."""
+    if not aliases:
+        return df
+    table = spark.createDataFrame(list(aliases.items()), "_label long, _into long")
+    joined = df.join(F.broadcast(table), F.col(column) == F.col("_label"), "left")
+    return joined.withColumn(column, F.coalesce("_into", column)).drop("_label", "_into")
 
 
 def union(parts: list[DataFrame]) -> DataFrame:

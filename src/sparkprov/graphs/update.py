@@ -44,7 +44,18 @@ from ..errors import InvalidArgument
 from ..plan.written import read_written
 from ..store.catalog import Store
 from ..store.layout import StoreFolders
-from .build import TRIPLE_COLUMNS, Laps, code, commit, current_build, imported_folders, sizes_of, union, write_triples
+from .build import (
+    TRIPLE_COLUMNS,
+    Laps,
+    code,
+    commit,
+    current_build,
+    imported_folders,
+    resolved,
+    sizes_of,
+    union,
+    write_triples,
+)
 from .components import connected
 from .queries import GraphNotBuilt, read_aliases
 from .sets import set_labels, splits
@@ -128,14 +139,6 @@ class _Layer:
         self.offset = prev["max_node"] + 1  # new rows are numbered from here
         self.aliases = read_aliases(layers[-1])
 
-    def _resolved(self, df: DataFrame, column: str) -> DataFrame:
-        # a component label as the latest merges name it
-        if not self.aliases:
-            return df
-        table = self.spark.createDataFrame(list(self.aliases.items()), "_label long, _into long")
-        joined = df.join(F.broadcast(table), F.col(column) == F.col("_label"), "left")
-        return joined.withColumn(column, F.coalesce("_into", column)).drop("_label", "_into")
-
     def number(self, named: DataFrame) -> None:
         """The new triples, their ends numbered: rows met before keep their node,
         component and set; new rows are numbered from ``offset``."""
@@ -155,14 +158,14 @@ class _Layer:
         if touched:  # rows of earlier datasets: read from each layer's nodes, sorted by (ds, rid)
             nodes = union([read_written(self.spark, p / "nodes") for p in self.layers])
             met = nodes.where(F.col("ds").isin(touched)).join(rows, ["ds", "rid"], "left_semi")
-            met = self._resolved(met.select("ds", "rid", "node", "component", "cset"), "component")
+            met = resolved(self.spark, met.select("ds", "rid", "node", "component", "cset"), "component", self.aliases)
         fresh = rows if met is None else rows.join(met.select("ds", "rid"), ["ds", "rid"], "left_anti")
         fresh = fresh.withColumn("node", F.monotonically_increasing_id() + F.lit(self.offset))
         no_set = F.lit(None).cast("long").alias("cset")
         fresh = fresh.select("ds", "rid", "node", F.col("node").alias("component"), no_set)
         known = self.keep(fresh if met is None else met.unionByName(fresh))
-        self.fresh_count = known.where(F.col("node") >= self.offset).count()
-        top = known.agg(F.max("node")).first()[0]
+        counted = known.agg(F.count(F.when(F.col("node") >= self.offset, 1)), F.max("node")).first()
+        self.fresh_count, top = int(counted[0]), counted[1]
         self.max_node = max(self.prev["max_node"], int(top if top is not None else -1))
 
         def end(side: str) -> DataFrame:
@@ -201,7 +204,7 @@ class _Layer:
             + [fresh.groupBy("component").agg(F.count("*").alias("nodes"))]
         )
         touched = self.roots.select(F.col("component")).distinct()
-        totals = self._resolved(sizes, "component").join(touched, "component", "left_semi")
+        totals = resolved(self.spark, sizes, "component", self.aliases).join(touched, "component", "left_semi")
         large = totals.groupBy("component").agg(F.sum("nodes").alias("n"))
         large = large.where(F.col("n") >= self.prev["threshold"]).select("component")
         inner = self.edges.where((F.col("src") >= self.offset) & (F.col("dst") >= self.offset))
