@@ -32,22 +32,25 @@ def _aggregate_strategies(cap: sp.Capture) -> list[str]:
     return [line[3].split(":")[0] for line in cap._entry.explain if line[1].startswith("Aggregate")]
 
 
-# Q1, Q6: aggregates over one scan; Q3, Q9: over joins; Q13: an aggregate over an
-# aggregate over an outer join (NULL slots); Q15: a view aggregated twice; Q18: nested
-# aggregates under a semi join; Q4: a semi join over a smaller left side; Q22: a
-# scalar subquery (shared lineage)
-QUERIES = (1, 3, 4, 6, 9, 13, 15, 18, 22)
+# Q1: an aggregate over one scan; Q6: a global aggregate; Q3: an aggregate over joins;
+# Q13: an aggregate over an aggregate over an outer join (NULL slots); Q15: a view
+# aggregated twice; Q18: nested aggregates under a semi join; Q4: a semi join over a
+# smaller left side; Q22: a scalar subquery (shared lineage). Q9 (more joins, the shape
+# of Q3) is left out to keep the suite short.
+QUERIES = (1, 3, 4, 6, 13, 15, 18, 22)
 
 
 @pytest.mark.parametrize("n", QUERIES)
 def test_every_strategy_gives_the_same_tpch_lineage(spark, tpch_dir, tmp_path, n):
     tpch.register(spark, tpch_dir)
     session = sp.LineageSession(spark, store=tmp_path / "store")
-    caps = {s: session.capture(spark.sql(tpch.query(n)), f"q{n}_{s}", strategy=s) for s in STRATEGIES}
+    # auto injects every aggregate at this size (the test below), so it is not captured
+    # again here: inject is
+    caps = {s: session.capture(spark.sql(tpch.query(n)), f"q{n}_{s}", strategy=s) for s in STRATEGIES if s != "auto"}
     reference = _pairs(caps["logical"])
     assert sum(len(p) for p in reference.values()) > 0
     assert not Path(caps["lazy"]._entry.lineage.path).exists()  # built by its first answer, below
-    for strategy in ("inject", "auto", "defer", "lazy"):
+    for strategy in ("inject", "defer", "lazy"):
         assert _pairs(caps[strategy]) == reference, strategy
     assert set(_aggregate_strategies(caps["logical"])) <= {"group"}
     assert set(_aggregate_strategies(caps["defer"])) <= {"group"}
