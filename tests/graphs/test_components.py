@@ -9,7 +9,8 @@ import random
 import numpy as np
 import pytest
 
-from sparkprov.graphs.components import local_components, weakly_connected
+from sparkprov.errors import InvalidArgument
+from sparkprov.graphs.components import LOCAL_EDGES_CONF, connected, local_components, weakly_connected
 
 
 def _reference(edges: list[tuple[int, int]]) -> dict[int, int]:
@@ -72,3 +73,19 @@ def test_components_of_a_hundred_thousand_edges(spark, tmp_path):
     found = {r.node: r.component for r in weakly_connected(spark, df, tmp_path).collect()}
     assert len(edges) == 100_000
     assert found == _reference(edges)
+
+
+def test_connected_finds_few_edges_in_the_driver_unless_told_otherwise(spark, tmp_path):
+    edges = _shapes(1)["random sparse"]
+    df = spark.createDataFrame(edges, "src long, dst long")
+    assert {r.node: r.component for r in connected(spark, df, tmp_path / "a").collect()} == _reference(edges)
+    assert (tmp_path / "a" / "local").is_dir()
+    try:
+        spark.conf.set(LOCAL_EDGES_CONF, "299")  # one edge fewer than the graph has: Spark's rounds
+        assert {r.node: r.component for r in connected(spark, df, tmp_path / "b").collect()} == _reference(edges)
+        assert not (tmp_path / "b" / "local").exists()
+        spark.conf.set(LOCAL_EDGES_CONF, "lots")
+        with pytest.raises(InvalidArgument, match="localEdges='lots' must be a count of edges"):
+            connected(spark, df, tmp_path / "c")
+    finally:
+        spark.conf.unset(LOCAL_EDGES_CONF)

@@ -26,6 +26,7 @@ from pathlib import Path
 import duckdb
 
 from ..api.session import LineageSession
+from ..graphs.components import LOCAL_EDGES_CONF
 from ..local import local_session
 from . import graphgen
 
@@ -126,7 +127,8 @@ def _update(graph, work: Path, base_rows: int, copies: int, pairs: int, seed: in
 
 
 def main(args: argparse.Namespace) -> int:
-    spark = local_session("sparkprov-bench-graph", quiet=True)
+    conf = {} if args.local_edges is None else {LOCAL_EDGES_CONF: str(args.local_edges)}
+    spark = local_session("sparkprov-bench-graph", quiet=True, **conf)
     report = {"runs": []}
     for edges in _sizes(args.edges):
         with tempfile.TemporaryDirectory(prefix="sparkprov-bench-graph-") as tmp:

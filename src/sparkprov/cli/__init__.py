@@ -198,6 +198,11 @@ def build_parser() -> argparse.ArgumentParser:
         default=1_000_000,
         help="triples of one more capture added by an update after the build (default 1M; 0: none)",
     )
+    gb.add_argument(
+        "--local-edges",
+        type=int,
+        help="edges up to which components are found in the driver, not by Spark's rounds (default 10M; 0: never)",
+    )
     gb.add_argument("--json", dest="json_out", help="write the results as JSON to this file")
     wfb = bench_sub.add_parser("workflow", help="Lipstick's WorkflowGen: tracking overhead and graph query times")
     wfb.add_argument("--suite", choices=["dealers", "arctic"], default="dealers")
