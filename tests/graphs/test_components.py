@@ -10,7 +10,13 @@ import numpy as np
 import pytest
 
 from sparkprov.errors import InvalidArgument
-from sparkprov.graphs.components import LOCAL_EDGES_CONF, connected, local_components, weakly_connected
+from sparkprov.graphs.components import (
+    LOCAL_EDGES_CONF,
+    connected,
+    local_components,
+    streamed_components,
+    weakly_connected,
+)
 
 
 def _reference(edges: list[tuple[int, int]]) -> dict[int, int]:
@@ -60,6 +66,10 @@ def test_components_equal_union_find(spark, tmp_path, shape):
     src, dst = (np.array(ends, np.int64) for ends in zip(*edges))
     local = local_components(src, dst)  # small graphs' components, found without Spark
     assert dict(zip(*(local.column(c).to_pylist() for c in ("node", "component")))) == found
+    for size in (1, 97):  # and taken a few edges at a time, as from a large graph's files
+        chunks = [(src[i : i + size], dst[i : i + size]) for i in range(0, len(src), size)]
+        streamed = streamed_components(chunks)
+        assert dict(zip(*(streamed.column(c).to_pylist() for c in ("node", "component")))) == found
 
 
 def test_components_of_a_hundred_thousand_edges(spark, tmp_path):

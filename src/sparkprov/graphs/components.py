@@ -10,10 +10,11 @@ round would split a component) and every label must name a node labelled by itse
 (Neither step joins nodes that are not connected, so components cannot merge.)
 
 ``connected`` gives the same answer, found in this process (SciPy's sparse-graph
-components) when the edges are few enough to collect (``LOCAL_EDGES``, or the Spark conf
+components) when there are at most ``LOCAL_EDGES`` edges (or the Spark conf
 ``spark.sparkprov.graph.localEdges``; 0 always takes Spark's rounds): each of Spark's
-rounds costs seconds however small the graph, and a round's shuffles of every edge
-cost more than collecting them once (10M edges: 8 s and 1.3 GB in this process).
+rounds costs seconds however small the graph, and shuffles every edge. The edges are
+written once and read back here in chunks (``streamed_components``), so this process
+holds one chunk of edges and two numbers per node, not the whole graph.
 
 >>> from pyspark.sql import SparkSession
 >>> import tempfile
@@ -30,10 +31,12 @@ from __future__ import annotations
 
 import logging
 import os
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.dataset as ds
 import pyarrow.parquet as pq
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
@@ -54,7 +57,7 @@ class ComponentsFailed(SparkprovError):
     """The components found do not hold for the graph (a lost or damaged round)."""
 
 
-LOCAL_EDGES = 10_000_000  # edges whose components are found in this process (about 1.3 GB)
+LOCAL_EDGES = 100_000_000  # edges whose components are found in this process
 LOCAL_EDGES_CONF = "spark.sparkprov.graph.localEdges"
 
 
@@ -75,13 +78,84 @@ def local_edges(spark: SparkSession) -> int:
 def connected(spark: SparkSession, edges: DataFrame, work: str | os.PathLike) -> DataFrame:
     """``weakly_connected``'s answer, found in this process when ``edges`` has at most
     ``local_edges(spark)`` rows (the answer written under ``work`` and read by Spark)."""
-    if edges.count() > local_edges(spark):
+    limit, work = local_edges(spark), Path(work)
+    if limit == 0:
         return weakly_connected(spark, edges, work)
-    few = edges.select(F.col("src").cast("long"), F.col("dst").cast("long")).toArrow()
-    path = Path(work) / "local"
+    written = work / "edges"
+    edges.select(F.col("src").cast("long").alias("src"), F.col("dst").cast("long").alias("dst")).write.parquet(
+        str(written)
+    )
+    files = ds.dataset(str(written), format="parquet")
+    if files.count_rows() > limit:
+        return weakly_connected(spark, read_written(spark, written), work)
+    path = work / "local"
     path.mkdir(parents=True, exist_ok=True)
-    pq.write_table(local_components(few.column("src").to_numpy(), few.column("dst").to_numpy()), path / "part.parquet")
+    pq.write_table(streamed_components(_chunks(files, _CHUNK)), path / "part.parquet")
     return read_written(spark, path)
+
+
+_CHUNK = 5_000_000  # edges per step of streamed_components (about 0.7 GB while it runs)
+
+
+def _chunks(files: ds.Dataset, size: int) -> Iterator[tuple[np.ndarray, np.ndarray]]:
+    pending, rows = [], 0
+    for batch in files.to_batches(columns=["src", "dst"]):
+        pending.append(batch)
+        rows += batch.num_rows
+        if rows >= size:
+            yield _ends(pending)
+            pending, rows = [], 0
+    if pending:
+        yield _ends(pending)
+
+
+def _ends(batches: list[pa.RecordBatch]) -> tuple[np.ndarray, np.ndarray]:
+    table = pa.Table.from_batches(batches)
+    return table.column("src").to_numpy(), table.column("dst").to_numpy()
+
+
+def streamed_components(chunks: Iterable[tuple[np.ndarray, np.ndarray]]) -> pa.Table:
+    """``local_components`` of the edges of every chunk ``(src, dst)``, taken one chunk
+    at a time: the nodes met so far keep the smallest node they are connected to, and a
+    chunk's ends are replaced by theirs before its components are found, so this holds
+    one chunk and two numbers per node.
+
+    >>> chunks = [(np.array([1, 7]), np.array([2, 8])), (np.array([8]), np.array([2]))]
+    >>> streamed_components(chunks).to_pydict()
+    {'node': [1, 2, 7, 8], 'component': [1, 1, 1, 1]}
+    """
+    nodes = label = np.empty(0, np.int64)  # sorted; each node's component so far
+    for src, dst in chunks:
+        if not len(src):
+            continue
+        found = local_components(_named(nodes, label, src), _named(nodes, label, dst))
+        found_nodes, found_label = found.column("node").to_numpy(), found.column("component").to_numpy()
+        # a component met before is named by its smallest node, which the chunk's ends
+        # were replaced by: its nodes take what that node is connected to now
+        at, hit = _find(found_nodes, label)
+        label = np.where(hit, found_label[at], label)
+        _, known = _find(nodes, found_nodes)
+        nodes = np.concatenate([nodes, found_nodes[~known]])
+        label = np.concatenate([label, found_label[~known]])
+        order = np.argsort(nodes, kind="stable")
+        nodes, label = nodes[order], label[order]
+    return pa.table({"node": pa.array(nodes, pa.int64()), "component": pa.array(label, pa.int64())})
+
+
+def _named(nodes: np.ndarray, label: np.ndarray, ends: np.ndarray) -> np.ndarray:
+    # each end met before replaced by the node naming its component
+    if not len(nodes):
+        return ends
+    at, hit = _find(nodes, ends)
+    return np.where(hit, label[at], ends)
+
+
+def _find(sorted_values: np.ndarray, wanted: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    # per wanted value: its index in sorted_values (clipped) and whether it is there
+    if not len(sorted_values):
+        return np.zeros(len(wanted), np.int64), np.zeros(len(wanted), bool)
+    at = np.minimum(np.searchsorted(sorted_values, wanted), len(sorted_values) - 1)
+    return at, sorted_values[at] == wanted
 
 
 def local_components(src: np.ndarray, dst: np.ndarray) -> pa.Table:
