@@ -128,12 +128,12 @@ def _update(graph, work: Path, base_rows: int, copies: int, pairs: int, seed: in
 
 def main(args: argparse.Namespace) -> int:
     conf = {} if args.local_edges is None else {LOCAL_EDGES_CONF: str(args.local_edges)}
-    spark = local_session("sparkprov-bench-graph", quiet=True, **conf)
+    spark = local_session("sparkprov-bench-graph", driver_memory=args.driver_memory, quiet=True, **conf)
     report = {"runs": []}
     for edges in _sizes(args.edges):
         with tempfile.TemporaryDirectory(prefix="sparkprov-bench-graph-") as tmp:
             run = measure(edges, Path(tmp), spark, args.seed, args.threshold, args.queries, args.update_pairs)
             report["runs"].append(run)
-    if args.json_out:
-        Path(args.json_out).write_text(json.dumps(report, indent=1))
+        if args.json_out:  # after each size: a larger one that fails keeps the smaller ones' figures
+            Path(args.json_out).write_text(json.dumps(report, indent=1))
     return 0

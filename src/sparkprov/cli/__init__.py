@@ -201,8 +201,9 @@ def build_parser() -> argparse.ArgumentParser:
     gb.add_argument(
         "--local-edges",
         type=int,
-        help="edges up to which components are found in the driver, not by Spark's rounds (default 10M; 0: never)",
+        help="edges up to which components are found in the driver, not by Spark's rounds (default 100M; 0: never)",
     )
+    gb.add_argument("--driver-memory", default="2g", help="the Spark driver's memory (default 2g)")
     gb.add_argument("--json", dest="json_out", help="write the results as JSON to this file")
     wfb = bench_sub.add_parser("workflow", help="Lipstick's WorkflowGen: tracking overhead and graph query times")
     wfb.add_argument("--suite", choices=["dealers", "arctic"], default="dealers")

@@ -131,7 +131,7 @@ def build(
         laps("sets")
         number = (current_build(folders) or 0) + 1
         tmp = folders.root / "builds" / f".tmp-{uuid.uuid4().hex}"
-        sizes = _write(spark, tmp, nodes, edges, labelled, buckets)
+        sizes = _write(spark, keep, tmp, nodes, edges, labelled, buckets)
         laps("write")
         meta = {
             "build": number,
@@ -196,11 +196,12 @@ def write_triples(tmp: Path, nodes: DataFrame, sets: DataFrame, buckets: int) ->
     deps.orderBy("dst_set").write.parquet(str(tmp / "set_dependencies"))
 
 
-def _write(spark, tmp: Path, nodes: DataFrame, edges: DataFrame, labels: DataFrame, buckets: int) -> dict:
+def _write(spark, keep, tmp: Path, nodes: DataFrame, edges: DataFrame, labels: DataFrame, buckets: int) -> dict:
     labelled = nodes.join(labels, "node")
     src = labels.select(F.col("node").alias("src"), "component", F.col("cset").alias("src_set"))
     dst = labels.select(F.col("node").alias("dst"), F.col("cset").alias("dst_set"))
-    sets = edges.select(*TRIPLE_COLUMNS).join(src, "src").join(dst, "dst")
+    # joined once: three layouts, the set dependencies and the sizes read it
+    sets = keep(edges.select(*TRIPLE_COLUMNS).join(src, "src").join(dst, "dst"))
     write_triples(tmp, labelled, sets, buckets)
     sizes = labels.groupBy("component").agg(F.count("*").alias("nodes"), F.countDistinct("cset").alias("sets"))
     edge_counts = sets.groupBy("component").agg(F.count("*").alias("edges"))

@@ -1,11 +1,5 @@
 """``session.graph()``: the store's lineage graph, built on Spark and queried in this
-process.
-
->>> g = session.graph()  # doctest: +SKIP
->>> g.build()["components"]  # doctest: +SKIP
-12
->>> g.backward("totals@1", 0).rows()  # doctest: +SKIP
-"""
+process (``LineageGraph`` shows it at work)."""
 
 from __future__ import annotations
 
@@ -42,8 +36,29 @@ def graph_status(store) -> dict:
 
 
 class LineageGraph:
-    """The lineage graph of ``session``'s store: ``build()``, ``update()``,
-    ``backward()``, ``forward()``, ``stats()``, ``import_triples()``."""
+    r"""The lineage graph of ``session``'s store: ``build()``, ``update()``,
+    ``backward()``, ``forward()``, ``stats()``, ``import_triples()``.
+
+    >>> import pathlib, tempfile, sparkprov as sp
+    >>> from pyspark.sql import SparkSession
+    >>> folder = pathlib.Path(tempfile.mkdtemp())
+    >>> header = "src_dataset,src_rid,dst_dataset,dst_rid,op"
+    >>> _ = (folder / "day1.csv").write_text(f"{header}\nraw,1,clean,10,filter\nclean,10,report,100,sum\n")
+    >>> g = sp.LineageSession(SparkSession.builder.getOrCreate(), store=folder / "store").graph()
+    >>> g.import_triples(folder / "day1.csv")
+    2
+    >>> g.build(progress=lambda text: None)["components"]
+    1
+    >>> g.backward("report", 100).rows().to_pylist()
+    [{'dataset': 'clean', 'rid': 10}, {'dataset': 'raw', 'rid': 1}]
+    >>> _ = (folder / "day2.csv").write_text(f"{header}\nraw,2,clean,10,filter\n")
+    >>> g.import_triples(folder / "day2.csv")
+    1
+    >>> g.update(progress=lambda text: None)["added"]
+    {'triples': 1, 'nodes': 1, 'components_merged': 0}
+    >>> g.backward("report", 100, method="csprov").rows().column("rid").to_pylist()
+    [10, 1, 2]
+    """
 
     def __init__(self, session: LineageSession) -> None:
         self._session = session

@@ -18,6 +18,7 @@ from pathlib import Path
 import duckdb
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from ..errors import InvalidArgument, SparkprovError
@@ -60,7 +61,28 @@ def _empty() -> pa.Table:
                      "op": pa.array([], pa.string())})  # fmt: skip
 
 
-_LISTED = 64  # components or sets read by a list of constants; more, by a semi-join
+class _RowGroups:
+    """Per file of a layout, each row group's least and greatest key (the files'
+    statistics, read once): a CCProv or CSProv read opens the row groups whose range
+    holds a wanted component or set, however many are wanted."""
+
+    def __init__(self) -> None:
+        self._ranges: dict[tuple[str, str], tuple[pq.ParquetFile, tuple[np.ndarray, np.ndarray]]] = {}
+
+    def ranges(self, path: str, column: str) -> tuple[pq.ParquetFile, tuple[np.ndarray, np.ndarray]]:
+        key = (path, column)
+        if key not in self._ranges:
+            file = pq.ParquetFile(path)
+            meta = file.metadata
+            at = meta.schema.names.index(column)
+            low = np.full(meta.num_row_groups, np.iinfo(np.int64).min)
+            high = np.full(meta.num_row_groups, np.iinfo(np.int64).max)
+            for g in range(meta.num_row_groups):
+                stats = meta.row_group(g).column(at).statistics
+                if stats is not None and stats.has_min_max:  # no statistics: the row group is read
+                    low[g], high[g] = stats.min, stats.max
+            self._ranges[key] = (file, (low, high))
+        return self._ranges[key]
 
 
 def read_aliases(folder: Path) -> dict[int, int]:
@@ -94,6 +116,7 @@ class StoredGraph:
         self.buckets: int = self.meta["buckets"]
         self._con = duckdb.connect()
         self._deps: pa.Table | None = None  # set dependencies, read once
+        self._row_groups = _RowGroups()
 
     def _files(self, layout: str, buckets) -> list[str]:
         return sorted(
@@ -167,15 +190,18 @@ class StoredGraph:
         return self._read_in("by_component", "component", labels)
 
     def _read_in(self, layout: str, column: str, values: np.ndarray) -> pa.Table:
-        # the triples of ``layout`` whose ``column`` is one of ``values`` (bucketed by it)
-        files = self._files(layout, np.unique(values % self.buckets))
-        if len(values) <= _LISTED:  # constants DuckDB checks against each row group's min and max
-            return self._read(files, f"{column} IN ({', '.join(map(str, values.tolist()))})", {})
-        self._con.register("wanted", pa.table({"v": values}))
-        try:
-            return self._read(files, f"{column} IN (SELECT v FROM wanted)", {})
-        finally:
-            self._con.unregister("wanted")
+        # the triples of ``layout`` whose ``column`` is one of ``values`` (bucketed by it,
+        # sorted by it within a bucket): only the row groups whose range holds a value
+        values = np.unique(np.asarray(values, np.int64))
+        wanted = pa.array(values)
+        parts = []
+        for path in self._files(layout, np.unique(values % self.buckets)):
+            file, (low, high) = self._row_groups.ranges(path, column)
+            groups = np.flatnonzero(np.searchsorted(values, low, "left") < np.searchsorted(values, high, "right"))
+            if len(groups):
+                table = file.read_row_groups(groups.tolist(), columns=[*_COLUMNS, column])
+                parts.append(table.filter(pc.is_in(table.column(column), value_set=wanted)).select(_COLUMNS))
+        return pa.concat_tables(parts) if parts else self._read([], "", {})
 
     def _read(self, files: list[str], where: str, params: dict) -> pa.Table:
         if not files:
