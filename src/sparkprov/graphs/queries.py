@@ -1,9 +1,10 @@
 """Lineage queries over a committed build of the lineage graph, answered in this process
-by DuckDB over its Parquet files (no Spark): the recursive query (RQ, one read of a
-hop's buckets per hop), CCProv (the start's component read once, then walked in
-memory) and CSProv (the sets the start's set depends on, found from the small table of
-set dependencies, then their triples read once and walked). All give the same triples;
-they differ in what they read.
+from its Parquet files (no Spark): the recursive query (RQ, one DuckDB read of a hop's
+buckets per hop), CCProv (the start's component read once, then walked in memory) and
+CSProv (the sets the start's set depends on, found from the small table of set
+dependencies, then their triples read once and walked). CCProv and CSProv read only
+the row groups whose key range holds their component or sets. All give the same
+triples; they differ in what they read.
 
 >>> Trace(("a@1", 0), "backward", "rq", _empty(), 0).rows().num_rows
 0
