@@ -10,7 +10,8 @@ import json
 from sparkprov.bench.graph import main
 
 
-def test_the_benchmark_builds_traces_every_class_and_updates(tmp_path, capsys):
+def test_the_benchmark_builds_traces_every_class_and_updates(spark, tmp_path, capsys):
+    # spark: the suite's session exists first, so the benchmark's getOrCreate reuses it
     out = tmp_path / "g.json"
     args = argparse.Namespace(edges="20K", threshold=300, queries=2, seed=0, update_pairs=2000, local_edges=None,
                               driver_memory="2g", json_out=str(out))  # fmt: skip

@@ -30,7 +30,8 @@ def test_the_lowest_temperature_is_the_histories_minimum(spark, tmp_path, topolo
     assert g.tuple(f"obs{station}", obs, 0) in set(g.ancestors(node).tolist())
 
 
-def test_the_benchmark_reports_overhead_size_and_query_times(tmp_path, capsys):
+def test_the_benchmark_reports_overhead_size_and_query_times(spark, tmp_path, capsys):
+    # spark: the suite's session exists first, so the benchmark's getOrCreate reuses it
     out = tmp_path / "w.json"
     args = argparse.Namespace(suite="arctic", executions=2, topologies="parallel", stations="2", fanout=2,
                               selectivity="season", queries=5, seed=0, json_out=str(out))  # fmt: skip

@@ -44,8 +44,8 @@ QUERIES = (1, 3, 4, 6, 13, 15, 18, 22)
 def test_every_strategy_gives_the_same_tpch_lineage(spark, tpch_dir, tmp_path, n):
     tpch.register(spark, tpch_dir)
     session = sp.LineageSession(spark, store=tmp_path / "store")
-    # auto injects every aggregate at this size (the test below), so it is not captured
-    # again here: inject is
+    # auto injects every aggregate at this size (the test below): its capture would be
+    # inject's again
     caps = {s: session.capture(spark.sql(tpch.query(n)), f"q{n}_{s}", strategy=s) for s in STRATEGIES if s != "auto"}
     reference = _pairs(caps["logical"])
     assert sum(len(p) for p in reference.values()) > 0
