@@ -19,12 +19,11 @@ from pathlib import Path
 import duckdb
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from ..errors import InvalidArgument, SparkprovError
 from ..store.layout import GraphFolders
-from ..store.parquet import spans
+from ..store.parquet import PairTable, spans
 from .build import current_build
 
 METHODS = ("rq", "ccprov", "csprov")
@@ -62,30 +61,6 @@ def _empty() -> pa.Table:
                      "op": pa.array([], pa.string())})  # fmt: skip
 
 
-class _RowGroups:
-    """Per file of a layout, each row group's least and greatest key (the files'
-    statistics, read once): a CCProv or CSProv read opens the row groups whose range
-    holds a wanted component or set, however many are wanted."""
-
-    def __init__(self) -> None:
-        self._ranges: dict[tuple[str, str], tuple[pq.ParquetFile, tuple[np.ndarray, np.ndarray]]] = {}
-
-    def ranges(self, path: str, column: str) -> tuple[pq.ParquetFile, tuple[np.ndarray, np.ndarray]]:
-        key = (path, column)
-        if key not in self._ranges:
-            file = pq.ParquetFile(path)
-            meta = file.metadata
-            at = meta.schema.names.index(column)
-            low = np.full(meta.num_row_groups, np.iinfo(np.int64).min)
-            high = np.full(meta.num_row_groups, np.iinfo(np.int64).max)
-            for g in range(meta.num_row_groups):
-                stats = meta.row_group(g).column(at).statistics
-                if stats is not None and stats.has_min_max:  # no statistics: the row group is read
-                    low[g], high[g] = stats.min, stats.max
-            self._ranges[key] = (file, (low, high))
-        return self._ranges[key]
-
-
 def read_aliases(folder: Path) -> dict[int, int]:
     """The component labels merged into others by the updates up to build folder
     ``folder`` (``update.py``): ``{label: label naming it now}``."""
@@ -117,7 +92,7 @@ class StoredGraph:
         self.buckets: int = self.meta["buckets"]
         self._con = duckdb.connect()
         self._deps: pa.Table | None = None  # set dependencies, read once
-        self._row_groups = _RowGroups()
+        self._by_key: dict[tuple[str, str], PairTable] = {}  # a file's row groups by key range, read once
 
     def _files(self, layout: str, buckets) -> list[str]:
         return sorted(
@@ -194,19 +169,16 @@ class StoredGraph:
         # the triples of ``layout`` whose ``column`` is one of ``values`` (bucketed by it,
         # sorted by it within a bucket): only the row groups whose range holds a value
         values = np.unique(np.asarray(values, np.int64))
-        wanted = pa.array(values)
         parts = []
         for path in self._files(layout, np.unique(values % self.buckets)):
-            file, (low, high) = self._row_groups.ranges(path, column)
-            groups = np.flatnonzero(np.searchsorted(values, low, "left") < np.searchsorted(values, high, "right"))
-            if len(groups):
-                table = file.read_row_groups(groups.tolist(), columns=[*_COLUMNS, column])
-                parts.append(table.filter(pc.is_in(table.column(column), value_set=wanted)).select(_COLUMNS))
-        return pa.concat_tables(parts) if parts else self._read([], "", {})
+            if (path, column) not in self._by_key:
+                self._by_key[path, column] = PairTable([path], column, (*_COLUMNS, column))
+            parts.append(self._by_key[path, column].lookup(values).select(_COLUMNS))
+        return pa.concat_tables(parts) if parts else _empty_coded()
 
     def _read(self, files: list[str], where: str, params: dict) -> pa.Table:
         if not files:
-            return pa.table({c: pa.array([], pa.int64()) for c in _COLUMNS})
+            return _empty_coded()
         sql = f"SELECT {', '.join(_COLUMNS)} FROM read_parquet($files) WHERE {where}"
         return self._con.execute(sql, {"files": files, **params}).fetch_arrow_table()
 
