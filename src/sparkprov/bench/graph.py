@@ -4,7 +4,8 @@ For each size, the generated workflow graph (``graphgen.py``) is imported into a
 store and built (triples numbered, components, connected sets, files); then, for each
 of the paper's query classes, ten rows are traced backward with RQ, CCProv and CSProv
 (the answers compared), from the build's files (DuckDB; the operating system's page
-cache warm after the first read):
+cache warm after the first read; with ``--cold``, each row is traced again by each
+method from disk: the page cache dropped and the build's files opened anew first):
 - SC-SL: a row of a small component (under 1,000 nodes), a short lineage (a table at
   depth 3 to 5);
 - LC-SL: a row of a large component (one split into connected sets), a short lineage;
@@ -17,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import random
 import statistics
 import tempfile
@@ -26,8 +28,11 @@ from pathlib import Path
 import duckdb
 
 from ..api.session import LineageSession
+from ..errors import InvalidArgument
 from ..graphs.components import LOCAL_EDGES_CONF
+from ..graphs.queries import StoredGraph
 from ..local import local_session
+from ..store.layout import StoreFolders
 from . import graphgen
 
 _BASE_ROWS = 38_000  # rows per table of the base graph: about 6.4M triples, as the paper's
@@ -66,7 +71,32 @@ def _timed(stats: dict, method: str, function, *args):
     return result
 
 
-def measure(edges: int, work: Path, spark, seed: int, threshold: int, queries: int, update_pairs: int) -> dict:
+_DROP_CACHES = Path("/proc/sys/vm/drop_caches")
+
+
+def drop_page_cache() -> None:
+    """The operating system's page cache emptied (Linux, as root), so the next reads
+    come from disk."""
+    os.sync()
+    try:
+        _DROP_CACHES.write_text("3\n")
+    except OSError as e:
+        raise InvalidArgument(
+            f"--cold empties the page cache before each query, which needs root on Linux (writing {_DROP_CACHES}): {e}"
+        ) from None
+
+
+def _cold(folders, dataset: str, rid: int, method: str) -> float:
+    # from disk: no page cache, and a graph object that has read no file yet
+    drop_page_cache()
+    started = time.perf_counter()
+    StoredGraph(folders).trace(dataset, rid, "backward", method)
+    return time.perf_counter() - started
+
+
+def measure(
+    edges: int, work: Path, spark, seed: int, threshold: int, queries: int, update_pairs: int, cold: bool = False
+) -> dict:
     base_rows = min(_BASE_ROWS, max(200, edges // 166))
     probe = graphgen.generate(work / "probe", base_rows, 1, seed)
     copies = max(1, round(edges / probe["edges"]))
@@ -84,6 +114,7 @@ def measure(edges: int, work: Path, spark, seed: int, threshold: int, queries: i
               "classes": {}}  # fmt: skip
     for klass in ("SC-SL", "LC-SL", "LC-LL"):
         times: dict[str, list[float]] = {}
+        colds: dict[str, list[float]] = {}
         reads: dict[str, list[int]] = {}
         rows = []
         for dataset, rid in _pick(folder, meta, klass, queries, seed):
@@ -92,21 +123,33 @@ def measure(edges: int, work: Path, spark, seed: int, threshold: int, queries: i
                 trace = _timed(times, method, graph.backward, dataset, rid, method)
                 answers[method] = trace.triples
                 reads.setdefault(method, []).append(trace.read)
+                if cold:
+                    colds.setdefault(method, []).append(_cold(StoreFolders(work / "store").graph, dataset, rid, method))
             if not (answers["rq"].equals(answers["ccprov"]) and answers["rq"].equals(answers["csprov"])):
                 raise AssertionError(f"the methods disagree on {dataset}#{rid}")
             rows.append(answers["rq"].num_rows)
         result["classes"][klass] = {
             "rows": len(rows),
             "lineage_triples_mean": round(statistics.mean(rows), 1) if rows else 0,
-            **{m: {"mean_ms": round(1000 * statistics.mean(t), 1),
-                   "p95_ms": round(1000 * sorted(t)[min(len(t) - 1, int(0.95 * len(t)))], 1),
-                   "triples_read_mean": round(statistics.mean(reads[m]))} for m, t in times.items()},
+            **{m: {"mean_ms": _ms(statistics.mean(t)), "p95_ms": _ms(_p95(t)),
+                   "triples_read_mean": round(statistics.mean(reads[m]))}
+               | ({"cold_mean_ms": _ms(statistics.mean(colds[m])), "cold_p95_ms": _ms(_p95(colds[m]))} if cold else {})
+               for m, t in times.items()},
         }  # fmt: skip
-        print(f"  {klass}: " + ", ".join(f"{m} {v['mean_ms']} ms" for m, v in result["classes"][klass].items()
-                                         if isinstance(v, dict)), flush=True)  # fmt: skip
+        print(f"  {klass}: " + ", ".join(
+            f"{m} {v['mean_ms']} ms" + (f" ({v['cold_mean_ms']} ms cold)" if cold else "")
+            for m, v in result["classes"][klass].items() if isinstance(v, dict)), flush=True)  # fmt: skip
     if update_pairs:
         result["update"] = _update(graph, work, base_rows, copies, update_pairs, seed)
     return result
+
+
+def _ms(seconds: float) -> float:
+    return round(1000 * seconds, 1)
+
+
+def _p95(values: list[float]) -> float:
+    return sorted(values)[min(len(values) - 1, int(0.95 * len(values)))]
 
 
 def _update(graph, work: Path, base_rows: int, copies: int, pairs: int, seed: int) -> dict:
@@ -127,12 +170,16 @@ def _update(graph, work: Path, base_rows: int, copies: int, pairs: int, seed: in
 
 
 def main(args: argparse.Namespace) -> int:
+    if args.cold:  # before any work: a run that cannot empty the cache stops at once
+        drop_page_cache()
     conf = {} if args.local_edges is None else {LOCAL_EDGES_CONF: str(args.local_edges)}
     spark = local_session("sparkprov-bench-graph", driver_memory=args.driver_memory, quiet=True, **conf)
     report = {"runs": []}
     for edges in _sizes(args.edges):
         with tempfile.TemporaryDirectory(prefix="sparkprov-bench-graph-") as tmp:
-            run = measure(edges, Path(tmp), spark, args.seed, args.threshold, args.queries, args.update_pairs)
+            run = measure(
+                edges, Path(tmp), spark, args.seed, args.threshold, args.queries, args.update_pairs, args.cold
+            )
             report["runs"].append(run)
         if args.json_out:  # after each size: a larger one that fails keeps the smaller ones' figures
             Path(args.json_out).write_text(json.dumps(report, indent=1))

@@ -204,6 +204,11 @@ def build_parser() -> argparse.ArgumentParser:
         help="edges up to which components are found in the driver, not by Spark's rounds (default 100M; 0: never)",
     )
     gb.add_argument("--driver-memory", default="2g", help="the Spark driver's memory (default 2g)")
+    gb.add_argument(
+        "--cold",
+        action="store_true",
+        help="also trace each row from disk: the page cache emptied first (Linux, needs root)",
+    )
     gb.add_argument("--json", dest="json_out", help="write the results as JSON to this file")
     wfb = bench_sub.add_parser("workflow", help="Lipstick's WorkflowGen: tracking overhead and graph query times")
     wfb.add_argument("--suite", choices=["dealers", "arctic"], default="dealers")

@@ -10,8 +10,10 @@ A build folder holds:
   sorted by ``dst`` (the recursive query reads a hop's buckets only);
 - ``by_component/bucket=k/``: the triples whose component is ``k`` modulo the bucket
   count, sorted by component (CCProv reads one component's rows from one bucket);
-- ``by_set/bucket=k/``: the triples with their ends' connected sets, by ``dst_set``
-  modulo the bucket count (CSProv reads the sets its row's lineage passes through);
+- ``by_set/bucket=k/``: the triples with their component and their ends' connected
+  sets, by component modulo the bucket count, sorted by component then ``dst_set``
+  (CSProv reads the row groups of its component's block that hold the sets its row's
+  lineage passes through: a component's sets are together, whatever their numbers);
 - ``set_dependencies/``: ``src_set, dst_set``, every pair of sets a triple joins;
 - ``components/``: ``component, nodes, edges, sets``;
 - ``sets/``: ``cset, nodes``;
@@ -174,11 +176,12 @@ def code(spark: SparkSession, named: DataFrame, datasets: list[str], ops: list[s
     return joined.select("src_ds", "src_rid", "dst_ds", "dst_rid", F.col("op_id").alias("op"))
 
 
-def bucketed(df: DataFrame, key: str, buckets: int, path: Path) -> None:
-    """``df`` written as one folder per bucket of ``key``, each sorted by it in small row
-    groups."""
+def bucketed(df: DataFrame, key: str, buckets: int, path: Path, then: str | None = None) -> None:
+    """``df`` written as one folder per bucket of ``key``, each sorted by it (and then by
+    ``then``) in small row groups."""
     bucketed = df.withColumn("bucket", F.pmod(key, F.lit(buckets))).repartition(buckets, "bucket")
-    writer = bucketed.sortWithinPartitions(key).write.option("parquet.block.size", _ROW_GROUP)
+    order = [key] if then is None else [key, then]
+    writer = bucketed.sortWithinPartitions(*order).write.option("parquet.block.size", _ROW_GROUP)
     writer.partitionBy("bucket").parquet(str(path))
 
 
@@ -191,7 +194,7 @@ def write_triples(tmp: Path, nodes: DataFrame, sets: DataFrame, buckets: int) ->
     nodes.orderBy("ds", "rid").write.option("parquet.block.size", _ROW_GROUP).parquet(str(tmp / "nodes"))
     bucketed(sets.select(*TRIPLE_COLUMNS), "dst", buckets, tmp / "by_dst")
     bucketed(sets.drop("src_set", "dst_set"), "component", buckets, tmp / "by_component")
-    bucketed(sets.drop("component"), "dst_set", buckets, tmp / "by_set")
+    bucketed(sets, "component", buckets, tmp / "by_set", then="dst_set")
     deps = sets.where(F.col("src_set") != F.col("dst_set")).select("src_set", "dst_set").distinct()
     deps.orderBy("dst_set").write.parquet(str(tmp / "set_dependencies"))
 

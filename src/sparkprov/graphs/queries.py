@@ -94,10 +94,10 @@ class StoredGraph:
         self._deps: pa.Table | None = None  # set dependencies, read once
         self._by_key: dict[tuple[str, str], PairTable] = {}  # a file's row groups by key range, read once
 
-    def _files(self, layout: str, buckets) -> list[str]:
-        return sorted(
-            str(p) for f in self.layers for b in buckets for p in (f / layout / f"bucket={int(b)}").glob("*.parquet")
-        )
+    def _files(self, layout: str, buckets=None) -> list[str]:
+        # the files of some buckets of ``layout`` (of every bucket: None), in every layer
+        folders = ["bucket=*"] if buckets is None else [f"bucket={int(b)}" for b in buckets]
+        return sorted(str(p) for f in self.layers for b in folders for p in (f / layout).glob(f"{b}/*.parquet"))
 
     def _all(self, layout: str) -> list[str]:
         return sorted(str(p) for f in self.layers for p in (f / layout).glob("*.parquet"))
@@ -137,7 +137,7 @@ class StoredGraph:
             edges = self._of_components(np.array([component], np.int64))
             found, read = _walk(edges, node, direction), edges.num_rows
         elif method == "csprov":
-            edges = self._of_sets(self._set_lineage(cset, direction))
+            edges = self._of_sets(self._set_lineage(cset, direction), component)
             found, read = _walk(edges, node, direction), edges.num_rows
         else:
             found, read = self._recursive(node, direction)
@@ -163,17 +163,18 @@ class StoredGraph:
     def _of_components(self, components: np.ndarray) -> pa.Table:
         # a component's triples, under every label it had when a layer filed them
         labels = self.labels(components)
-        return self._read_in("by_component", "component", labels)
+        return self._read_in(self._files("by_component", np.unique(labels % self.buckets)), "component", labels)
 
-    def _read_in(self, layout: str, column: str, values: np.ndarray) -> pa.Table:
-        # the triples of ``layout`` whose ``column`` is one of ``values`` (bucketed by it,
-        # sorted by it within a bucket): only the row groups whose range holds a value
+    def _read_in(self, files: list[str], column: str, values: np.ndarray, labels: np.ndarray | None = None) -> pa.Table:
+        # the triples of ``files`` whose ``column`` is one of ``values``: only the row
+        # groups whose range holds a value (and, given ``labels``, a component's label)
         values = np.unique(np.asarray(values, np.int64))
         parts = []
-        for path in self._files(layout, np.unique(values % self.buckets)):
+        for path in files:
             if (path, column) not in self._by_key:
-                self._by_key[path, column] = PairTable([path], column, (*_COLUMNS, column))
-            parts.append(self._by_key[path, column].lookup(values).select(_COLUMNS))
+                bound = None if labels is None else "component"
+                self._by_key[path, column] = PairTable([path], column, (*_COLUMNS, column), bound=bound)
+            parts.append(self._by_key[path, column].lookup(values, within=labels).select(_COLUMNS))
         return pa.concat_tables(parts) if parts else _empty_coded()
 
     def _read(self, files: list[str], where: str, params: dict) -> pa.Table:
@@ -198,9 +199,12 @@ class StoredGraph:
         far = "src" if direction == "backward" else "dst"
         return np.union1d([cset], reached.column(far).to_numpy()).astype(np.int64)
 
-    def _of_sets(self, sets: np.ndarray) -> pa.Table:
-        # every triple whose dst lies in one of the sets: the triples into their nodes
-        return self._read_in("by_set", "dst_set", np.asarray(sets, np.int64))
+    def _of_sets(self, sets: np.ndarray, component: int) -> pa.Table:
+        # every triple whose dst lies in one of the sets (all in ``component``): the
+        # triples into their nodes. Every bucket's file is searched: a build's files are
+        # bucketed by component, an older build's by dst_set; the statistics of each
+        # row group (component, where a file has it, and dst_set) skip the others.
+        return self._read_in(self._files("by_set"), "dst_set", sets, labels=self.labels([component]))
 
     def _recursive(self, node: int, direction: str) -> tuple[pa.Table, int]:
         # one read per hop: backward, the buckets of the frontier's nodes (by dst);

@@ -34,10 +34,17 @@ class PairTable:
     ``columns`` are the ones read (an RDD capture's side files: handle and slots).
 
     Lookups are correct whatever the row order (statistics bound every row group);
-    sorted files make them cheap.
+    sorted files make them cheap. ``bound`` names a second column whose statistics
+    narrow the row groups a lookup reads further (``lookup(keys, within=...)``): files
+    sorted by it and then by ``key`` keep each value's rows in a few row groups even
+    where the ``key`` values of different ones interleave. Rows are not filtered by it
+    (a caller passes ``within`` that every row it wants satisfies), and a file without
+    that column is read by ``key`` alone.
     """
 
-    def __init__(self, files: list[str], key: str, columns: tuple[str, ...] = (OUT, IN)) -> None:
+    def __init__(
+        self, files: list[str], key: str, columns: tuple[str, ...] = (OUT, IN), bound: str | None = None
+    ) -> None:
         self.key = key
         self.columns = list(columns)
         self._files = {f: pq.ParquetFile(f) for f in files}
@@ -47,49 +54,72 @@ class PairTable:
             if first is not None
             else pa.schema([(c, pa.int64()) for c in self.columns])
         ).empty_table()
-        lo, hi, where = [], [], []
+        ranges: list[tuple[int, int, int, int]] = []
+        where = []
         for f, pf in self._files.items():
             meta = pf.metadata
-            column = meta.schema.names.index(key)
+            names = meta.schema.names
+            column = names.index(key)
+            other = names.index(bound) if bound in names else None
             for g in range(meta.num_row_groups):
                 group = meta.row_group(g)
                 if group.num_rows == 0:
                     continue
-                stats = group.column(column).statistics
-                bounded = stats is not None and stats.has_min_max
-                lo.append(stats.min if bounded else np.iinfo(np.int64).min)
-                hi.append(stats.max if bounded else np.iinfo(np.int64).max)
+                lo, hi = _range(group.column(column).statistics)
+                blo, bhi = _range(group.column(other).statistics if other is not None else None)
+                ranges.append((lo, hi, blo, bhi))
                 where.append((f, g, group.num_rows))
-        order = np.argsort(np.array(lo, dtype=np.int64), kind="stable")
-        self._lo = np.array(lo, dtype=np.int64)[order]
-        self._hi = np.array(hi, dtype=np.int64)[order]
+        table = np.array(ranges, dtype=np.int64).reshape(-1, 4)
+        order = np.argsort(table[:, 0], kind="stable")
+        self._lo, self._hi, self._bound_lo, self._bound_hi = (table[order, i] for i in range(4))
         self._where = [where[i] for i in order]
         self.rows = sum(n for _, _, n in where)
 
-    def groups_for(self, keys: np.ndarray) -> list[int]:
-        """Row groups that may hold one of ``keys`` (sorted, distinct)."""
+    def groups_for(self, keys: np.ndarray, within: np.ndarray | None = None) -> list[int]:
+        """Row groups that may hold one of ``keys`` (sorted, distinct), and whose ``bound``
+        column may hold one of ``within`` (sorted, distinct) when given."""
         if not len(keys) or not len(self._lo):
             return []
-        # a group may hold a key iff some key lies in [lo, hi]
-        first = np.searchsorted(keys, self._lo, side="left")
-        return [i for i in np.nonzero(first < len(keys))[0] if keys[first[i]] <= self._hi[i]]
+        found = _intersecting(keys, self._lo, self._hi)
+        if within is not None:
+            found &= _intersecting(within, self._bound_lo, self._bound_hi)
+        return np.nonzero(found)[0].tolist()
 
-    def rows_to_read(self, keys: np.ndarray) -> int:
-        return sum(self._where[i][2] for i in self.groups_for(keys))
+    def rows_to_read(self, keys: np.ndarray, within: np.ndarray | None = None) -> int:
+        return sum(self._where[i][2] for i in self.groups_for(keys, within))
 
-    def lookup(self, keys: np.ndarray) -> pa.Table:
-        """The pair rows whose ``key`` is one of ``keys`` (sorted, distinct int64)."""
-        parts = []
-        wanted = pa.array(keys, pa.int64())
-        for i in self.groups_for(keys):
+    def lookup(self, keys: np.ndarray, within: np.ndarray | None = None) -> pa.Table:
+        """The pair rows whose ``key`` is one of ``keys`` (sorted, distinct int64), read
+        from the row groups :meth:`groups_for` names (one read per file)."""
+        per_file: dict[str, list[int]] = {}
+        for i in self.groups_for(keys, within):
             f, g, _ = self._where[i]
-            part = self._files[f].read_row_group(g, columns=self.columns)
-            parts.append(part.filter(pc.is_in(part[self.key], value_set=wanted)))
-        return pa.concat_tables(parts) if parts else self._empty
+            per_file.setdefault(f, []).append(g)
+        if not per_file:
+            return self._empty
+        wanted = pa.array(keys, pa.int64())
+        parts = [self._files[f].read_row_groups(sorted(gs), columns=self.columns) for f, gs in per_file.items()]
+        table = pa.concat_tables(parts)
+        return table.filter(pc.is_in(table[self.key], value_set=wanted))
 
     def read_all(self) -> pa.Table:
         parts = [pf.read(columns=self.columns) for pf in self._files.values()]
         return pa.concat_tables(parts) if parts else self._empty
+
+
+def _range(stats) -> tuple[int, int]:
+    # a row group's [min, max] of a column; unbounded where the file keeps no statistics
+    if stats is None or not stats.has_min_max:
+        return np.iinfo(np.int64).min, np.iinfo(np.int64).max
+    return stats.min, stats.max
+
+
+def _intersecting(keys: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
+    # per range [lo, hi]: whether one of ``keys`` (sorted) lies in it
+    first = np.searchsorted(keys, lo, side="left")
+    inside = first < len(keys)
+    inside[inside] = keys[first[inside]] <= hi[inside]
+    return inside
 
 
 def distinct_sorted(values: np.ndarray) -> np.ndarray:
