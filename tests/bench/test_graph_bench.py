@@ -7,14 +7,18 @@ from __future__ import annotations
 import argparse
 import json
 
+import pytest
+
+from sparkprov.bench import graph as graph_bench
 from sparkprov.bench.graph import main
+from sparkprov.errors import InvalidArgument
 
 
 def test_the_benchmark_builds_traces_every_class_and_updates(spark, tmp_path, capsys):
     # spark: the suite's session exists first, so the benchmark's getOrCreate reuses it
     out = tmp_path / "g.json"
     args = argparse.Namespace(edges="20K", threshold=300, queries=2, seed=0, update_pairs=2000, local_edges=None,
-                              driver_memory="2g", json_out=str(out))  # fmt: skip
+                              driver_memory="2g", json_out=str(out), cold=False)  # fmt: skip
     assert main(args) == 0
     (run,) = json.loads(out.read_text())["runs"]
     build = run["build"]
@@ -32,3 +36,9 @@ def test_the_benchmark_builds_traces_every_class_and_updates(spark, tmp_path, ca
     assert run["update"]["added"]["triples"] == 2000
     assert run["update"]["edges_after"] == run["edges"] + 2000
     assert "update: 2,000 pairs" in capsys.readouterr().out
+
+
+def test_cold_runs_say_what_emptying_the_page_cache_needs(tmp_path, monkeypatch):
+    monkeypatch.setattr(graph_bench, "_DROP_CACHES", tmp_path / "no-such-folder" / "drop_caches")
+    with pytest.raises(InvalidArgument, match="needs root"):
+        graph_bench.drop_page_cache()

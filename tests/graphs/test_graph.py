@@ -7,8 +7,10 @@ from __future__ import annotations
 
 import json
 import random
+import shutil
 
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 import pytest
 import rustworkx as rx
@@ -208,9 +210,27 @@ def test_three_methods_equal_a_reference_on_random_layered_graphs(spark, session
     for a_ds, a, b_ds, b, _ in triples:
         ends = [index.setdefault(key, reference.add_node(key)) for key in ((a_ds, a), (b_ds, b))]
         reference.add_edge(*ends, None)
-    for key in rnd.sample(sorted(index), 30):
+    keys = rnd.sample(sorted(index), 30)
+    for key in keys:
         for direction, expected in (("backward", rx.ancestors), ("forward", rx.descendants)):
             want = sorted(reference[n] for n in expected(reference, index[key]))
             for method in METHODS:
                 trace = getattr(graph, direction)(key[0], key[1], method=method)
                 assert [(r["dataset"], r["rid"]) for r in trace.rows().to_pylist()] == want, (key, direction, method)
+    # a build written before by_set was bucketed by component is read as it was written
+    _by_set_as_before(graph._graph().folder, buckets=4)
+    older = session.graph()
+    for key in keys:
+        want = sorted(reference[n] for n in rx.ancestors(reference, index[key]))
+        trace = older.backward(key[0], key[1], method="csprov")
+        assert [(r["dataset"], r["rid"]) for r in trace.rows().to_pylist()] == want, key
+
+
+def _by_set_as_before(folder, buckets: int) -> None:
+    # by_set as builds wrote it before: bucketed and sorted by dst_set, no component column
+    table = pq.read_table(folder / "by_set").drop_columns(["component", "bucket"])
+    shutil.rmtree(folder / "by_set")
+    for b in range(buckets):
+        part = table.filter(pc.equal(pc.bit_wise_and(table["dst_set"], buckets - 1), b)).sort_by("dst_set")
+        (folder / "by_set" / f"bucket={b}").mkdir(parents=True)
+        pq.write_table(part, folder / "by_set" / f"bucket={b}" / "part-0.parquet", row_group_size=16)

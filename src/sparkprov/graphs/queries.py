@@ -19,6 +19,7 @@ from pathlib import Path
 import duckdb
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from ..errors import InvalidArgument, SparkprovError
@@ -93,6 +94,8 @@ class StoredGraph:
         self._con = duckdb.connect()
         self._deps: pa.Table | None = None  # set dependencies, read once
         self._by_key: dict[tuple[str, str], PairTable] = {}  # a file's row groups by key range, read once
+        self._nodes: PairTable | None = None
+        self._by_component: dict[Path, bool] = {}  # per layer: whether by_set is bucketed by component
 
     def _files(self, layout: str, buckets=None) -> list[str]:
         # the files of some buckets of ``layout`` (of every bucket: None), in every layer
@@ -116,14 +119,19 @@ class StoredGraph:
             close = [d for d in self.datasets if d.split("@")[0] == dataset.split("@")[0]][:5]
             hint = f"; datasets of that name: {', '.join(close)}" if close else ""
             raise InvalidArgument(f"no dataset {dataset!r} in the lineage graph{hint}")
-        found = self._con.execute(
-            "SELECT node, component, cset FROM read_parquet($files) WHERE ds = $ds AND rid = $rid",
-            {"files": self._all("nodes"), "ds": ds, "rid": int(rid)},
-        ).fetchall()
-        if not found:
+        found = self._rows_of(ds, np.array([rid], np.int64))
+        if not found.num_rows:
             raise InvalidArgument(f"row {rid} of {dataset!r} is in no triple of the lineage graph")
-        node, component, cset = found[0]
+        node, component, cset = (found.column(c)[0].as_py() for c in ("node", "component", "cset"))
         return node, self._aliases.get(component, component), cset
+
+    def _rows_of(self, ds: int, rids: np.ndarray) -> pa.Table:
+        # the nodes of rows ``rids`` of dataset ``ds``: node files are sorted by (ds, rid),
+        # so a dataset's rows are a block whose row groups the rids narrow down
+        if self._nodes is None:
+            self._nodes = PairTable(self._all("nodes"), "rid", ("node", "ds", "rid", "component", "cset"), bound="ds")
+        found = self._nodes.lookup(np.unique(np.asarray(rids, np.int64)), within=np.array([ds], np.int64))
+        return found.filter(pc.equal(found["ds"], ds))
 
     def trace(self, dataset: str, rid: int, direction: str = "backward", method: str = "ccprov") -> Trace:
         """The triples from row ``rid`` of ``dataset``, backward to its ancestors or
@@ -149,14 +157,7 @@ class StoredGraph:
         ds = self._ds.get(dataset)
         if ds is None or not len(rids):
             return self._named(_empty_coded())
-        self._con.register("wanted", pa.table({"r": pa.array(np.asarray(rids, np.int64))}))
-        try:
-            found = self._con.execute(
-                "SELECT node, component FROM read_parquet($files) WHERE ds = $ds AND rid IN (SELECT r FROM wanted)",
-                {"files": self._all("nodes"), "ds": ds},
-            ).fetch_arrow_table()
-        finally:
-            self._con.unregister("wanted")
+        found = self._rows_of(ds, rids)
         edges = self._of_components(np.unique(found.column("component").to_numpy()))
         return self._named(_walk(edges, found.column("node").to_numpy(), direction))
 
@@ -201,10 +202,22 @@ class StoredGraph:
 
     def _of_sets(self, sets: np.ndarray, component: int) -> pa.Table:
         # every triple whose dst lies in one of the sets (all in ``component``): the
-        # triples into their nodes. Every bucket's file is searched: a build's files are
-        # bucketed by component, an older build's by dst_set; the statistics of each
-        # row group (component, where a file has it, and dst_set) skip the others.
-        return self._read_in(self._files("by_set"), "dst_set", sets, labels=self.labels([component]))
+        # triples into their nodes, from the row groups of the component's block
+        labels = self.labels([component])
+        files = [p for layer in self.layers for p in self._set_files(layer, labels)]
+        return self._read_in(files, "dst_set", sets, labels=labels)
+
+    def _set_files(self, layer: Path, labels: np.ndarray) -> list[str]:
+        # the by_set files of ``layer`` that may hold components ``labels``: their
+        # buckets' files, where the layer has the component column it is bucketed by,
+        # else (a build before that layout: bucketed by dst_set) every file
+        every = sorted(str(p) for p in (layer / "by_set").glob("bucket=*/*.parquet"))
+        if layer not in self._by_component:
+            self._by_component[layer] = bool(every) and "component" in pq.read_schema(every[0]).names
+        if self._by_component[layer]:
+            return sorted(str(p) for b in np.unique(labels % self.buckets)
+                          for p in (layer / "by_set" / f"bucket={int(b)}").glob("*.parquet"))  # fmt: skip
+        return every
 
     def _recursive(self, node: int, direction: str) -> tuple[pa.Table, int]:
         # one read per hop: backward, the buckets of the frontier's nodes (by dst);
