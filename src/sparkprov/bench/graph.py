@@ -4,8 +4,8 @@ For each size, the generated workflow graph (``graphgen.py``) is imported into a
 store and built (triples numbered, components, connected sets, files); then, for each
 of the paper's query classes, ten rows are traced backward with RQ, CCProv and CSProv
 (the answers compared), from the build's files (DuckDB; the operating system's page
-cache warm after the first read; with ``--cold``, each row is traced again by each
-method from disk: the page cache dropped and the build's files opened anew first):
+cache warm after the first read; with ``--cold``, after those, each row is traced again
+by each method from disk: the page cache emptied and the build's files opened anew):
 - SC-SL: a row of a small component (under 1,000 nodes), a short lineage (a table at
   depth 3 to 5);
 - LC-SL: a row of a large component (one split into connected sets), a short lineage;
@@ -117,17 +117,19 @@ def measure(
         colds: dict[str, list[float]] = {}
         reads: dict[str, list[int]] = {}
         rows = []
-        for dataset, rid in _pick(folder, meta, klass, queries, seed):
+        picked = _pick(folder, meta, klass, queries, seed)
+        for dataset, rid in picked:
             answers = {}
             for method in ("rq", "ccprov", "csprov"):
                 trace = _timed(times, method, graph.backward, dataset, rid, method)
                 answers[method] = trace.triples
                 reads.setdefault(method, []).append(trace.read)
-                if cold:
-                    colds.setdefault(method, []).append(_cold(StoreFolders(work / "store").graph, dataset, rid, method))
             if not (answers["rq"].equals(answers["ccprov"]) and answers["rq"].equals(answers["csprov"])):
                 raise AssertionError(f"the methods disagree on {dataset}#{rid}")
             rows.append(answers["rq"].num_rows)
+        for dataset, rid in picked if cold else ():  # after every warm trace: emptying the cache cools those too
+            for method in ("rq", "ccprov", "csprov"):
+                colds.setdefault(method, []).append(_cold(StoreFolders(work / "store").graph, dataset, rid, method))
         result["classes"][klass] = {
             "rows": len(rows),
             "lineage_triples_mean": round(statistics.mean(rows), 1) if rows else 0,
