@@ -11,9 +11,11 @@ from typing import Any
 import pandas as pd
 import pyarrow as pa
 import pytest
+from pyspark.sql import functions as F
 
 import sparkprov as sp
 from sparkprov.bench.checks import check_row
+from sparkprov.capture.strategy import STRATEGIES
 
 KINDS = [
     "mapInPandas",
@@ -166,7 +168,18 @@ def inputs(spark, session):
 
 @pytest.mark.parametrize("kind", KINDS)
 def test_every_mode_gives_the_lineage_declared(session, inputs, kind):
-    t, o = inputs
+    _every_mode(session, *inputs, kind, "carried through the function")
+
+
+@pytest.mark.parametrize("kind", ["mapInArrow", "applyInPandasIter", "cogroupPandas"])
+def test_every_mode_over_rows_that_carry_no_rids(session, inputs, kind):
+    # an aggregate's rows (the same rows: one per key) name their groups, not source
+    # rows: the function's input is kept and numbered, then related to its lineage
+    t, o = (df.groupBy("k", "g", "x").agg(F.count("*").alias("n")).drop("n") for df in inputs)
+    _every_mode(session, t, o, kind, "kept, numbered")
+
+
+def _every_mode(session, t, o, kind: str, strategy: str) -> None:
     for mode in MODES:
         func = declared(kind, mode)
         q = query(kind, func, t, o)
@@ -186,6 +199,55 @@ def test_every_mode_gives_the_lineage_declared(session, inputs, kind):
             assert got == want, (kind, mode, row)
         first = cap.explain().splitlines()
         assert "all exact" in first[0] and f"exact as declared: {mode} lineage" in first[1], first
+        assert strategy in first[1], first
+
+
+def test_declared_functions_over_an_outer_join(session, inputs):
+    # each row carries a rid per source; the right one is missing where nothing matched
+    t, o = inputs
+
+    @sp.lineage("rowwise")
+    def pairs(batches):
+        yield from batches
+
+    @sp.lineage("full", column="inputs")
+    def largest(pdf):  # a row per group, from all its rows
+        return pdf.head(1)[["g"]].assign(k=pdf.k.max(), inputs=[list(pdf.index)])
+
+    joined = t.join(o.select("g", F.col("k").alias("ok")), "g", "left").select("k", "g", "ok")
+    rows = joined.collect()
+    assert any(r.ok is None for r in rows) and any(r.ok is not None for r in rows)
+    cap = session.capture(joined.mapInArrow(pairs, "k long, g string, ok long"), "pairs")
+    for row in cap.output.collect():
+        back = _traced_keys(cap, row)
+        assert back == {"t": [row.k]} | ({} if row.ok is None else {"o": [row.ok]}), row
+    cap = session.capture(joined.groupBy("g").applyInPandas(largest, "g string, k long"), "largest")
+    for row in cap.output.collect():
+        back = _traced_keys(cap, row)
+        want = {n: sorted(r.k for r in df.where(F.col("g") == row.g).collect()) for n, df in (("t", t), ("o", o))}
+        assert back == {n: ks for n, ks in want.items() if ks}, row
+
+
+@pytest.mark.parametrize("strategy", STRATEGIES)
+def test_declared_functions_under_every_strategy(session, inputs, strategy):
+    # the rids carried through the function, then grouped by an aggregate above it
+    t, _ = inputs
+
+    @sp.lineage("full", column="inputs")
+    def pairs(pdf):  # each row with the next one of its group
+        return pdf.assign(inputs=[[i, i + 1] if i + 1 < len(pdf) else [i] for i in range(len(pdf))])
+
+    q = t.groupBy("g").applyInPandas(pairs, "k long, g string, x long").groupBy("g").agg(F.max("x").alias("m"))
+    cap = session.capture(q, f"pairs-{strategy}", strategy=strategy)
+    for row in cap.output.collect():
+        want = sorted(r.k for r in t.where(F.col("g") == row.g).collect())
+        assert _traced_keys(cap, row) == {"t": want}, (strategy, row)
+
+
+def _traced_keys(cap, row) -> dict[str, list[int]]:
+    # the keys of the rows traced back from ``row``, per source that has any
+    found = {n: sorted(r.k for r in df.collect()) for n, df in cap.backward([row._sp_rid]).items()}
+    return {n: ks for n, ks in found.items() if ks}
 
 
 def test_declared_functions_pass_the_three_checks(session, spark):
@@ -206,6 +268,8 @@ def test_declared_functions_pass_the_three_checks(session, spark):
     queries = {
         "top2": lambda src: src.groupBy("g").applyInPandas(top2, "g string, s long"),
         "doubled": lambda src: src.mapInPandas(doubled, "k long, g string, x long").where("x > 20"),
+        # an aggregate over the function's rows, each with the rids of its inputs
+        "total": lambda src: src.groupBy("g").applyInPandas(top2, "g string, s long").groupBy().sum("s"),
     }
     for name, build in queries.items():
         cap = session.capture(build(t), name)
@@ -213,7 +277,7 @@ def test_declared_functions_pass_the_three_checks(session, spark):
             problems = check_row(cap, row._sp_rid, lambda restricted, build=build: build(restricted["t"]))
             assert problems == [], (name, row)
         traced = {r.k for r in cap.backward([r._sp_rid for r in cap.output.collect()], "t").collect()}
-        if name == "top2":  # reference: per group, the two rows of largest (x, k)
+        if name in ("top2", "total"):  # reference: per group, the two rows of largest (x, k)
             ref = set()
             for g in "ab":
                 ref |= {k for _, k in sorted(((x, k) for k, gg, x in rows if gg == g), reverse=True)[:2]}

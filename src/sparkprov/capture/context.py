@@ -74,6 +74,9 @@ class CaptureContext:
     checked: set[str] | None = None
     # how grouping operators keep their groups (STRATEGIES): "auto" picks per operator
     strategy: str = "auto"
+    # side relations kept for why and how, which read every slot but a source's as a
+    # side's: no rule then makes "rids" slots (a declared function keeps its input numbered)
+    witnesses: bool = False
     # a declared workload's sources (capture/workload.py): only these keep lineage
     keep: frozenset[str] | None = None
     # its predicates by source name: rows that fail one get a NULL rid (selection push-down)

@@ -176,7 +176,14 @@ def _traced(tracer, out, handles: list[str]):
     return out
 
 
-def declared_grouped_map(decl, names: list[str], offset: int, row: str, handle: str, arrow: bool) -> Callable:
+# The declared forms: ``ids`` are the input's columns of ids (an input row's source
+# rids, or its number in a kept input), ``handles`` the output's columns of them (arrays
+# of longs), in that order; for cogroup, the left's then the right's.
+
+
+def declared_grouped_map(
+    decl, names: list[str], offset: int, ids: list[str], handles: list[str], arrow: bool
+) -> Callable:
     """A declared function of applyInPandas / applyInArrow (one frame per group)."""
     from ..functions import frames
     from ..functions.tracer import Tracer
@@ -184,17 +191,19 @@ def declared_grouped_map(decl, names: list[str], offset: int, row: str, handle: 
     with_key, user_part = _takes_key(decl.function, 1), _form(arrow)[0]
 
     def wrapped(key, data):
-        tracer = Tracer(decl, f"the group of key {key}", key=key)
-        tracer.receive(0, frames.column_array(data, row))
+        tracer = Tracer(decl, f"the group of key {key}", key=key, widths=(len(ids),))
+        tracer.receive(0, frames.id_matrix(data, ids))
         user = frames.positioned_frame(user_part(data, names, offset))
-        out = _traced(tracer, decl.function(key, user) if with_key else decl.function(user), [handle])
+        out = _traced(tracer, decl.function(key, user) if with_key else decl.function(user), handles)
         tracer.finish()
         return out
 
     return wrapped
 
 
-def declared_grouped_map_iter(decl, names: list[str], offset: int, row: str, handle: str, arrow: bool) -> Callable:
+def declared_grouped_map_iter(
+    decl, names: list[str], offset: int, ids: list[str], handles: list[str], arrow: bool
+) -> Callable:
     """A declared function of applyInPandas / applyInArrow in their iterator forms."""
     from ..functions import frames
     from ..functions.tracer import Tracer
@@ -202,16 +211,16 @@ def declared_grouped_map_iter(decl, names: list[str], offset: int, row: str, han
     with_key, user_part = _takes_key(decl.function, 1), _form(arrow)[0]
 
     def wrapped(key, batches):
-        tracer = Tracer(decl, f"the group of key {key}", key=key)
+        tracer = Tracer(decl, f"the group of key {key}", key=key, widths=(len(ids),))
 
         def fed():
             for batch in batches:
-                tracer.receive(0, frames.column_array(batch, row))
+                tracer.receive(0, frames.id_matrix(batch, ids))
                 yield user_part(batch, names, offset)
 
         data = frames.positioned(fed())
         for out in decl.function(key, data) if with_key else decl.function(data):
-            yield _traced(tracer, out, [handle])
+            yield _traced(tracer, out, handles)
         tracer.finish()
 
     return _iter_annotated(wrapped, arrow)
@@ -233,7 +242,9 @@ def _iter_annotated(wrapped: Callable, arrow: bool) -> Callable:
     return wrapped
 
 
-def declared_cogrouped_map(decl, left: list[str], right: list[str], offset: int, row: str, handle: str, arrow: bool):
+def declared_cogrouped_map(
+    decl, left: list[str], right: list[str], offset: int, ids: tuple[list[str], list[str]], handles: list[str], arrow
+):
     """A declared function of cogroup().applyInPandas / applyInArrow: per output row,
     its left and its right input rows."""
     from ..functions import frames
@@ -243,20 +254,20 @@ def declared_cogrouped_map(decl, left: list[str], right: list[str], offset: int,
     user_part = _form(arrow)[0]
 
     def wrapped(key, lp, rp):
-        tracer = Tracer(decl, f"the cogroup of key {key}", sides=2, key=key)
-        tracer.receive(0, frames.column_array(lp, row))
-        tracer.receive(1, frames.column_array(rp, row))
+        tracer = Tracer(decl, f"the cogroup of key {key}", sides=2, key=key, widths=tuple(len(i) for i in ids))
+        tracer.receive(0, frames.id_matrix(lp, ids[0]))
+        tracer.receive(1, frames.id_matrix(rp, ids[1]))
         lu = frames.positioned_frame(user_part(lp, left, offset))
         ru = frames.positioned_frame(user_part(rp, right, offset))
         out = decl.function(key, lu, ru) if with_key else decl.function(lu, ru)
-        out = _traced(tracer, out, [f"{handle}0", f"{handle}1"])
+        out = _traced(tracer, out, handles)
         tracer.finish()
         return out
 
     return wrapped
 
 
-def declared_batches(decl, row: str, handle: str) -> Callable:
+def declared_batches(decl, ids: list[str], handles: list[str]) -> Callable:
     """A declared function of mapInPandas / mapInArrow (the partition's batches)."""
 
     def wrapped(batches: Iterator) -> Iterator:
@@ -265,15 +276,15 @@ def declared_batches(decl, row: str, handle: str) -> Callable:
         from ..functions import frames
         from ..functions.tracer import Tracer
 
-        tracer = Tracer(decl, f"partition {TaskContext.get().partitionId()}")
+        tracer = Tracer(decl, f"partition {TaskContext.get().partitionId()}", widths=(len(ids),))
 
         def fed():
             for batch in batches:
-                tracer.receive(0, frames.column_array(batch, row))
-                yield frames.without(batch, (row,))
+                tracer.receive(0, frames.id_matrix(batch, ids))
+                yield frames.without(batch, tuple(ids))
 
         for out in decl.function(frames.positioned(fed())):
-            yield _traced(tracer, out, [handle])
+            yield _traced(tracer, out, handles)
         tracer.finish()
 
     return wrapped

@@ -168,6 +168,7 @@ def _capture_into(
         named=list(named),
         by_occurrence=by_occurrence,
         strategy="logical" if witnesses else strategy,
+        witnesses=witnesses,
         keep=frozenset(workload.sources) if workload else None,
         where=dict(workload.where) if workload else {},
         read_elsewhere=read_elsewhere,

@@ -83,13 +83,18 @@ def column_values(data: Any, name: str) -> list:
     return data[name].tolist()
 
 
-def column_array(data: Any, name: str):
-    """A column of longs (the input rows' ids) as a NumPy array."""
+def id_matrix(data: Any, names: list[str]):
+    """Columns of longs (the input rows' ids, never null) as a NumPy matrix: a row per
+    input row, a column per name."""
     import numpy as np
 
-    if is_arrow(data):
-        return np.asarray(data.column(name).to_numpy(zero_copy_only=False), dtype=np.int64)
-    return data[name].to_numpy(dtype=np.int64)
+    matrix = np.empty((row_count(data), len(names)), np.int64)
+    for k, name in enumerate(names):
+        if is_arrow(data):
+            matrix[:, k] = data.column(name).to_numpy(zero_copy_only=False)
+        else:
+            matrix[:, k] = data[name].to_numpy(dtype=np.int64)
+    return matrix
 
 
 def with_lists(data: Any, name: str, lists: list) -> Any:

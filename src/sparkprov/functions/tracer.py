@@ -3,6 +3,10 @@ ids recorded as the function receives them, each output row's input positions (a
 the function reported them or as its mapping gives them) checked and turned into
 those ids.
 
+An input row may carry several ids (one per column of ``receive``'s matrix: the rids
+of the source rows behind it, one source per column); a negative id is no row (an
+outer join's missing side) and names nothing.
+
 >>> import numpy as np
 >>> from sparkprov.functions.declare import Declaration
 >>> t = Tracer(Declaration("rowwise", len), "partition 0")
@@ -10,6 +14,10 @@ those ids.
 >>> t.lineage(2)
 [[[10], [11]]]
 >>> t.finish()
+>>> joined = Tracer(Declaration("map", len, backward=lambda i, meta: [0, 1]), "partition 0", widths=(2,))
+>>> joined.receive(0, np.array([[10, 20], [11, -1]]))
+>>> joined.lineage(1)  # per id column, per output row
+[[[10, 11]], [[20]]]
 """
 
 from __future__ import annotations
@@ -26,15 +34,19 @@ class Tracer:
     """The lineage of one call of a declared function (a group, or a partition of
     mapInPandas), over ``sides`` inputs (two for cogroup)."""
 
-    def __init__(self, decl: Declaration, where: str, sides: int = 1, key: Any = None) -> None:
+    def __init__(
+        self, decl: Declaration, where: str, sides: int = 1, key: Any = None, widths: tuple[int, ...] | None = None
+    ) -> None:
         self.decl, self.where, self.key = decl, where, key
-        self._ids = [_Ids() for _ in range(sides)]  # per side, the ids received
+        # per side, the ids received: ``widths[side]`` per input row
+        self._ids = [_Ids(w) for w in (widths or (1,) * sides)]
         self.received = [0] * sides
         self.produced = 0
         self._backward: list[list[list[int]]] = []  # per output row, per side: kept for forward's check
 
     def receive(self, side: int, ids) -> None:
-        """The ids of the next input rows of ``side``, in the order the function gets them."""
+        """The ids of the next input rows of ``side``, in the order the function gets them
+        (a vector, or a matrix of a row per input row)."""
         self._ids[side].extend(ids)
         self.received[side] += len(ids)
 
@@ -43,9 +55,9 @@ class Tracer:
         return {"input_rows": rows, "key": self.key}
 
     def lineage(self, rows: int, reported: list[list] | None = None) -> list[list[list[int]]]:
-        """Per side, per output row of the next ``rows``: the ids of its input rows.
-        ``reported``: the values of the declared columns (full lineage's positions per
-        side, or the payload)."""
+        """Per side and id column, per output row of the next ``rows``: the ids of its
+        input rows. ``reported``: the values of the declared columns (full lineage's
+        positions per side, or the payload)."""
         decl = self.decl
         if decl.mode == "rowwise":  # one id per row, in order: no per-row work
             end = self.produced + rows
@@ -53,7 +65,7 @@ class Tracer:
                 self._checked(self.received[0], 0, [self.received[0]])  # raises, naming the first row too many
             ids = self._ids[0].view()[self.produced : end]
             self.produced = end
-            return [ids.reshape(-1, 1).tolist()]
+            return [_one_each(ids[:, k]) for k in range(ids.shape[1])]
         per_row: list[list[list[int]]] = []
         for i in range(rows):
             position = self.produced + i
@@ -69,8 +81,12 @@ class Tracer:
         self.produced += rows
         if decl.forward is not None:
             self._backward.extend(per_row)
-        ids = [a.view() for a in self._ids]
-        return [[ids[side][row[side]].tolist() for row in per_row] for side in range(len(ids))]
+        lists = []
+        for side, ids in enumerate(a.view() for a in self._ids):
+            for k in range(ids.shape[1]):
+                column = ids[:, k]
+                lists.append([_present(column[row[side]]) for row in per_row])
+        return lists
 
     def _mapped(self, position: int) -> list:
         return self._called(position, lambda: "backward mapping", self.decl.backward, position, self._meta())
@@ -139,21 +155,22 @@ class Tracer:
 
 
 class _Ids:
-    """Ids appended batch by batch into one array that doubles when full, so a function
-    that streams (a batch in, a batch out) costs linear time, not quadratic."""
+    """Ids (``width`` per input row) appended batch by batch into one array that doubles
+    when full, so a function that streams (a batch in, a batch out) costs linear time,
+    not quadratic."""
 
-    def __init__(self) -> None:
+    def __init__(self, width: int) -> None:
         import numpy as np
 
-        self._array, self._size = np.zeros(1024, np.int64), 0
+        self._array, self._size = np.zeros((1024, width), np.int64), 0
 
     def extend(self, ids) -> None:
         import numpy as np
 
-        ids = np.asarray(ids, dtype=np.int64)
+        ids = np.asarray(ids, dtype=np.int64).reshape(-1, self._array.shape[1])
         end = self._size + len(ids)
         if end > len(self._array):
-            grown = np.zeros(max(end, 2 * len(self._array)), np.int64)
+            grown = np.zeros((max(end, 2 * len(self._array)), self._array.shape[1]), np.int64)
             grown[: self._size] = self._array[: self._size]
             self._array = grown
         self._array[self._size : end] = ids
@@ -161,6 +178,18 @@ class _Ids:
 
     def view(self):
         return self._array[: self._size]
+
+
+def _present(ids) -> list[int]:
+    # the ids that name a row (negative: none, an outer join's missing side)
+    return ids[ids >= 0].tolist()
+
+
+def _one_each(ids) -> list[list[int]]:
+    # rowwise: each output row's one id, or none
+    if (ids >= 0).all():
+        return ids.reshape(-1, 1).tolist()
+    return [[i] if i >= 0 else [] for i in ids.tolist()]
 
 
 def _absent(payload: Any) -> bool:

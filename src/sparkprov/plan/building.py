@@ -46,6 +46,10 @@ class Building:
         project = self.analyzed(self.spark.range(1).selectExpr(f"{int(value)}L AS v"))
         return self._listed(project, "projectList")[0].child()
 
+    def coalesce(self, exprs: list[JExpr]) -> JExpr:
+        """The first of ``exprs`` that is not null."""
+        return self._expr.Coalesce(self.seq(exprs))
+
     def arithmetic(self, op: str, left: JExpr, right: JExpr) -> JExpr:
         """``left + right`` or ``left - right`` on longs."""
         return {"+": self._expr.Add, "-": self._expr.Subtract}[op](left, right)

@@ -17,9 +17,10 @@ whole partitions (coarse: every row of the input partition).
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from pyspark.sql import Window
+from pyspark.sql import DataFrame, Window
 from pyspark.sql import functions as F
 from pyspark.sql.types import ArrayType, IntegerType, LongType, StringType, StructField, StructType
 from pyspark.util import PythonEvalType
@@ -181,31 +182,63 @@ def _python_output(cx: CaptureContext, node: JPlan, result, slots: list[Slot]) -
     return Rewritten(plan, slots)
 
 
-# Functions that declare their lineage (functions/declare.py). Their input is computed
-# once and kept, each row with an id of its own (monotonically_increasing_id, fixed by
-# the keeping): the function sees the rows the side relation (id, input slots) holds,
-# and each output row gets, per input, the ids of the rows its declaration names, as
-# a "groups" slot: exact, where the undeclared function is per group or partition.
+# Functions that declare their lineage (functions/declare.py): each output row gets,
+# per input, the ids of the rows its declaration names (exact, where the undeclared
+# function is per group or partition). Where each input row carries its source rows'
+# rids (slots of kind "source" only: scans, filters, projections, joins of sources),
+# those rids go through the function with the rows and come out as "rids" slots: the
+# input is neither kept nor related to its ids afterwards (not with witnesses, whose
+# side relations why and how read: no "rids" slot is made there). Otherwise the input is
+# computed once and kept, each row with an id of its own (monotonically_increasing_id,
+# fixed by the keeping): the function sees the rows the side relation (id, input
+# slots) holds, and its output rows get those ids as a "groups" slot.
+
+_CARRIED = "their source rows' rids, carried through the function with its input rows, per output row"
+_NUMBERED = "the ids of its input rows (kept, numbered), per output row; side relation (id, input slots)"
 
 
-def _with_row_ids(cx: CaptureContext, node: JPlan, exprs: list[JExpr], names: list[str], child: JPlan):
-    """``exprs`` (as ``names``) of ``child``'s rewritten rows, computed once and kept
-    with each row's id, as a DataFrame; the "groups" slot naming the side relation
-    (id, input slots) over them."""
+@dataclass
+class _Input:
+    """A declared function's input as a DataFrame: ``names`` (the function's columns),
+    then ``ids``, columns of longs that name each row's lineage; ``slots``: the output's
+    lineage, an array of ids per output row for each of ``ids``."""
+
+    frame: DataFrame
+    ids: list[str]
+    slots: list[Slot]
+    how: str
+
+
+def _with_ids(cx: CaptureContext, node: JPlan, exprs: list[JExpr], names: list[str], child: JPlan, side: int = 0):
+    """``exprs`` (as ``names``) of ``child``'s rewritten rows with the ids that name
+    their lineage (see above)."""
     b = cx.bridge
     inner = cx.rewrite(child)
     named = [b.alias(e, n) for e, n in zip(exprs, names)]
+    if inner.slots and all(s.kind == "source" for s in inner.slots) and not cx.witnesses:
+        ids = [f"{_ROW}{side}_{i}" for i in range(len(inner.slots))]
+        # no row (an outer join's missing side) is -1, never null: pandas makes a column
+        # of longs with nulls a float one, which cannot hold every rid
+        none = b.long_literal(-1)
+        carried = [b.alias(b.coalesce([s.attr, none]), c) for s, c in zip(inner.slots, ids)]
+        frame = b.to_dataframe(b.project(named + carried, inner.plan))
+        return _Input(frame, ids, [cx.new_slot("rids", s.ref) for s in inner.slots], _CARRIED)
     kept = cx.kept(b.project(named + [s.attr for s in inner.slots] + [b.alias(b.row_id(), _ROW)], inner.plan))
     out = b.output(kept)
     moved = [Slot(s.name, s.kind, s.ref, a) for s, a in zip(inner.slots, out[len(named) : len(out) - 1])]
     slot = cx.new_slot("groups", cx.side(b.node_name(node), out[-1], Rewritten(kept, moved)))
-    return b.to_dataframe(b.project([*out[: len(named)], out[-1]], kept)), slot
+    return _Input(b.to_dataframe(b.project([*out[: len(named)], out[-1]], kept)), [_ROW], [slot], _NUMBERED)
 
 
-def _declared_output(cx: CaptureContext, node: JPlan, decl: Declaration, result, slots: list[Slot]) -> Rewritten:
-    rw = _python_output(cx, node, result, slots)
-    how = "the ids of its input rows (kept, numbered), per output row; side relation (id, input slots)"
+def _declared_output(cx: CaptureContext, node: JPlan, decl: Declaration, result, inputs: list[_Input]) -> Rewritten:
+    rw = _python_output(cx, node, result, [s for i in inputs for s in i.slots])
+    hows = [i.how for i in inputs]
+    how = hows[0] if len(set(hows)) == 1 else "; ".join(f"{s}: {h}" for s, h in zip(("left", "right"), hows))
     return Rewritten(rw.plan, rw.slots, strategy=f"declared: {how}", declared=decl.describe())
+
+
+def _handles(inputs: list[_Input]) -> list[str]:
+    return [f"{_HANDLE}{i}" for i in range(sum(len(i.ids) for i in inputs))]
 
 
 def _declared_groups(cx: CaptureContext, node: JPlan, decl: Declaration, grouping, args) -> Rewritten:
@@ -214,49 +247,50 @@ def _declared_groups(cx: CaptureContext, node: JPlan, decl: Declaration, groupin
     (child,) = b.children(node)
     keys = [f"__sp_k{i}" for i in range(len(grouping))]
     cols = [f"__sp_a{i}" for i in range(len(args))]
-    rows, slot = _with_row_ids(cx, node, grouping + args, keys + cols, child)
+    rows = _with_ids(cx, node, grouping + args, keys + cols, child)
     names, arrow = [b.attr_name(a) for a in args], b.node_name(node) == "FlatMapGroupsInArrow"
     form = P.declared_grouped_map_iter if b.python_eval_type(node) in _GROUPED_ITER else P.declared_grouped_map
-    wrapped = form(decl, names, len(keys), _ROW, f"{_HANDLE}0", arrow)
-    grouped = rows.groupBy(*keys)
-    schema = _python_schema(cx, node, ArrayType(LongType()))
+    wrapped = form(decl, names, len(keys), rows.ids, _handles([rows]), arrow)
+    grouped = rows.frame.groupBy(*keys)
+    schema = _python_schema(cx, node, *[ArrayType(LongType())] * len(rows.ids))
     result = grouped.applyInArrow(wrapped, schema) if arrow else grouped.applyInPandas(wrapped, schema)
-    return _declared_output(cx, node, decl, result, [slot])
+    return _declared_output(cx, node, decl, result, [rows])
 
 
 def _declared_cogroups(cx: CaptureContext, node: JPlan, decl: Declaration) -> Rewritten:
     b = cx.bridge
     _check_sides(decl, node, 2)
-    sides, slots, names = [], [], []
-    for child, n in zip(b.children(node), (node.leftGroupingLen(), node.rightGroupingLen())):
+    sides, inputs, names = [], [], []
+    for side, (child, n) in enumerate(zip(b.children(node), (node.leftGroupingLen(), node.rightGroupingLen()))):
         out = b.output(child)
         keys = [f"__sp_k{i}" for i in range(n)]
         cols = [f"__sp_a{i}" for i in range(len(out) - n)]
-        rows, slot = _with_row_ids(cx, node, out, keys + cols, child)
-        sides.append(rows.groupBy(*keys))
-        slots.append(slot)
+        rows = _with_ids(cx, node, out, keys + cols, child, side)
+        sides.append(rows.frame.groupBy(*keys))
+        inputs.append(rows)
         names.append([b.attr_name(a) for a in out[n:]])
     arrow = b.node_name(node) == "FlatMapCoGroupsInArrow"
-    wrapped = P.declared_cogrouped_map(decl, names[0], names[1], node.leftGroupingLen(), _ROW, _HANDLE, arrow)
-    schema = _python_schema(cx, node, ArrayType(LongType()), ArrayType(LongType()))
+    ids = (inputs[0].ids, inputs[1].ids)
+    wrapped = P.declared_cogrouped_map(decl, *names, node.leftGroupingLen(), ids, _handles(inputs), arrow)
+    schema = _python_schema(cx, node, *[ArrayType(LongType())] * len(_handles(inputs)))
     cogrouped = sides[0].cogroup(sides[1])
     result = cogrouped.applyInArrow(wrapped, schema) if arrow else cogrouped.applyInPandas(wrapped, schema)
-    return _declared_output(cx, node, decl, result, slots)
+    return _declared_output(cx, node, decl, result, inputs)
 
 
 def _declared_batches(cx: CaptureContext, node: JPlan, decl: Declaration, args) -> Rewritten:
     b = cx.bridge
     _check_sides(decl, node, 1)
     (child,) = b.children(node)
-    rows, slot = _with_row_ids(cx, node, args, [b.attr_name(a) for a in args], child)
-    schema = _python_schema(cx, node, ArrayType(LongType()))
-    wrapped = P.declared_batches(decl, _ROW, f"{_HANDLE}0")
+    rows = _with_ids(cx, node, args, [b.attr_name(a) for a in args], child)
+    schema = _python_schema(cx, node, *[ArrayType(LongType())] * len(rows.ids))
+    wrapped = P.declared_batches(decl, rows.ids, _handles([rows]))
     barrier = bool(node.isBarrier())
     if b.node_name(node) == "MapInPandas":
-        result = rows.mapInPandas(wrapped, schema, barrier=barrier)
+        result = rows.frame.mapInPandas(wrapped, schema, barrier=barrier)
     else:
-        result = rows.mapInArrow(wrapped, schema, barrier=barrier)
-    return _declared_output(cx, node, decl, result, [slot])
+        result = rows.frame.mapInArrow(wrapped, schema, barrier=barrier)
+    return _declared_output(cx, node, decl, result, [rows])
 
 
 def _check_sides(decl: Declaration, node: JPlan, sides: int) -> None:
