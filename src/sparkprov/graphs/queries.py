@@ -97,10 +97,13 @@ class StoredGraph:
         self._nodes: PairTable | None = None
         self._by_component: dict[Path, bool] = {}  # per layer: whether by_set is bucketed by component
 
-    def _files(self, layout: str, buckets=None) -> list[str]:
+    def _files(self, layout: str, buckets=None, layers: list[Path] | None = None) -> list[str]:
         # the files of some buckets of ``layout`` (of every bucket: None), in every layer
+        # (or in ``layers``)
         folders = ["bucket=*"] if buckets is None else [f"bucket={int(b)}" for b in buckets]
-        return sorted(str(p) for f in self.layers for b in folders for p in (f / layout).glob(f"{b}/*.parquet"))
+        return sorted(
+            str(p) for f in layers or self.layers for b in folders for p in (f / layout).glob(f"{b}/*.parquet")
+        )
 
     def _all(self, layout: str) -> list[str]:
         return sorted(str(p) for f in self.layers for p in (f / layout).glob("*.parquet"))
@@ -202,22 +205,23 @@ class StoredGraph:
 
     def _of_sets(self, sets: np.ndarray, component: int) -> pa.Table:
         # every triple whose dst lies in one of the sets (all in ``component``): the
-        # triples into their nodes, from the row groups of the component's block
+        # triples into their nodes, from the row groups of the component's block. A
+        # layer's files that may hold it: its labels' buckets where the layer's by_set is
+        # bucketed by component, else (a build before that layout: by dst_set) every one
         labels = self.labels([component])
-        files = [p for layer in self.layers for p in self._set_files(layer, labels)]
+        buckets = np.unique(labels % self.buckets)
+        files = [
+            p for layer in self.layers
+            for p in self._files("by_set", buckets if self._sets_by_component(layer) else None, [layer])
+        ]  # fmt: skip
         return self._read_in(files, "dst_set", sets, labels=labels)
 
-    def _set_files(self, layer: Path, labels: np.ndarray) -> list[str]:
-        # the by_set files of ``layer`` that may hold components ``labels``: their
-        # buckets' files, where the layer has the component column it is bucketed by,
-        # else (a build before that layout: bucketed by dst_set) every file
-        every = sorted(str(p) for p in (layer / "by_set").glob("bucket=*/*.parquet"))
+    def _sets_by_component(self, layer: Path) -> bool:
+        # whether ``layer``'s by_set is bucketed by component (its files have the column)
         if layer not in self._by_component:
-            self._by_component[layer] = bool(every) and "component" in pq.read_schema(every[0]).names
-        if self._by_component[layer]:
-            return sorted(str(p) for b in np.unique(labels % self.buckets)
-                          for p in (layer / "by_set" / f"bucket={int(b)}").glob("*.parquet"))  # fmt: skip
-        return every
+            first = next(iter(self._files("by_set", None, [layer])), None)
+            self._by_component[layer] = first is not None and "component" in pq.read_schema(first).names
+        return self._by_component[layer]
 
     def _recursive(self, node: int, direction: str) -> tuple[pa.Table, int]:
         # one read per hop: backward, the buckets of the frontier's nodes (by dst);
