@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING
 from .errors import (
     CaptureFailed,
     CaptureNotFound,
+    CoarseLineageWarning,
     EmbeddedUnsupported,
     ExecutorsLackModules,
     InputNotFound,
@@ -89,6 +90,7 @@ __all__ = [
     "LineageSession",
     "LineageTooLarge",
     "RestrictedLineageWarning",
+    "CoarseLineageWarning",
     "Source",
     "SourceChanged",
     "SourceChangedWarning",

@@ -134,6 +134,12 @@ class RestrictedLineageWarning(UserWarning):
     rows a workload predicate selects: the answer holds those rows alone."""
 
 
+class CoarseLineageWarning(UserWarning):
+    """An answer from a capture whose Python functions are declared blackbox holds
+    their stored lineage (every row of a group or partition): the exact answer needs
+    the session that captured the query (``backward`` and ``forward`` there)."""
+
+
 def one_line(exc: BaseException) -> str:
     """``exc`` as the short reason a failed attempt records: its type and first line.
 

@@ -42,7 +42,7 @@ def declared(kind: str, mode: str):
 
     def positions(ks, mode):
         n = len(ks)
-        if mode in ("full", "payload"):  # a filter, a neighbour, and a row from nothing
+        if mode in ("full", "payload", "blackbox"):  # a filter, a neighbour, and a row from nothing
             rows = [[p, p - 1] if p and ks[p] % 2 == 0 else [p] for p in range(n) if ks[p] % 3]
             return rows + ([[]] if n >= 3 else [])
         if mode == "composite":  # the mapping, but every third row also reads the first
@@ -63,7 +63,7 @@ def declared(kind: str, mode: str):
 
     def frame(rows, arrow, cogroup=False):
         data = {"k": [r["k"] for r in rows], "used": [r["used"] for r in rows]}
-        if mode == "full":
+        if mode in ("full", "blackbox"):
             data["inputs"] = [r["l"] for r in rows]
             if cogroup:
                 data["rights"] = [r["r"] for r in rows]
@@ -127,8 +127,8 @@ def declared(kind: str, mode: str):
             return (back(i), [i % meta["input_rows"][1]] if meta["input_rows"][1] else []) if cogroup else back(i)
 
         return sp.lineage("composite", column="payload", backward=mapped, map_p=decoded)(f)
-    if mode == "full":
-        return sp.lineage("full", column=("inputs", "rights") if cogroup else "inputs")(f)
+    if mode in ("full", "blackbox"):
+        return sp.lineage(mode, column=("inputs", "rights") if cogroup else "inputs")(f)
     if mode == "map" and cogroup:  # the right input: row i modulo its size
 
         def both(i, meta):
@@ -177,6 +177,68 @@ def test_every_mode_over_rows_that_carry_no_rids(session, inputs, kind):
     # rows: the function's input is kept and numbered, then related to its lineage
     t, o = (df.groupBy("k", "g", "x").agg(F.count("*").alias("n")).drop("n") for df in inputs)
     _every_mode(session, t, o, kind, "kept, numbered")
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_blackbox_answers_are_the_lineage_the_function_reports(session, inputs, kind):
+    # stored per group or partition; backward and forward run the function again over
+    # the traced rows' stored lineage, and answer as its full declaration does
+    # (``used``: the keys of the input rows the function reports, the reference)
+    t, o = inputs
+    q = query(kind, declared(kind, "blackbox"), t, o)
+    cap = session.capture(q, f"{kind}-blackbox")
+    lines = cap.explain().splitlines()
+    assert "1 coarse" in lines[0] and "coarse as stored: blackbox lineage of declared.<locals>.f" in lines[1], lines
+    rows = cap.output.collect()
+    assert sorted((r.k, r.used) for r in rows) == sorted((r.k, r.used) for r in q.collect())
+    with pytest.warns(sp.CoarseLineageWarning, match="declared blackbox"):
+        stored = cap.pairs("t").count()
+    assert stored > sum(1 for r in rows for k in r.used if k < 100)  # the run again is what makes them exact
+    traced = [r for r in rows if r.used]
+    for row in traced[:2]:
+        want = {("o" if k >= 100 else "t", k) for k in row.used}
+        got = {(name, r.k) for name, df in cap.backward([row._sp_rid]).items() for r in df.collect()}
+        assert got == want, (kind, row)
+    key = next(k for r in traced[::-1] for k in r.used if k < 100)
+    assert sorted(tuple(r.used) for r in cap.forward("t", f"k = {key}").collect()) == sorted(
+        tuple(r.used) for r in rows if key in r.used
+    )
+
+
+def test_blackbox_elsewhere_lazy_and_not_reproduced(session, inputs, monkeypatch):
+    import uuid
+    import warnings
+
+    from sparkprov.capture import blackbox
+
+    t, _ = inputs
+
+    @sp.lineage("blackbox", column="inputs")
+    def top(pdf):  # the largest x of the group, from the rows holding it
+        best = pdf[pdf.x == pdf.x.max()]
+        return best.head(1)[["g", "x"]].assign(inputs=[list(best.index)])
+
+    want = {r.g: sorted(x.k for x in t.where(F.col("g") == r.g).where(F.col("x") == r.x).collect())
+            for r in t.groupBy("g").agg(F.max("x").alias("x")).collect()}  # fmt: skip
+    q = t.groupBy("g").applyInPandas(top, "g string, x long")
+    lazy = session.capture(q, "top-lazy", strategy="lazy")  # built by running the query again: exact there
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", sp.CoarseLineageWarning)
+        assert {r.g: _traced_keys(lazy, r)["t"] for r in lazy.output.collect()} == want
+    cap = session.capture(q, "top")
+    row = cap.output.collect()[0]
+    assert _traced_keys(cap, row)["t"] == want[row.g]
+    monkeypatch.delitem(blackbox._HELD, cap._entry.id)  # as another process sees it: the stored lineage
+    with pytest.warns(sp.CoarseLineageWarning, match="this process did not capture it"):
+        assert _traced_keys(cap, row)["t"] == sorted(x.k for x in t.where(F.col("g") == row.g).collect())
+
+    @sp.lineage("blackbox", column="inputs")
+    def tagged(pdf):  # other values every run: its rows cannot be found again
+        return pdf[["k"]].assign(tag=[uuid.uuid4().hex for _ in range(len(pdf))], inputs=list(pdf.index))
+
+    cap = session.capture(t.groupBy("g").applyInPandas(tagged, "k long, tag string"), "tagged")
+    with pytest.raises(sp.LineageDeclarationWrong, match=r"did not come out again .*tagged \(declared blackbox\)"):
+        cap.backward([cap.output.first()._sp_rid])
 
 
 def _every_mode(session, t, o, kind: str, strategy: str) -> None:

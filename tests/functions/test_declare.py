@@ -21,7 +21,8 @@ from sparkprov.functions.tracer import Tracer, declaration_error
     ("args", "kwargs", "message"),
     [
         (("cell",), {}, "unknown lineage mode 'cell'"),
-        (("blackbox",), {}, "not implemented yet"),
+        (("blackbox",), {}, "blackbox lineage needs column=: the output column naming each row's input positions"),
+        (("blackbox",), {"column": "i", "backward": lambda i, m: [i]}, "backward= is for map and composite"),
         (("payload",), {"map_p": lambda i, p, m: p}, "payload lineage needs column="),
         (("payload",), {"column": "p"}, "payload lineage needs map_p="),
         (("payload",), {"column": ("p", "q"), "map_p": lambda i, p, m: p}, "payload lineage needs column="),

@@ -25,7 +25,7 @@ from ..capture.lineage import IN, OUT
 from ..capture.workload import restriction, warn_restricted
 from ..errors import EmbeddedUnsupported, InvalidArgument
 from ..plan.predicate import check_predicate
-from ..query import drill_down, engines, trace
+from ..query import blackbox, drill_down, engines, trace
 from ..query.planner import Planner
 from ..query.provenance import Polynomial, polynomials
 from ..query.replay import Replay, SourceLeaf, replay
@@ -123,6 +123,7 @@ class Capture:
         2
         """
         self._plan.trusted()
+        blackbox.warn_coarse(self._entry, "a cursor steps through the stored lineage")
         if source is None:
             point, relation, what = Point(self._plan), self._plan.output(), f"the output of capture {self.name!r}"
         else:
@@ -143,6 +144,7 @@ class Capture:
         """
         self._plan.trusted()
         self._plan.check_source(source)
+        blackbox.warn_coarse(self._entry, "pairs are the stored lineage")
         return self._plan.pairs(source)
 
     def build_lineage(self) -> float:
@@ -203,6 +205,12 @@ class Capture:
         warn_restricted(self._entry, [source] if source is not None else list(self._infos))
         names = [source] if source is not None and not end_to_end else list(self._infos)
         result = None
+        if end_to_end:
+            blackbox.warn_coarse(self._entry, "an end-to-end trace reads the stored lineage")
+        elif blackbox.exact_here(self._entry):
+            out_rids = self._output_rids(rows)
+            coarse = self._plan.backward(out_rids, list(self._infos), engine)
+            result = blackbox.backward(self._entry, out_rids, coarse, names)
         if end_to_end and engine == "auto":  # from the store's lineage graph, where built and holding the trace
             result = self._session.graph().end_to_end(self._plan, self._plan.output_rids(rows))
         if result is None:
@@ -221,6 +229,7 @@ class Capture:
         check_predicate(where)
         self._plan.check_source(source)
         warn_restricted(self._entry, [source])
+        blackbox.warn_coarse(self._entry, "a trace with where= filters the stored lineage")
         return self._plan.backward_where(rows, source, where, engine)
 
     def drill_down(self, rows: RowsArg, source: str) -> DataFrame:
@@ -248,6 +257,7 @@ class Capture:
                 f"workload={{'sources': [..., {source!r}], 'group_by': {{{source!r}: [columns]}}}}"
             )
         warn_restricted(self._entry, [source])
+        blackbox.warn_coarse(self._entry, "a drill-down combines the stored lineage")
         # the stored aggregates hold the rows as captured: a changed source is said, as a trace says it
         check_unchanged(self._session._bridge, self._infos[source])
         out_rids = self._drill_rids(rows)
@@ -279,6 +289,16 @@ class Capture:
         engines.check_engine(engine)
         self._plan.check_source(source)
         found = self._plan.forward(source, rows, engine, end_to_end)
+        if end_to_end:
+            blackbox.warn_coarse(self._entry, "an end-to-end trace reads the stored lineage")
+        elif blackbox.exact_here(self._entry):
+            in_rids = trace.rid_set(rows, self._plan.source_rows(source), f"source {source!r}")
+            if isinstance(in_rids, DataFrame):
+                in_rids = [r[0] for r in in_rids.collect()]
+            every = list(self._infos)
+            found = blackbox.forward(
+                self._entry, source, in_rids, found, lambda out: self._plan.backward(out, every, engine)
+            )
         return Traced(found) if isinstance(found, dict) else found
 
     def how(self, rows: RowsArg) -> DataFrame:
@@ -316,6 +336,7 @@ class Capture:
         """``{output rid: Polynomial}`` for ``rows`` of the output: what :meth:`how` and
         :meth:`why` print, as objects (``str(p)``, ``p.witnesses()``, ``p.variables()``)."""
         self._plan.trusted()
+        blackbox.warn_coarse(self._entry, "why and how read the stored structure")
         return polynomials(self._entry, self._output_rids(rows))
 
     def _matched_here(self, predicate: str) -> np.ndarray | None:

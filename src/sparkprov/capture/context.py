@@ -66,6 +66,11 @@ class CaptureContext:
     # and occurrence i reads only the rids in restrict[i] (a DataFrame with _sp_rid)
     by_occurrence: bool = False
     restrict: dict | None = None
+    # Python functions declared blackbox (functions/declare.py): the names of those
+    # whose lineage is stored per group or partition; with trace_blackbox (the query
+    # run again over traced rows, capture/blackbox.py) they report it, as full lineage
+    blackbox: list[str] = field(default_factory=list)
+    trace_blackbox: bool = False
     report: list[ExplainLine] = field(default_factory=list)  # one line per operator, for explain()
     operators: set[str] = field(default_factory=set)  # the captured plan's operator names, subqueries' too
     # operator names in the optimized plan (subqueries included), gathered by

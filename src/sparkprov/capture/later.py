@@ -150,6 +150,7 @@ def _build(entry: CaptureEntry, pending: Pending) -> None:
         keep=seen.keep,
         where=seen.where,
         read_elsewhere=seen.read_elsewhere,
+        trace_blackbox=True,  # nothing is kept at a lazy capture: its functions' lineage is found now, exactly
     )
     try:
         root = rewriter.rewrite_root(bridge.inline_ctes(bridge.analyzed(pending.df)))
@@ -168,6 +169,13 @@ def _build(entry: CaptureEntry, pending: Pending) -> None:
         for kept in rewriter.checkpoints:
             kept.unpersist()
         shutil.rmtree(work, ignore_errors=True)
+
+
+def close(x, y):
+    """Whether floating-point columns ``x`` and ``y`` hold equal values (NULL equal to
+    NULL) or values within ``FLOAT_TOLERANCE`` (relative; absolute below 1)."""
+    near = F.abs(x - y) <= F.lit(FLOAT_TOLERANCE) * F.greatest(F.abs(x), F.abs(y), F.lit(1.0))
+    return x.eqNullSafe(y) | F.coalesce(near, F.lit(False))
 
 
 def _matched(spark, again: DataFrame, entry: CaptureEntry, slot_names: list[str], keep) -> DataFrame:
@@ -198,9 +206,7 @@ def _matched(spark, again: DataFrame, entry: CaptureEntry, slot_names: list[str]
     cond.append(F.col(f"a.{rank}") == F.col(f"f.{rank}"))
     differs = F.lit(False)
     for c in floats:
-        x, y = F.col(f"a.`{c}`"), F.col(f"f.`{c}`")
-        same = x.eqNullSafe(y) | (F.abs(x - y) <= F.lit(FLOAT_TOLERANCE) * F.greatest(F.abs(x), F.abs(y), F.lit(1.0)))
-        differs = differs | ~F.coalesce(same, F.lit(False))
+        differs = differs | ~close(F.col(f"a.`{c}`"), F.col(f"f.`{c}`"))
     joined = a.join(f, cond, "full_outer").select(
         F.col(f"f.{RID}").alias(OUT),
         F.col(f"a.{rank}").alias(found),

@@ -28,7 +28,7 @@ from ..plan.written import read_written, stored_schema
 from ..sources.identity import RID, ROW_BITS
 from ..store.catalog import Store
 from ..store.layout import CaptureFolders
-from . import later
+from . import blackbox, later
 from .context import CaptureContext
 from .lineage import (
     OUT,
@@ -197,6 +197,8 @@ def _capture_into(
             out = _rewrite(bridge, df, rewriter)
             check_columns()
             entry = _run_rewritten(bridge, name, capture_id, data, out, rewriter, write, witnesses)
+            if rewriter.blackbox:  # their exact lineage is found when asked, by running the query again
+                blackbox.remember(capture_id, later.Pending(bridge, df, rewriter))
         # the tables are built once committed (query/drill_down.py, query/partitioned.py),
         # by the part of a marked capture that reads the source
         read = {use.info.name for use in rewriter.sources if use.info.kind != PRUNED}
@@ -392,6 +394,7 @@ def _entry(
         "explain": [line.to_json() for line in rewriter.report],
         "written": written,
         "witnesses": witnesses,
+        **({"blackbox": sorted(set(rewriter.blackbox))} if rewriter.blackbox else {}),
         "timings": timings,
     }
 

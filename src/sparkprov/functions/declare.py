@@ -21,7 +21,12 @@ Modes (SubZero's lineage modes):
   (any value Spark can hold), and ``map_p(position, payload, meta)`` gives the input
   positions from it (for cogroup: left and right);
 * ``"composite"``: ``backward`` as for map, except for the output rows with a payload
-  (not None) in ``column``, where ``map_p`` gives them (SubZero's cosmic-ray pixels).
+  (not None) in ``column``, where ``map_p`` gives them (SubZero's cosmic-ray pixels);
+* ``"blackbox"``: the function reports positions in ``column`` as for full, but capture
+  stores nothing of them: the stored lineage is per group or partition (coarse, as for
+  an undeclared function, and ``explain()`` says so), and ``backward()`` in the session
+  that captured the query runs it again, over the traced rows' stored lineage only, with
+  the column read (SubZero's black box).
 
 A payload's positions are computed as the function runs, and the ids they name are
 stored (the payload itself is not kept): a payload ``map_p`` cannot read fails the
@@ -43,6 +48,7 @@ exactly the lineage declared, checked as it runs (``LineageDeclarationWrong``).
 
 from __future__ import annotations
 
+import dataclasses
 import inspect
 import typing
 from collections.abc import Callable
@@ -52,10 +58,9 @@ from typing import Any, TypeVar
 from ..errors import InvalidArgument
 from . import frames
 
-MODES = ("rowwise", "map", "full", "payload", "composite")
-# SubZero's other mode, planned: stated so a user asking for it is told, not misread
-PLANNED = ("blackbox",)
-_REPORTED = ("full", "payload", "composite")  # modes whose function adds a column to its output
+MODES = ("rowwise", "map", "full", "payload", "composite", "blackbox")
+_REPORTED = ("full", "payload", "composite", "blackbox")  # modes whose function adds a column to its output
+_POSITIONS = ("full", "blackbox")  # modes whose column holds input positions (a pair of columns for cogroup)
 _ATTRIBUTE = "__sparkprov_lineage__"
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -76,8 +81,17 @@ class Declaration:
     def name(self) -> str:
         return getattr(self.function, "__qualname__", None) or repr(self.function)
 
+    def traced(self) -> Declaration:
+        """The declaration a blackbox function is run again under: full lineage from its column."""
+        return dataclasses.replace(self, mode="full") if self.mode == "blackbox" else self
+
     def describe(self) -> str:
         """The declaration as ``explain()`` names it."""
+        if self.mode == "blackbox":
+            return (
+                f"blackbox lineage of {self.name}: stored per group or partition; backward() in the capturing "
+                f"session runs it again over the traced rows' lineage, reading column {' and '.join(self.columns)}"
+            )
         if self.mode == "full":
             return f"full lineage reported by {self.name} in column {' and '.join(self.columns)}"
         if self.mode == "map":
@@ -112,8 +126,6 @@ def lineage(
     '<lambda>'
     >>> spans = sp.lineage("payload", column="span", map_p=lambda i, span, meta: range(*span))
     """
-    if mode in PLANNED:
-        raise InvalidArgument(f"lineage mode {mode!r} is not implemented yet; modes: {', '.join(MODES)}")
     if mode not in MODES:
         raise InvalidArgument(f"unknown lineage mode {mode!r}; modes: {', '.join(MODES)}")
     columns = _columns(mode, column)
@@ -159,11 +171,11 @@ def _columns(mode: str, column: Any) -> tuple[str, ...]:
             raise InvalidArgument(f"column= is for full, payload and composite lineage, not {mode!r}")
         return ()
     columns = (column,) if isinstance(column, str) else tuple(column or ())
-    most = 2 if mode == "full" else 1
+    most = 2 if mode in _POSITIONS else 1
     if not columns or len(columns) > most or not all(isinstance(c, str) and c for c in columns):
-        if mode == "full":
+        if mode in _POSITIONS:
             raise InvalidArgument(
-                "full lineage needs column=: the output column naming each row's input positions "
+                f"{mode} lineage needs column=: the output column naming each row's input positions "
                 "(a pair of column names for cogroup: left and right)"
             )
         raise InvalidArgument(f"{mode} lineage needs column=: the name of the output column holding the payload")

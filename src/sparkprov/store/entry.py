@@ -148,6 +148,9 @@ class CaptureEntry:
     explain: list | None = None
     plan: str | None = None
     spark_version: str | None = None
+    # Python functions declared blackbox: their lineage is stored per group or
+    # partition, and exact answers run them again (capture/blackbox.py)
+    blackbox: list | None = None
     extra: dict = field(default_factory=dict)  # keys this sparkprov does not know: kept
 
     @classmethod
@@ -181,6 +184,7 @@ class CaptureEntry:
             explain=r.take("explain", (list,)),
             plan=r.take("plan", (str,)),
             spark_version=r.take("spark_version", (str,)),
+            blackbox=r.take("blackbox", (list,)),
             extra=r.rest(),
         )
 

@@ -17,6 +17,7 @@ whole partitions (coarse: every row of the input partition).
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -30,7 +31,7 @@ from ...functions.declare import Declaration, declaration_of
 from ...plan.catalyst import JExpr, JPlan
 from ...store.format import Slot
 from .. import python_functions as P
-from ..explain import UDTF_COARSE
+from ..explain import STRATEGY, UDTF_COARSE
 from ..shapes import Rewritten
 
 if TYPE_CHECKING:
@@ -52,8 +53,8 @@ def flat_map_groups(cx: CaptureContext, node: JPlan) -> Rewritten:
     func, _, args = b.python_function(node)
     grouping = b.grouping_attributes(node)
     decl = declaration_of(func)
-    if decl is not None:
-        return _declared_groups(cx, node, decl, grouping, args)
+    if decl is not None and not _stored_coarse(cx, node, decl, 1):
+        return _declared_groups(cx, node, decl.traced(), grouping, args)
     keyed, slot = _keyed_input(cx, node, grouping, args, cx.rewrite_stable(child, node))
     names, offset = [b.attr_name(a) for a in args], len(grouping)
     arrow = b.node_name(node) == "FlatMapGroupsInArrow"
@@ -64,7 +65,7 @@ def flat_map_groups(cx: CaptureContext, node: JPlan) -> Rewritten:
     grouped = keyed.groupBy(*keyed.columns[:offset])
     schema = _python_schema(cx, node, StringType())
     result = grouped.applyInArrow(wrapped, schema) if arrow else grouped.applyInPandas(wrapped, schema)
-    return _python_output(cx, node, result, [slot])
+    return _blackbox(cx, node, decl, _python_output(cx, node, result, [slot]))
 
 
 def flat_map_cogroups(cx: CaptureContext, node: JPlan) -> Rewritten:
@@ -74,8 +75,8 @@ def flat_map_cogroups(cx: CaptureContext, node: JPlan) -> Rewritten:
     b = cx.bridge
     func, _, _ = b.python_function(node)
     decl = declaration_of(func)
-    if decl is not None:
-        return _declared_cogroups(cx, node, decl)
+    if decl is not None and not _stored_coarse(cx, node, decl, 2):
+        return _declared_cogroups(cx, node, decl.traced())
     sides, slots, names = [], [], []
     for child, n in zip(b.children(node), (node.leftGroupingLen(), node.rightGroupingLen())):
         out = b.output(child)
@@ -88,7 +89,7 @@ def flat_map_cogroups(cx: CaptureContext, node: JPlan) -> Rewritten:
     schema = _python_schema(cx, node, StringType(), StringType())
     cogrouped = sides[0].cogroup(sides[1])
     result = cogrouped.applyInArrow(wrapped, schema) if arrow else cogrouped.applyInPandas(wrapped, schema)
-    return _python_output(cx, node, result, slots)
+    return _blackbox(cx, node, decl, _python_output(cx, node, result, slots))
 
 
 def _keyed_input(cx: CaptureContext, node: JPlan, grouping: list[JExpr], args: list[JExpr], inner: Rewritten):
@@ -127,8 +128,8 @@ def map_in_batches(cx: CaptureContext, node: JPlan) -> Rewritten:
     (child,) = b.children(node)
     func, _, args = b.python_function(node)
     decl = declaration_of(func)
-    if decl is not None:
-        return _declared_batches(cx, node, decl, args)
+    if decl is not None and not _stored_coarse(cx, node, decl, 1):
+        return _declared_batches(cx, node, decl.traced(), args)
     inner = cx.rewrite(child)
     kept = cx.kept(b.project(args + [s.attr for s in inner.slots], inner.plan))
     out = b.output(kept)
@@ -141,7 +142,7 @@ def map_in_batches(cx: CaptureContext, node: JPlan) -> Rewritten:
         result = data.mapInPandas(P.pandas_batches(func, f"{_HANDLE}0"), schema, barrier=barrier)
     else:
         result = data.mapInArrow(P.arrow_batches(func, f"{_HANDLE}0"), schema, barrier=barrier)
-    return _python_output(cx, node, result, [slot])
+    return _blackbox(cx, node, decl, _python_output(cx, node, result, [slot]))
 
 
 def python_udtf(cx: CaptureContext, node: JPlan) -> Rewritten:
@@ -243,7 +244,6 @@ def _handles(inputs: list[_Input]) -> list[str]:
 
 def _declared_groups(cx: CaptureContext, node: JPlan, decl: Declaration, grouping, args) -> Rewritten:
     b = cx.bridge
-    _check_sides(decl, node, 1)
     (child,) = b.children(node)
     keys = [f"__sp_k{i}" for i in range(len(grouping))]
     cols = [f"__sp_a{i}" for i in range(len(args))]
@@ -259,7 +259,6 @@ def _declared_groups(cx: CaptureContext, node: JPlan, decl: Declaration, groupin
 
 def _declared_cogroups(cx: CaptureContext, node: JPlan, decl: Declaration) -> Rewritten:
     b = cx.bridge
-    _check_sides(decl, node, 2)
     sides, inputs, names = [], [], []
     for side, (child, n) in enumerate(zip(b.children(node), (node.leftGroupingLen(), node.rightGroupingLen()))):
         out = b.output(child)
@@ -280,7 +279,6 @@ def _declared_cogroups(cx: CaptureContext, node: JPlan, decl: Declaration) -> Re
 
 def _declared_batches(cx: CaptureContext, node: JPlan, decl: Declaration, args) -> Rewritten:
     b = cx.bridge
-    _check_sides(decl, node, 1)
     (child,) = b.children(node)
     rows = _with_ids(cx, node, args, [b.attr_name(a) for a in args], child)
     schema = _python_schema(cx, node, *[ArrayType(LongType())] * len(rows.ids))
@@ -293,13 +291,32 @@ def _declared_batches(cx: CaptureContext, node: JPlan, decl: Declaration, args) 
     return _declared_output(cx, node, decl, result, [rows])
 
 
+def _stored_coarse(cx: CaptureContext, node: JPlan, decl: Declaration, sides: int) -> bool:
+    """Whether a declared function's lineage is stored per group or partition, as an
+    undeclared one's: a blackbox function's, except when the query runs again to trace
+    it (``CaptureContext.trace_blackbox``)."""
+    _check_sides(decl, node, sides)
+    if decl.mode != "blackbox" or cx.trace_blackbox:
+        return False
+    cx.blackbox.append(decl.name)
+    return True
+
+
+def _blackbox(cx: CaptureContext, node: JPlan, decl: Declaration | None, rw: Rewritten) -> Rewritten:
+    # a blackbox function's coarse lineage, said as such in explain(), kept as an undeclared one's
+    if decl is None:
+        return rw
+    how = STRATEGY.get(cx.bridge.node_name(node), "")
+    return dataclasses.replace(rw, coarse=f"coarse as stored: {decl.describe()}", strategy=how)
+
+
 def _check_sides(decl: Declaration, node: JPlan, sides: int) -> None:
     # what a declaration must say of a function over one input, or of a cogrouped one
     what = "a cogrouped function (two inputs)" if sides == 2 else "a function of one input"
     if decl.mode == "rowwise" and sides != 1:
         raise InvalidArgument(f"{decl.name!r} declares rowwise lineage, which needs one input; it is {what}")
-    if decl.mode == "full" and len(decl.columns) != sides:
+    if decl.mode in ("full", "blackbox") and len(decl.columns) != sides:
         raise InvalidArgument(
-            f"{decl.name!r} declares full lineage in {len(decl.columns)} column(s); {what} needs {sides} "
+            f"{decl.name!r} declares {decl.mode} lineage in {len(decl.columns)} column(s); {what} needs {sides} "
             "(for cogroup: the left and the right input positions)"
         )
