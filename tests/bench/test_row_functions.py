@@ -1,5 +1,6 @@
 """``bench functions --suite rows``: each function measured plain, undeclared and
-declared, and its declared lineage narrower than the undeclared one."""
+declared (the grouped one also blackbox), and its declared lineage narrower than the
+undeclared one."""
 
 from __future__ import annotations
 
@@ -18,3 +19,6 @@ def test_declared_functions_trace_fewer_rows(spark, session, tmp_path):
         assert traced["declared"] == (2 if name == "group top two" else 1), (name, traced)
         assert traced["undeclared"] > traced["declared"], (name, traced)
         assert r["declared_ratio"] > 0 and r["undeclared_ratio"] > 0
+        if name == "group top two":  # found when asked: as exact as the declared one
+            assert traced["blackbox"] == 2 and r["blackbox_ratio"] > 0, traced
+            assert set(r["backward_s"]) == {"declared", "undeclared", "blackbox"}
