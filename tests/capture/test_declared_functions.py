@@ -466,3 +466,75 @@ def test_python_udfs_declare_only_the_lineage_they_have(session, spark):
     for q, message in refused:  # a declaration capture would not follow is refused, not ignored
         with pytest.raises(sp.InvalidArgument, match=message):
             session.capture(q, "refused")
+
+
+def test_declared_python_udtfs(spark, session, inputs):
+    # a table argument partitioned by g (SQL and DataFrame forms) and a LATERAL call
+    # with terminate(): coarse undeclared, exact as declared; positions count the
+    # eval() calls of the partition
+    from pyspark.sql import Row
+    from pyspark.sql.functions import udtf
+
+    t, _ = inputs
+    rows = {r.k: r for r in t.collect()}
+    t.createOrReplaceTempView("sp_udtf_t")
+
+    def positive_sum(mode):
+        @udtf(returnType="g string, total long")
+        @sp.lineage(mode, column="inputs")
+        class PositiveSum:  # per partition: the sum of the positive x, from those rows
+            def __init__(self):
+                self.g, self.total, self.used, self.calls = None, 0, [], 0
+
+            def eval(self, row: Row):
+                self.g = row["g"]
+                if row["x"] > 0:
+                    self.total, self.used = self.total + row["x"], [*self.used, self.calls]
+                self.calls += 1
+
+            def terminate(self):
+                yield Row(g=self.g, total=self.total, inputs=self.used)
+
+        return PositiveSum
+
+    want = {g: {("t", k) for k, r in rows.items() if r.g == g and r.x > 0} for g in {r.g for r in rows.values()}}
+    spark.udtf.register("sp_positive_sum", positive_sum("full"))
+    cap = session.capture(spark.sql("SELECT * FROM sp_positive_sum(TABLE(sp_udtf_t) PARTITION BY g)"), "udtf-full")
+    assert {r.g: {("t", k) for k in _traced_keys(cap, r).get("t", [])} for r in cap.output.collect()} == want
+    assert "exact as declared: full lineage reported by" in cap.explain()
+    blackbox = positive_sum("blackbox")(t.asTable().partitionBy("g"))
+    cap = session.capture(blackbox, "udtf-blackbox")
+    assert "coarse as stored: blackbox lineage" in cap.explain()
+    assert {r.g: {("t", k) for k in _traced_keys(cap, r).get("t", [])} for r in cap.output.collect()} == want
+
+    @udtf(returnType="k long, n long")
+    @sp.lineage("map", backward=lambda i, meta: [i] if i < meta["input_rows"] else list(range(meta["input_rows"])))
+    class Echo:  # each row back, then their count: from every row of the partition
+        def __init__(self):
+            self.n = 0
+
+        def eval(self, k: int):
+            self.n += 1
+            yield k, 1
+
+        def terminate(self):
+            yield -1, self.n
+
+    spark.udtf.register("sp_echo", Echo)
+    cap = session.capture(spark.sql("SELECT u.* FROM sp_udtf_t t, LATERAL sp_echo(t.k) u"), "udtf-map")
+    out = cap.output.collect()
+    assert sorted(r.k for r in out if r.k >= 0) == sorted(rows) and sum(r.n for r in out if r.k < 0) == len(rows)
+    for r in out:
+        traced = _traced_keys(cap, r)["t"]
+        assert traced == [r.k] if r.k >= 0 else len(traced) == r.n, r
+
+    @udtf(returnType="g string")
+    @sp.lineage("full", column="inputs")
+    class TooFar:
+        def eval(self, row: Row):
+            yield row["g"], [5]
+
+    with pytest.raises(sp.LineageDeclarationWrong, match="TooFar"):
+        session.capture(TooFar(t.asTable()), "udtf-wrong")
+    with pytest.raises(sp.UnsupportedOperation, match="rows that are not source rows"):
+        session.capture(TooFar(t.groupBy("g").count().asTable()), "udtf-aggregate")

@@ -176,10 +176,25 @@ def test_the_workers_error_is_found_in_what_spark_reports():
     assert declaration_error(RuntimeError("something else")) is None
 
 
-def test_a_udtf_class_is_told_its_declaration_is_not_implemented():
+def test_a_udtf_class_declared_drops_what_it_reports_without_capture():
+    from pyspark.sql import Row
+
     class Split:
         def eval(self, text: str):
-            yield from ((w,) for w in text.split())
+            for i, w in enumerate(text.split()):
+                yield (w, i) if i % 2 else Row(word=w, inputs=[0])
 
-    with pytest.raises(sp.InvalidArgument, match="'.*Split' is a class .* not implemented yet"):
-        sp.lineage("rowwise")(Split)
+        def terminate(self):
+            yield "end", [0]
+
+    declared = sp.lineage("full", column="inputs")(Split)
+    assert declaration_of(declared).mode == "full" and declaration_of(declared).function is Split
+    handler = declared()
+    assert list(handler.eval("a b c")) == [("a",), ("b",), ("c",)] and list(handler.terminate()) == [("end",)]
+    assert sp.lineage("rowwise")(Split)().eval is not None  # nothing reported: its rows as they are
+
+    class NoEval:
+        pass
+
+    with pytest.raises(sp.InvalidArgument, match="'.*NoEval' is a class without eval"):
+        sp.lineage("rowwise")(NoEval)

@@ -288,3 +288,52 @@ def declared_batches(decl, ids: list[str], handles: list[str]) -> Callable:
         tracer.finish()
 
     return wrapped
+
+
+def declared_udtf(decl, id_count: int) -> type:
+    """A declared Python UDTF class (``sp.lineage`` on the class) as capture calls it: its
+    eval() gets one more argument, the ids of its input row (an array of ``id_count``
+    longs: the rids of the source rows behind the row), and every row it or terminate()
+    yields gets, per id, the list of ids the declaration names for it."""
+    cls = decl.function  # the user's own class: its rows still hold what they report
+
+    class Traced:
+        def __init__(self, *args, **kwargs):
+            from pyspark import TaskContext
+
+            from ..functions.tracer import Tracer
+
+            self._inner = cls(*args, **kwargs)
+            where = f"partition {TaskContext.get().partitionId()}"
+            self._tracer = Tracer(decl, where, widths=(id_count,))
+
+        def _traced(self, rows):
+            from ..functions import frames
+
+            for row in rows if rows is not None else ():
+                if decl.columns:
+                    values, reported = frames.split_reported(row, decl.columns, self._tracer.where)
+                    lists = self._tracer.lineage(1, [[r] for r in reported])
+                else:
+                    values = tuple(row) if isinstance(row, tuple | list) else (row,)
+                    lists = self._tracer.lineage(1)
+                yield (*values, *[found[0] for found in lists])
+
+        def eval(self, *args, **kwargs):
+            import numpy as np
+
+            *args, ids = args
+            self._tracer.receive(0, np.asarray([ids], dtype=np.int64))
+            yield from self._traced(self._inner.eval(*args, **kwargs))
+
+        def terminate(self):
+            if callable(getattr(self._inner, "terminate", None)):
+                yield from self._traced(self._inner.terminate())
+            self._tracer.finish()
+
+        def cleanup(self):
+            if callable(getattr(self._inner, "cleanup", None)):
+                self._inner.cleanup()
+
+    Traced.__name__ = Traced.__qualname__ = cls.__name__
+    return Traced

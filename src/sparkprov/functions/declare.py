@@ -118,7 +118,9 @@ def lineage(
     map_p: Callable[[int, Any, dict], Any] | None = None,
 ) -> Callable[[F], F]:
     """Declare the lineage of a function passed to mapInPandas, mapInArrow,
-    applyInPandas, applyInArrow or cogroup().applyInPandas / applyInArrow.
+    applyInPandas, applyInArrow or cogroup().applyInPandas / applyInArrow, or of a
+    Python UDTF's class (under ``@udtf``; positions count its eval() calls, and its
+    rows report in a Row field named ``column`` or in their last values).
 
     >>> import sparkprov as sp
     >>> double = sp.lineage("rowwise")(lambda pdf: pdf.assign(x=pdf.x * 2))
@@ -151,15 +153,17 @@ def lineage(
     def declare(function: F) -> F:
         if not callable(function):
             raise InvalidArgument(f"sp.lineage declares a function's lineage; got {type(function).__name__}")
-        if isinstance(function, type):
-            raise InvalidArgument(
-                f"{function.__qualname__!r} is a class (a Python UDTF?): declaring a UDTF's lineage is not "
-                "implemented yet; its rows come from the row eval() was called on, or its whole partition "
-                "(said in explain())"
-            )
         if declaration_of(function) is not None:
             raise InvalidArgument(f"{getattr(function, '__qualname__', function)!r} already declares its lineage")
-        return _declared(Declaration(mode, function, columns, backward, forward, map_p))
+        decl = Declaration(mode, function, columns, backward, forward, map_p)
+        if isinstance(function, type):
+            if not callable(getattr(function, "eval", None)):
+                raise InvalidArgument(
+                    f"{function.__qualname__!r} is a class without eval(): sp.lineage declares the lineage of "
+                    "functions and of Python UDTF classes"
+                )
+            return _declared_udtf(decl)
+        return _declared(decl)
 
     return declare
 
@@ -185,6 +189,27 @@ def _columns(mode: str, column: Any) -> tuple[str, ...]:
 def declaration_of(function: Any) -> Declaration | None:
     """The declaration ``sp.lineage`` attached to ``function``, if any."""
     return getattr(function, _ATTRIBUTE, None)
+
+
+def _declared_udtf(decl: Declaration) -> type:
+    # A Python UDTF's class (``@udtf`` goes on top of ``@sp.lineage``): the rows its
+    # eval() and terminate() yield lose the values they report. Positions count its
+    # eval() calls in a partition (table argument) or in the partition it runs over.
+    cls = decl.function
+
+    def stripped(method: Callable) -> Callable:
+        def run(self, *args, **kwargs):
+            rows = method(self, *args, **kwargs)
+            for row in rows if rows is not None else ():
+                yield frames.split_reported(row, decl.columns, f"a call of {decl.name}")[0]
+
+        return run
+
+    names = ("eval", "terminate") if decl.columns else ()
+    body = {n: stripped(getattr(cls, n)) for n in names if callable(getattr(cls, n, None))}
+    declared = type(cls.__name__, (cls,), {**body, "__qualname__": cls.__qualname__, "__doc__": cls.__doc__})
+    setattr(declared, _ATTRIBUTE, decl)
+    return declared
 
 
 def _declared(decl: Declaration) -> Callable:

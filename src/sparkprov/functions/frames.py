@@ -110,3 +110,28 @@ def with_lists(data: Any, name: str, lists: list) -> Any:
 
     # object dtype even with no rows (an empty list makes float64, which Arrow cannot make arrays of)
     return data.assign(**{name: pd.Series(lists, index=data.index, dtype=object)})
+
+
+def split_reported(row: Any, columns: tuple[str, ...], where: str) -> tuple[tuple, list]:
+    """A row a Python UDTF yielded, as ``(its values, the values it reports)``: the
+    fields named ``columns`` of a Row, else its last ``len(columns)`` values.
+
+    >>> from pyspark.sql import Row
+    >>> split_reported(Row(g="a", inputs=[0, 2], n=2), ("inputs",), "partition 0")
+    (('a', 2), [[0, 2]])
+    >>> split_reported(("a", 2, [0, 2]), ("inputs",), "partition 0")
+    (('a', 2), [[0, 2]])
+    """
+    names = getattr(row, "__fields__", None)
+    if names is not None and all(c in names for c in columns):
+        return tuple(row[n] for n in names if n not in columns), [row[c] for c in columns]
+    values = tuple(row) if isinstance(row, tuple | list) else (row,)
+    if len(values) <= len(columns):
+        from ..errors import LineageDeclarationWrong
+
+        raise LineageDeclarationWrong(
+            f"a row yielded in {where} has {len(values)} value(s), where the UDTF declared it reports "
+            f"{', '.join(columns)} after its columns: {row!r}"
+        )
+    cut = len(values) - len(columns)
+    return values[:cut], list(values[cut:])

@@ -50,6 +50,10 @@ class Building:
         """The first of ``exprs`` that is not null."""
         return self._expr.Coalesce(self.seq(exprs))
 
+    def array(self, exprs: list[JExpr]) -> JExpr:
+        """An array of ``exprs`` (of one type)."""
+        return self._expr.CreateArray(self.seq(exprs))
+
     def arithmetic(self, op: str, left: JExpr, right: JExpr) -> JExpr:
         """``left + right`` or ``left - right`` on longs."""
         return {"+": self._expr.Add, "-": self._expr.Subtract}[op](left, right)

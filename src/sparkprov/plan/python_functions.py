@@ -64,14 +64,51 @@ class PythonFunctions:
         takes_table = not table_args.isEmpty() and any(self.to_list(table_args.get()))
         return self._unpickled(udtf.func()), takes_table
 
-    def udtf_generate(self, node: JPlan, passed: list[JExpr], child: JPlan) -> JPlan:
+    def udtf_generate(
+        self, node: JPlan, passed: list[JExpr], child: JPlan, call: tuple[JExpr, list[JExpr]] | None = None
+    ) -> JPlan:
         """A Python UDTF node as the Generate it was before the optimizer took the call
         out (a plan holding the extracted node is refused by the analyzer); ``passed``
         child columns come through, followed by the function's. The optimizer extracts
-        the call again when the plan runs."""
+        the call again when the plan runs. ``call``: another call and its output
+        attributes (``udtf_calling``) in place of the node's."""
         wanted = {self.expr_id(a) for a in passed}
         dropped = [i for i, a in enumerate(self.output(child)) if self.expr_id(a) not in wanted]
-        return self._logical.Generate(node.udtf(), self.seq(dropped), False, self.none(), node.resultAttrs(), child)
+        udtf, attrs = (call[0], self.seq(call[1])) if call is not None else (node.udtf(), node.resultAttrs())
+        return self._logical.Generate(udtf, self.seq(dropped), False, self.none(), attrs, child)
+
+    def udtf_calling(
+        self, node: JPlan, handler: type, extra: list[JExpr], fields: list[tuple[str, Any]]
+    ) -> tuple[JExpr, list[JExpr]]:
+        """The node's UDTF call with ``handler`` as its class, ``extra`` arguments after
+        its own (plain values, not table arguments) and ``fields`` (name, PySpark type)
+        after its output columns; returns the call and its output attributes (the
+        node's, then new ones for ``fields``)."""
+        from pyspark.sql.udf import _wrap_function
+
+        udtf = node.udtf()
+        types = self.jvm.org.apache.spark.sql.types.DataType
+        schema, attrs = udtf.elementSchema(), self.to_list(node.resultAttrs())
+        for name, data_type in fields:
+            jtype = types.fromJson(data_type.json())
+            schema = schema.add(name, jtype)
+            attrs.append(self.to_attribute(self.alias(self.null_literal(jtype), name)))
+        table = udtf.tableArguments()
+        if table.isDefined():
+            table = self.jvm.scala.Some(self.seq([*self.to_list(table.get()), *[False] * len(extra)]))
+        call = udtf.copy(
+            udtf.name(),
+            _wrap_function(self.spark.sparkContext, handler),
+            schema,
+            udtf.pickledAnalyzeResult(),
+            self.seq([*self.to_list(udtf.children()), *extra]),
+            udtf.evalType(),
+            udtf.udfDeterministic(),
+            udtf.resultId(),
+            udtf.pythonUDTFPartitionColumnIndexes(),
+            table,
+        )
+        return call, attrs
 
     def udtf_passed_columns(self, node: JPlan) -> list[JExpr]:
         return self.to_list(node.requiredChildOutput())

@@ -26,12 +26,12 @@ from pyspark.sql import functions as F
 from pyspark.sql.types import ArrayType, IntegerType, LongType, StringType, StructField, StructType
 from pyspark.util import PythonEvalType
 
-from ...errors import InvalidArgument
+from ...errors import InvalidArgument, UnsupportedOperation
 from ...functions.declare import Declaration, declaration_of
 from ...plan.catalyst import JExpr, JPlan
 from ...store.format import Slot
 from .. import python_functions as P
-from ..explain import STRATEGY, UDTF_COARSE
+from ..explain import BY_PARTITION, STRATEGY, UDTF_COARSE
 from ..shapes import Rewritten
 
 if TYPE_CHECKING:
@@ -156,6 +156,9 @@ def python_udtf(cx: CaptureContext, node: JPlan) -> Rewritten:
     b = cx.bridge
     (child,) = b.children(node)
     handler, takes_table = b.python_udtf(node)
+    decl = declaration_of(handler)
+    if decl is not None and not _stored_coarse(cx, node, decl, 1):
+        return _declared_udtf(cx, node, decl.traced(), child)
     inner = cx.rewrite(child)
     if not takes_table and not callable(getattr(handler, "terminate", None)):
         passed = b.udtf_passed_columns(node) + [s.attr for s in inner.slots]
@@ -166,7 +169,34 @@ def python_udtf(cx: CaptureContext, node: JPlan) -> Rewritten:
     plan = b.project(b.output(called) + [b.alias(b.partition_id(), slot.name)], called)
     slot.attr = b.output(plan)[-1]
     why = "takes a table argument" if takes_table else "has terminate()"
+    if decl is not None:  # declared blackbox
+        return Rewritten(plan, [slot], coarse=f"coarse as stored: {decl.describe()}", strategy=BY_PARTITION)
     return Rewritten(plan, [slot], coarse=UDTF_COARSE.format(why))
+
+
+def _declared_udtf(cx: CaptureContext, node: JPlan, decl: Declaration, child: JPlan) -> Rewritten:
+    """A declared Python UDTF: its eval() gets its input row's source rids as one more
+    argument, and its rows come out with the rids its declaration names."""
+    b = cx.bridge
+    inner = cx.rewrite(child)
+    if not inner.slots or any(s.kind != "source" for s in inner.slots) or cx.witnesses:
+        what = "with witnesses" if cx.witnesses else "over rows that are not source rows (an aggregate's, a window's)"
+        raise UnsupportedOperation(
+            f"Python UDTF {decl.name} declaring its lineage {what}: not supported yet; capture it without the "
+            "declaration (its lineage is then its partition, said in explain())"
+        )
+    none = b.long_literal(-1)  # an outer join's missing side: no row (an array of longs holds no null)
+    ids = b.array([b.coalesce([s.attr, none]) for s in inner.slots])
+    fields = [(f"{_HANDLE}{i}", ArrayType(LongType())) for i in range(len(inner.slots))]
+    call = b.udtf_calling(node, P.declared_udtf(decl, len(inner.slots)), [ids], fields)
+    plan = b.udtf_generate(node, b.udtf_passed_columns(node), inner.plan, call)
+    out = b.output(plan)
+    user = len(out) - len(fields)
+    slots = [cx.new_slot("rids", s.ref) for s in inner.slots]
+    plan = b.project([*out[:user], *[b.alias(a, s.name) for a, s in zip(out[user:], slots)]], plan)
+    for slot, attr in zip(slots, b.output(plan)[user:]):
+        slot.attr = attr
+    return Rewritten(plan, slots, strategy=f"declared: {_CARRIED}", declared=decl.describe())
 
 
 def _python_output(cx: CaptureContext, node: JPlan, result, slots: list[Slot]) -> Rewritten:
