@@ -37,7 +37,7 @@ from sparkprov.functions.tracer import Tracer, declaration_error
         (("full",), {"column": ("a", "b", "c")}, "full lineage needs column="),
         (("map",), {}, "map lineage needs backward="),
         (("map",), {"backward": lambda i, m: [i], "forward": 3}, "forward= must be a function"),
-        (("rowwise",), {"column": "x"}, "column= is for full, payload and composite lineage"),
+        (("rowwise",), {"column": "x"}, "column= is for full, payload, composite and blackbox lineage"),
         (("full",), {"column": "x", "backward": lambda i, m: [i]}, "backward= is for map and composite lineage"),
     ],
 )

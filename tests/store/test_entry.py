@@ -68,7 +68,7 @@ def test_every_kind_of_entry_reads_back_field_for_field(store):
     [
         (lambda e: e["lineage"].pop("path"), "lineage.path is missing"),
         (lambda e: e.update(created=5), "created is int, not str"),
-        (lambda e: e["lineage"].update(later="soon"), "lineage.later is 'soon', not 'defer' or 'lazy'"),
+        (lambda e: e["lineage"].update(later="soon"), "lineage.later is 'soon', not one of 'defer', 'lazy'"),
         (lambda e: e["lineage"]["sources"].update(nums="0"), "lineage.sources holds a source number"),
         (lambda e: e.update(output=[]), "output is list, not dict"),
         (lambda e: e["output"].update(columns="k"), "output.columns is str, not list"),

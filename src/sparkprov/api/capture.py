@@ -229,7 +229,7 @@ class Capture:
         check_predicate(where)
         self._plan.check_source(source)
         warn_restricted(self._entry, [source])
-        blackbox.warn_coarse(self._entry, "a trace with where= filters the stored lineage")
+        blackbox.warn_coarse(self._entry, "a trace with where= filters the stored lineage", 4)
         return self._plan.backward_where(rows, source, where, engine)
 
     def drill_down(self, rows: RowsArg, source: str) -> DataFrame:
@@ -294,7 +294,8 @@ class Capture:
         elif blackbox.exact_here(self._entry):
             in_rids = trace.rid_set(rows, self._plan.source_rows(source), f"source {source!r}")
             if isinstance(in_rids, DataFrame):
-                in_rids = [r[0] for r in in_rids.collect()]
+                in_rids = [r[0] for r in in_rids.limit(engines.ROWS_LIMIT + 1).collect()]
+                engines.check_rows(len(in_rids), f"the rows of source {source!r} asked for")
             every = list(self._infos)
             found = blackbox.forward(
                 self._entry, source, in_rids, found, lambda out: self._plan.backward(out, every, engine)

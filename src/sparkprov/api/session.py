@@ -145,7 +145,11 @@ class LineageSession:
         All give the same lineage. ``"lazy"`` captures nothing: the query
         runs as it is, and the first answer that needs lineage (or
         :meth:`Capture.build_lineage`) runs it again with capture, in this process;
-        a query that could give other rows the second time is refused.
+        a query that could give other rows the second time is refused. With
+        ``witnesses``, aggregates are logical, and ``"defer"`` stores the witnesses
+        only: the pair table is made from them by the first answer that needs it, in
+        the process that asks and without Spark (from every output row's derivation,
+        so up to the rows why and how read at once).
 
         ``workload`` declares the lineage queries to come (Smoke's workload-aware
         capture): ``Workload(sources=[...])`` or ``{"sources": [...]}`` keeps lineage

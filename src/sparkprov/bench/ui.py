@@ -24,7 +24,7 @@ from urllib.parse import quote
 import numpy as np
 
 from ..errors import SparkprovError
-from ..query.embedded import files_sql
+from ..store.parquet import files_sql
 from ..web.flights import CHARTS, capture_charts, write_flights
 
 BUDGET_MS = 150.0

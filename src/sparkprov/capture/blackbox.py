@@ -33,7 +33,7 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql.types import DoubleType, FloatType, StructType
 
-from ..errors import LineageDeclarationWrong, UnsupportedOperation
+from ..errors import LineageDeclarationWrong, LineageNotBuilt
 from ..sources.identity import RID, check_unchanged
 from ..store.entry import CaptureEntry
 from .context import CaptureContext
@@ -55,10 +55,12 @@ def held(capture_id: str) -> bool:
     return capture_id in _HELD
 
 
-def exact_pairs(entry: CaptureEntry, out_rids: list[int], coarse: dict[str, DataFrame]) -> dict[str, pa.Table]:
+def exact_pairs(entry: CaptureEntry, out_rids: list[int], coarse: dict[str, DataFrame]) -> dict[str, pa.Table] | None:
     """``{source name: (out_rid, in_rid)}``: the exact lineage of output rows ``out_rids``
     of capture ``entry``, whose stored lineage (``coarse``: per source, rows with
-    ``_sp_rid``) passes through functions declared blackbox."""
+    ``_sp_rid``) passes through functions declared blackbox. None where the run again
+    cannot say it: a scalar subquery's lineage (kept once, as a reference) is on the
+    way."""
     pending = _HELD[entry.id]
     bridge, seen = pending.bridge, pending.rewriter
     spark = bridge.spark
@@ -67,7 +69,11 @@ def exact_pairs(entry: CaptureEntry, out_rids: list[int], coarse: dict[str, Data
             check_unchanged(bridge, use.info)
     numbers = entry.lineage.sources
     none = spark.createDataFrame([], f"{RID} long")
-    restrict = {i: coarse[name].select(RID) if name in coarse else none for name, i in numbers.items()}
+    # A workload's predicate leaves some rows' rids NULL: the query used them, their
+    # lineage does not name them, so such a source is read whole.
+    restrict = {
+        i: coarse[name].select(RID) if name in coarse else none for name, i in numbers.items() if name not in seen.where
+    }
     work = Path(tempfile.mkdtemp(prefix="sparkprov-blackbox-"))
     # the sources as registered at capture: their copies are read, not made again
     rewriter = CaptureContext(
@@ -83,6 +89,8 @@ def exact_pairs(entry: CaptureEntry, out_rids: list[int], coarse: dict[str, Data
     )
     try:
         root = rewriter.rewrite_root(bridge.inline_ctes(bridge.analyzed(pending.df)))
+        if len(rewriter.sources) != len(seen.sources):
+            raise LineageNotBuilt(f"capture {entry.name!r}: the query read other sources when run again")
         slots = root.slots
         again = bridge.to_dataframe(root.plan).toDF(*entry.output.stored, *[s.name for s in slots])
         again = again.withColumn(_AGAIN, F.monotonically_increasing_id()).localCheckpoint(eager=True)
@@ -91,10 +99,7 @@ def exact_pairs(entry: CaptureEntry, out_rids: list[int], coarse: dict[str, Data
         with lineage_settings(bridge):
             pairs = source_pairs(rows, slots, side_graph(bridge, rewriter, work / "sides"))
         if any(number < 0 for number in pairs):
-            raise UnsupportedOperation(
-                f"capture {entry.name!r}: a scalar subquery's lineage through a function declared blackbox "
-                f"({', '.join(entry.blackbox or [])}) is not traced; declare it full"
-            )
+            return None
         names = {i: name for name, i in numbers.items()}
         return {names[i]: union_pairs(parts).select(OUT, IN).toArrow() for i, parts in pairs.items()}
     finally:
@@ -115,11 +120,15 @@ def _matched(spark, again: DataFrame, entry: CaptureEntry, out_rids: list[int], 
         x, y = F.col(f"a.`{c}`"), F.col(f"f.`{c}`")
         same = close(x, y) if isinstance(schema[c].dataType, DoubleType | FloatType) else x.eqNullSafe(y)
         cond = cond & same
-    found = a.join(f, cond).select(F.col(f"f.{RID}"), F.col(f"a.{_AGAIN}")).collect()
+    # the asked rows that exist (with no partner: None), then every partner of each
+    found = asked.select(RID, F.lit(None).cast("long")).union(a.join(f, cond).select(f"f.{RID}", f"a.{_AGAIN}"))
     equal: dict[int, list[int]] = defaultdict(list)
-    for rid, candidate in found:
-        equal[rid].append(candidate)
-    missing = sorted(set(out_rids) - set(equal))
+    for rid, candidate in found.collect():
+        if candidate is None:
+            equal.setdefault(rid, [])
+        else:
+            equal[rid].append(candidate)
+    missing = sorted(rid for rid, candidates in equal.items() if not candidates)
     if missing:
         raise LineageDeclarationWrong(
             f"capture {entry.name!r}: output row(s) {', '.join(map(str, missing[:5]))} did not come out again when "
@@ -129,7 +138,7 @@ def _matched(spark, again: DataFrame, entry: CaptureEntry, out_rids: list[int], 
         )
     used: set[int] = set()
     chosen = []
-    for rid in sorted(equal):
+    for rid in sorted(equal):  # every asked row that exists has partners now
         candidates = sorted(equal[rid])
         pick = next((c for c in candidates if c not in used), candidates[0])
         used.add(pick)

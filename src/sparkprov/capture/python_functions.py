@@ -296,16 +296,28 @@ def declared_udtf(decl, id_count: int) -> type:
     longs: the rids of the source rows behind the row), and every row it or terminate()
     yields gets, per id, the list of ids the declaration names for it."""
     cls = decl.function  # the user's own class: its rows still hold what they report
+    # PySpark hands an analyze() result to a constructor of one argument: the same arity as the user's
+    takes_result = len(inspect.getfullargspec(cls).args) == 2
 
     class Traced:
-        def __init__(self, *args, **kwargs):
+        def _start(self, *args):
             from pyspark import TaskContext
 
             from ..functions.tracer import Tracer
 
-            self._inner = cls(*args, **kwargs)
+            self._inner = cls(*args)
             where = f"partition {TaskContext.get().partitionId()}"
             self._tracer = Tracer(decl, where, widths=(id_count,))
+
+        if takes_result:
+
+            def __init__(self, analyze_result):
+                self._start(analyze_result)
+
+        else:
+
+            def __init__(self):
+                self._start()
 
         def _traced(self, rows):
             from ..functions import frames
@@ -315,7 +327,10 @@ def declared_udtf(decl, id_count: int) -> type:
                     values, reported = frames.split_reported(row, decl.columns, self._tracer.where)
                     lists = self._tracer.lineage(1, [[r] for r in reported])
                 else:
-                    values = tuple(row) if isinstance(row, tuple | list) else (row,)
+                    if isinstance(row, dict):
+                        values = tuple(row.values())
+                    else:
+                        values = tuple(row) if isinstance(row, tuple | list) else (row,)
                     lists = self._tracer.lineage(1)
                 yield (*values, *[found[0] for found in lists])
 

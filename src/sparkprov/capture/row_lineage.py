@@ -90,12 +90,21 @@ def build_locally(entry: CaptureEntry, within_limit: Callable[[int], None]) -> N
             if slot.kind == SHARED_REF:  # a reference: (out_rid, 0) under the side's number
                 ins = pa.array(np.zeros(len(outs), dtype=np.int64))
         by_source[slot.ref].append(pa.table({OUT: outs.cast(pa.int64()), IN: ins.cast(pa.int64())}))
+    publish_local_pairs(path, by_source, distinct=not kept["unique"])
+
+
+def publish_local_pairs(path: Path, by_source: dict, distinct: bool) -> None:
+    """Write a pair table from this process: ``by_source`` holds, per source number,
+    pyarrow tables of ``(out_rid, in_rid)``; laid out as Spark writes one (a folder per
+    source, sorted by output rid, small row groups) and renamed into ``path`` whole."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
 
     def write(tmp: Path) -> None:
         tmp.mkdir(parents=True)
         for src, found in by_source.items():
             pairs = pa.concat_tables(found)
-            if not kept["unique"]:
+            if distinct:
                 pairs = pairs.group_by([OUT, IN]).aggregate([])
             pairs = pairs.sort_by([(OUT, "ascending"), (IN, "ascending")])
             folder = tmp / f"{SRC}={src}"

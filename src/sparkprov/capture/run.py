@@ -196,7 +196,9 @@ def _capture_into(
         else:
             out = _rewrite(bridge, df, rewriter)
             check_columns()
-            entry = _run_rewritten(bridge, name, capture_id, data, out, rewriter, write, witnesses)
+            # with witnesses, defer leaves the pair table to be made from them when first needed
+            pairs_later = witnesses and strategy == "defer"
+            entry = _run_rewritten(bridge, name, capture_id, data, out, rewriter, write, witnesses, pairs_later)
             if rewriter.blackbox:  # their exact lineage is found when asked, by running the query again
                 blackbox.remember(capture_id, later.Pending(bridge, df, rewriter))
         # the tables are built once committed (query/drill_down.py, query/partitioned.py),
@@ -215,7 +217,15 @@ def _capture_into(
 
 
 def _run_rewritten(
-    bridge, name, capture_id, data, out, rewriter, write: Write | None = None, witnesses: bool = False
+    bridge,
+    name,
+    capture_id,
+    data,
+    out,
+    rewriter,
+    write: Write | None = None,
+    witnesses: bool = False,
+    pairs_later: bool = False,
 ) -> dict:
     slots = rewriter.root.slots
     slot_names = [s.name for s in slots]
@@ -257,6 +267,13 @@ def _run_rewritten(
                     df.unpersist()
 
         later.run_later(capture_id, name, resolve)
+    elif pairs_later:
+        # why and how read the side relations alone; the pair table is made from them in
+        # the process that first needs it (query/provenance.py), without Spark
+        with lineage_settings(bridge):
+            structure = write_sides(side_graph(bridge, rewriter, folders.work), slots, data / "sides")
+        shutil.rmtree(folders.work, ignore_errors=True)
+        shared_path, deferred = None, {"later": "witnesses"}
     else:
         shared_path, structure = _resolve(bridge, rewriter, output_path, lineage_path, witnesses, data)
     # what dominates a capture's cost: the query with slots, or resolving them into pairs

@@ -24,9 +24,9 @@ Modes (SubZero's lineage modes):
   (not None) in ``column``, where ``map_p`` gives them (SubZero's cosmic-ray pixels);
 * ``"blackbox"``: the function reports positions in ``column`` as for full, but capture
   stores nothing of them: the stored lineage is per group or partition (coarse, as for
-  an undeclared function, and ``explain()`` says so), and ``backward()`` in the session
-  that captured the query runs it again, over the traced rows' stored lineage only, with
-  the column read (SubZero's black box).
+  an undeclared function, and ``explain()`` says so), and ``backward()`` and
+  ``forward()`` in the session that captured the query run it again, over the traced
+  rows' stored lineage only, with the column read (SubZero's black box).
 
 A payload's positions are computed as the function runs, and the ids they name are
 stored (the payload itself is not kept): a payload ``map_p`` cannot read fails the
@@ -49,6 +49,7 @@ exactly the lineage declared, checked as it runs (``LineageDeclarationWrong``).
 from __future__ import annotations
 
 import dataclasses
+import functools
 import inspect
 import typing
 from collections.abc import Callable
@@ -89,8 +90,9 @@ class Declaration:
         """The declaration as ``explain()`` names it."""
         if self.mode == "blackbox":
             return (
-                f"blackbox lineage of {self.name}: stored per group or partition; backward() in the capturing "
-                f"session runs it again over the traced rows' lineage, reading column {' and '.join(self.columns)}"
+                f"blackbox lineage of {self.name}: stored per group or partition; backward() and forward() in the "
+                "capturing session run it again over the traced rows' lineage, reading column "
+                f"{' and '.join(self.columns)}"
             )
         if self.mode == "full":
             return f"full lineage reported by {self.name} in column {' and '.join(self.columns)}"
@@ -162,6 +164,8 @@ def lineage(
                     f"{function.__qualname__!r} is a class without eval(): sp.lineage declares the lineage of "
                     "functions and of Python UDTF classes"
                 )
+            if len(columns) > 1:
+                raise InvalidArgument(f"a UDTF has one input: {mode} lineage names one column, not {columns}")
             return _declared_udtf(decl)
         return _declared(decl)
 
@@ -172,7 +176,7 @@ def _columns(mode: str, column: Any) -> tuple[str, ...]:
     # the output columns a mode's function adds: full's positions (two for cogroup), a payload
     if mode not in _REPORTED:
         if column is not None:
-            raise InvalidArgument(f"column= is for full, payload and composite lineage, not {mode!r}")
+            raise InvalidArgument(f"column= is for full, payload, composite and blackbox lineage, not {mode!r}")
         return ()
     columns = (column,) if isinstance(column, str) else tuple(column or ())
     most = 2 if mode in _POSITIONS else 1
@@ -198,6 +202,7 @@ def _declared_udtf(decl: Declaration) -> type:
     cls = decl.function
 
     def stripped(method: Callable) -> Callable:
+        @functools.wraps(method)  # PySpark checks a call's arguments against eval()'s signature
         def run(self, *args, **kwargs):
             rows = method(self, *args, **kwargs)
             for row in rows if rows is not None else ():

@@ -114,7 +114,8 @@ def with_lists(data: Any, name: str, lists: list) -> Any:
 
 def split_reported(row: Any, columns: tuple[str, ...], where: str) -> tuple[tuple, list]:
     """A row a Python UDTF yielded, as ``(its values, the values it reports)``: the
-    fields named ``columns`` of a Row, else its last ``len(columns)`` values.
+    fields named ``columns`` of a Row or a dict, else (a tuple) its last
+    ``len(columns)`` values.
 
     >>> from pyspark.sql import Row
     >>> split_reported(Row(g="a", inputs=[0, 2], n=2), ("inputs",), "partition 0")
@@ -122,13 +123,18 @@ def split_reported(row: Any, columns: tuple[str, ...], where: str) -> tuple[tupl
     >>> split_reported(("a", 2, [0, 2]), ("inputs",), "partition 0")
     (('a', 2), [[0, 2]])
     """
-    names = getattr(row, "__fields__", None)
-    if names is not None and all(c in names for c in columns):
+    from ..errors import LineageDeclarationWrong
+
+    names = list(row) if isinstance(row, dict) else getattr(row, "__fields__", None)
+    if names is not None:  # named: the reported fields by name
+        missing = [c for c in columns if c not in names]
+        if missing:
+            raise LineageDeclarationWrong(
+                f"a row yielded in {where} has no field {missing[0]!r}, where the UDTF declared it reports it: {row!r}"
+            )
         return tuple(row[n] for n in names if n not in columns), [row[c] for c in columns]
     values = tuple(row) if isinstance(row, tuple | list) else (row,)
     if len(values) <= len(columns):
-        from ..errors import LineageDeclarationWrong
-
         raise LineageDeclarationWrong(
             f"a row yielded in {where} has {len(values)} value(s), where the UDTF declared it reports "
             f"{', '.join(columns)} after its columns: {row!r}"

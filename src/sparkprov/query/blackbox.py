@@ -25,9 +25,10 @@ from pyspark.sql import functions as F
 
 from ..capture import blackbox
 from ..capture.lineage import IN, OUT
-from ..errors import CoarseLineageWarning
+from ..errors import CoarseLineageWarning, LineageTooLarge
 from ..sources.identity import RID
 from ..store.entry import CaptureEntry
+from . import engines
 
 
 def exact_here(entry: CaptureEntry) -> bool:
@@ -37,19 +38,20 @@ def exact_here(entry: CaptureEntry) -> bool:
         return False
     if blackbox.held(entry.id):
         return True
-    warn_coarse(entry, "this process did not capture it")
+    warn_coarse(entry, "this process did not capture it", stacklevel=4)
     return False
 
 
-def warn_coarse(entry: CaptureEntry, why: str) -> None:
-    """Say that an answer from ``entry`` holds its blackbox functions' stored lineage."""
+def warn_coarse(entry: CaptureEntry, why: str, stacklevel: int = 3) -> None:
+    """Say that an answer from ``entry`` holds its blackbox functions' stored lineage
+    (``stacklevel`` 3: at the line that called the method calling this)."""
     if entry.blackbox:
         warnings.warn(
             f"capture {entry.name!r}: the answer holds every row of the groups or partitions of "
             f"{', '.join(entry.blackbox)} (declared blackbox), as stored: {why}. backward() and forward() in the "
             "session that made the capture trace them exactly",
             CoarseLineageWarning,
-            stacklevel=3,
+            stacklevel=stacklevel,
         )
 
 
@@ -57,6 +59,9 @@ def backward(entry: CaptureEntry, out_rids: list[int], coarse: dict[str, DataFra
     """``{source: rows}`` for ``names``: the rows of the stored answer ``coarse`` (every
     source's) that the exact lineage of ``out_rids`` holds."""
     exact = blackbox.exact_pairs(entry, out_rids, coarse) if out_rids else {}
+    if exact is None:
+        warn_coarse(entry, "a scalar subquery's lineage is on the way, which the run again does not trace", 4)
+        return {name: coarse[name] for name in names}
     return {name: _kept(coarse[name], exact.get(name), IN) for name in names}
 
 
@@ -64,10 +69,19 @@ def forward(entry: CaptureEntry, source: str, in_rids: list[int], outputs: DataF
     """The rows of the stored answer ``outputs`` (output rows with ``_sp_rid``) whose
     exact lineage holds a row of ``in_rids`` of ``source``; ``coarse_backward(out_rids)``
     gives the stored backward answer of output rows, every source's."""
-    out_rids = [r[RID] for r in outputs.select(RID).collect()]
+    out_rids = [r[RID] for r in outputs.select(RID).limit(engines.ROWS_LIMIT + 1).collect()]
+    if len(out_rids) > engines.ROWS_LIMIT:
+        raise LineageTooLarge(
+            f"capture {entry.name!r}: the stored lineage reaches more than {engines.ROWS_LIMIT:,} output rows, too "
+            f"many to run {', '.join(entry.blackbox or [])} (declared blackbox) again for; ask about fewer rows"
+        )
     if not out_rids:
         return outputs
-    found = blackbox.exact_pairs(entry, out_rids, coarse_backward(out_rids)).get(source)
+    exact = blackbox.exact_pairs(entry, out_rids, coarse_backward(out_rids))
+    if exact is None:
+        warn_coarse(entry, "a scalar subquery's lineage is on the way, which the run again does not trace", 4)
+        return outputs
+    found = exact.get(source)
     if found is not None:
         found = found.filter(pa.array(np.isin(found.column(IN).to_numpy(), np.asarray(in_rids, dtype=np.int64))))
     return _kept(outputs, found, OUT)

@@ -42,8 +42,9 @@ from ..store.entry import CaptureEntry
 from ..store.files import parquet_files
 from ..store.format import IN, OUT, REF, RID, ROW_BITS, SRC, shared_path
 from ..store.layout import CaptureFolders, local_path
-from ..store.parquet import PairTable, build_forward_index, distinct_sorted
+from ..store.parquet import PairTable, build_forward_index, distinct_sorted, files_sql, rid_array, sql_literal
 from ..store.source_info import SourceInfo, compare_fingerprint, snapshot_column
+from . import provenance
 from .sides import SideLineage
 
 EMBEDDED_LIMIT = 20_000_000  # pair rows one embedded answer may read
@@ -59,13 +60,6 @@ def check_engine(engine: str) -> str:
     if engine not in ENGINES:
         raise InvalidArgument(f"engine must be one of {', '.join(ENGINES)}, not {engine!r}")
     return engine
-
-
-def rid_array(rids) -> np.ndarray:
-    """Sorted, distinct int64 rids from any iterable of ints or an Arrow/NumPy array."""
-    if isinstance(rids, (pa.Array, pa.ChunkedArray)):
-        rids = rids.to_numpy()
-    return distinct_sorted(np.asarray(list(rids) if not isinstance(rids, np.ndarray) else rids, dtype=np.int64))
 
 
 class EmbeddedEngine:
@@ -104,6 +98,8 @@ class EmbeddedEngine:
         if found is None:
             if self.entry.lineage.in_output:
                 row_lineage.build_locally(self.entry, self._within_limit)
+            elif self.entry.lineage.later == "witnesses":
+                provenance.write_pairs(self.entry)
             elif self.entry.lineage.later:
                 from ..capture import later  # a lazy or deferred capture's: made by the capturing process
 
@@ -339,7 +335,7 @@ class EmbeddedEngine:
         paths = [local_path(p) for p, _, _ in info.files]
         if not paths:
             return np.array([], np.int64)
-        numbers = ", ".join(f"({_literal(p)}, {i})" for i, p in enumerate(paths))
+        numbers = ", ".join(f"({sql_literal(p)}, {i})" for i, p in enumerate(paths))
         if info.kind == "snapshot":
             cols = ", ".join(f"{quote(snapshot_column(i))} AS {quote(n)}" for i, n in enumerate(names))
         else:
@@ -401,15 +397,6 @@ def output_relation(entry: CaptureEntry) -> str:
     out = entry.output
     cols = ", ".join(f"{quote(s)} AS {quote(d)}" for s, d in zip(out.stored, out.columns))
     return f"(SELECT {cols}, {RID} FROM read_parquet({files_sql(parquet_files(out.path))}))"
-
-
-def _literal(text: str) -> str:
-    return "'" + text.replace("'", "''") + "'"
-
-
-def files_sql(paths: list[str]) -> str:
-    """A DuckDB list literal of file paths, for ``read_parquet``."""
-    return "[" + ", ".join(_literal(p) for p in paths) + "]"
 
 
 def _columns_of(predicate: str) -> set[str] | None:

@@ -37,7 +37,7 @@ from ..store.entry import CaptureEntry
 from ..store.format import IN, OUT, PAIRS_SCHEMA, SHARED_SCHEMA, SRC, shared_path
 from ..store.links import dataset_files
 from ..store.source_info import SourceInfo
-from . import drill_down, engines, partitioned, trace
+from . import drill_down, engines, partitioned, provenance, trace
 from .embedded import EmbeddedEngine
 from .trace import RowsArg
 
@@ -54,13 +54,16 @@ def ensure_lineage(spark: SparkSession, entry: CaptureEntry) -> None:
     An RDD capture keeps its sides, and a capture whose output rows name their source
     rows keeps them there: their pair tables are made with Spark now. A lazy capture
     runs its query again (only the process that captured it can); a deferred capture's
-    background resolution is awaited.
+    background resolution is awaited; one deferred with witnesses reads its pairs from
+    them, in this process.
     """
     stored = entry.lineage
     if stored.rdd:
         rdd_pairs.ensure_pairs(spark, entry)
     elif stored.in_output:
         row_lineage.ensure_pairs(spark, entry)
+    elif stored.later == "witnesses":
+        provenance.write_pairs(entry)
     elif stored.later:
         later.ensure_built(entry)
 

@@ -37,16 +37,18 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Iterator
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
 from ..errors import LineageTooLarge, WitnessesNotKept
 from ..store.entry import CaptureEntry
 from ..store.files import parquet_files
-from ..store.format import RID, parents_first
-from .embedded import files_sql, rid_array
+from ..store.format import IN, OUT, RID, parents_first
+from ..store.parquet import files_sql, rid_array
 
 WITNESS_LIMIT = 10_000  # witnesses one output row may have before why() refuses
 SIDE_ROW_LIMIT = 2_000_000  # side rows one answer may read
@@ -332,3 +334,40 @@ def _frozen(value: Any) -> Any:
     if isinstance(value, float) and value != value:
         return _NAN
     return value
+
+
+PAIRS_CHUNK = 50_000  # output rows whose polynomials are read at once to make a pair table
+
+
+def write_pairs(entry: CaptureEntry) -> None:
+    """Make the pair table of a capture that left it to its witnesses (``lineage.later``
+    is ``"witnesses"``: ``capture(..., witnesses=True, strategy="defer")``) from its
+    rows' polynomials, whose variables are their lineage, in this process (no Spark);
+    nothing if it is there. Rows are read ``PAIRS_CHUNK`` at a time, each chunk's
+    derivations within ``SIDE_ROW_LIMIT`` side rows."""
+    from ..capture.row_lineage import publish_local_pairs
+
+    path = Path(entry.lineage.path)
+    if path.is_dir():
+        return
+    files = parquet_files(entry.output.path)
+    rids = pq.read_table(files, columns=[RID]).column(RID).to_numpy() if files else np.array([], np.int64)
+    numbers = entry.lineage.sources
+    tables: dict[int, list[pa.Table]] = defaultdict(list)
+    for start in range(0, len(rids), PAIRS_CHUNK):
+        try:
+            found = polynomials(entry, rids[start : start + PAIRS_CHUNK])
+        except LineageTooLarge as exc:
+            raise LineageTooLarge(
+                f"capture {entry.name!r} left its pair table to its witnesses (witnesses=True, strategy='defer'), "
+                f"and they are too large to read in this process: {exc}. Capture it with strategy='auto'"
+            ) from None
+        outs: dict[int, list[int]] = defaultdict(list)
+        ins: dict[int, list[int]] = defaultdict(list)
+        for rid, p in found.items():
+            for source, r in p.variables():
+                outs[numbers[source]].append(rid)
+                ins[numbers[source]].append(r)
+        for n in outs:
+            tables[n].append(pa.table({OUT: pa.array(outs[n], pa.int64()), IN: pa.array(ins[n], pa.int64())}))
+    publish_local_pairs(path, tables, distinct=False)

@@ -90,6 +90,11 @@ class OutputInfo:
         )
 
 
+# how a capture's pair table is finished after it returned: resolved in the background,
+# by running the query again, or from the witnesses (why and how's side relations)
+LATER = ("defer", "lazy", "witnesses")
+
+
 @dataclass(frozen=True)
 class LineageInfo:
     """Where a capture's lineage is, and how far it was built at capture."""
@@ -97,7 +102,7 @@ class LineageInfo:
     path: str  # the pair table (built later when ``later``, ``in_output`` or ``rdd`` says so)
     sources: dict  # source name: its number in the pair table's src column
     shared: str | None = None  # scalar subqueries' lineage, stored once
-    later: str | None = None  # "defer" or "lazy": finished after the capture returned
+    later: str | None = None  # one of LATER: finished after the capture returned
     in_output: dict | None = None  # kept in the output rows' rid columns: {slots, unique}
     rdd: dict | None = None  # an RDD capture's slots and side files: {slots, sides}
     forward: str | None = None  # where a read-only store's forward index is built (a cache)
@@ -116,8 +121,8 @@ class LineageInfo:
             forward=r.take("forward", (str,)),
             extra=r.rest(),
         )
-        if info.later not in (None, "defer", "lazy"):
-            r.fail("later", f"is {info.later!r}, not 'defer' or 'lazy'")
+        if info.later not in (None, *LATER):
+            r.fail("later", f"is {info.later!r}, not one of {', '.join(map(repr, LATER))}")
         if not all(isinstance(n, int) and not isinstance(n, bool) for n in info.sources.values()):
             r.fail("sources", "holds a source number that is not a whole number")
         return info

@@ -181,3 +181,28 @@ def build_forward_index(pairs: PairTable, directory: Path) -> list[str]:
 
     publish_written(directory, write)
     return parquet_files(directory)
+
+
+def rid_array(rids) -> np.ndarray:
+    """Sorted, distinct int64 rids from any iterable of ints or an Arrow/NumPy array.
+
+    >>> rid_array([3, 1, 3]).tolist()
+    [1, 3]
+    """
+    if isinstance(rids, (pa.Array, pa.ChunkedArray)):
+        rids = rids.to_numpy()
+    return distinct_sorted(np.asarray(list(rids) if not isinstance(rids, np.ndarray) else rids, dtype=np.int64))
+
+
+def sql_literal(text: str) -> str:
+    """``text`` as a DuckDB string literal."""
+    return "'" + text.replace("'", "''") + "'"
+
+
+def files_sql(paths: list[str]) -> str:
+    """A DuckDB list literal of file paths, for ``read_parquet``.
+
+    >>> files_sql(["/a/x.parquet", "/b/it's.parquet"])
+    "['/a/x.parquet', '/b/it''s.parquet']"
+    """
+    return "[" + ", ".join(sql_literal(p) for p in paths) + "]"

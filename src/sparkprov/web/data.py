@@ -21,12 +21,13 @@ import numpy as np
 import pyarrow as pa
 
 from ..errors import InvalidArgument
-from ..query.embedded import EmbeddedEngine, duckdb_condition, output_relation, quote, rid_array
+from ..query.embedded import EmbeddedEngine, duckdb_condition, output_relation, quote
 from ..query.linked import LinkedViews, Measure
 from ..store.catalog import Store, check_name
 from ..store.entry import CaptureEntry
 from ..store.format import RID
 from ..store.listing import describe
+from ..store.parquet import rid_array
 
 PAGE_MAX = 1_000  # rows one page may ask for
 RIDS_MAX = 100_000  # rows one trace may start from

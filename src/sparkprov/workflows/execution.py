@@ -1,7 +1,9 @@
 """One execution of a workflow: its inputs stored, its modules invoked wave by wave
 (the modules of a wave at the same time, each in a thread of its own), every dataset a
 module writes captured with witnesses into the store, and the execution's part of the
-provenance graph built from those captures.
+provenance graph built from those captures. A module's capture keeps its side
+relations only; its pair table is made in this process from the same witnesses the
+graph is built from (``strategy="defer"`` with witnesses).
 
 Each module reads its inputs and state tables from the files the store holds, as
 sources named after them, so every capture links to the captures that wrote what it
@@ -124,6 +126,7 @@ def _run(session: LineageSession, plan: Plan, inputs: dict[str, DataFrame], made
                     graph.add_capture(
                         module.name, node, cap.polynomials("true"), seen, (dataset, kind, version), _blackboxes(ops)
                     )
+                    cap.build_lineage()  # its pairs, from the same witnesses, in this process
                     not_monotone += [op for op in ops if op.startswith(_NOT_MONOTONE)]
             module_reads = {n: [r.kind, r.version] for n, r in seen.items()}
             invocations.append(Invocation(module.name, node, module_reads, writes, seconds, sorted(set(not_monotone))))
@@ -216,6 +219,9 @@ def _write(session: LineageSession, plan: Plan, dataset: str, df: DataFrame, pat
     if not plan.track:
         df.write.parquet(str(path))
         return None
-    cap = session.capture(df, capture_name(plan.workflow, dataset), path=str(path), witnesses=witnesses)
+    # with witnesses, the pairs are made from them after the wave (no Spark job): defer
+    strategy = "defer" if witnesses else "auto"
+    name = capture_name(plan.workflow, dataset)
+    cap = session.capture(df, name, path=str(path), witnesses=witnesses, strategy=strategy)
     made.append(cap)
     return cap

@@ -100,7 +100,7 @@ def selected(cx: CaptureContext, plan: JPlan, name: str) -> JPlan:
 
 
 def _restricted(cx: CaptureContext, plan: JPlan, slot: Slot, src_index: int) -> JPlan:
-    if cx.restrict is None:
+    if cx.restrict is None or src_index not in cx.restrict:  # not restricted: every row
         return plan
     b = cx.bridge
     df = b.to_dataframe(plan)

@@ -156,11 +156,14 @@ def python_udtf(cx: CaptureContext, node: JPlan) -> Rewritten:
     b = cx.bridge
     (child,) = b.children(node)
     handler, takes_table = b.python_udtf(node)
+    whole = takes_table or callable(getattr(handler, "terminate", None))
     decl = declaration_of(handler)
-    if decl is not None and not _stored_coarse(cx, node, decl, 1):
-        return _declared_udtf(cx, node, decl.traced(), child)
+    if decl is not None and decl.mode == "blackbox" and not whole:
+        decl = None  # its rows come from the row eval() was called on: exact, nothing to run again
     inner = cx.rewrite(child)
-    if not takes_table and not callable(getattr(handler, "terminate", None)):
+    if decl is not None and inner.slots and not _stored_coarse(cx, node, decl, 1):
+        return _declared_udtf(cx, node, decl.traced(), inner)
+    if not whole:
         passed = b.udtf_passed_columns(node) + [s.attr for s in inner.slots]
         return Rewritten(b.udtf_generate(node, passed, inner.plan), inner.slots)
     kept = cx.kept(inner.plan)
@@ -169,17 +172,17 @@ def python_udtf(cx: CaptureContext, node: JPlan) -> Rewritten:
     plan = b.project(b.output(called) + [b.alias(b.partition_id(), slot.name)], called)
     slot.attr = b.output(plan)[-1]
     why = "takes a table argument" if takes_table else "has terminate()"
-    if decl is not None:  # declared blackbox
+    if decl is not None and decl.mode == "blackbox":
         return Rewritten(plan, [slot], coarse=f"coarse as stored: {decl.describe()}", strategy=BY_PARTITION)
     return Rewritten(plan, [slot], coarse=UDTF_COARSE.format(why))
 
 
-def _declared_udtf(cx: CaptureContext, node: JPlan, decl: Declaration, child: JPlan) -> Rewritten:
-    """A declared Python UDTF: its eval() gets its input row's source rids as one more
-    argument, and its rows come out with the rids its declaration names."""
+def _declared_udtf(cx: CaptureContext, node: JPlan, decl: Declaration, inner: Rewritten) -> Rewritten:
+    """A declared Python UDTF over ``inner`` (its input rewritten, with slots): its eval()
+    gets its input row's source rids as one more argument, and its rows come out with
+    the rids its declaration names."""
     b = cx.bridge
-    inner = cx.rewrite(child)
-    if not inner.slots or any(s.kind != "source" for s in inner.slots) or cx.witnesses:
+    if any(s.kind != "source" for s in inner.slots) or cx.witnesses:
         what = "with witnesses" if cx.witnesses else "over rows that are not source rows (an aggregate's, a window's)"
         raise UnsupportedOperation(
             f"Python UDTF {decl.name} declaring its lineage {what}: not supported yet; capture it without the "
