@@ -228,6 +228,7 @@ def test_blackbox_elsewhere_lazy_and_not_reproduced(session, inputs, monkeypatch
     cap = session.capture(q, "top")
     row = cap.output.collect()[0]
     assert _traced_keys(cap, row)["t"] == want[row.g]
+    assert all(df.count() == 0 for df in cap.backward([10**9]).values())  # no such output row: nothing
     monkeypatch.delitem(blackbox._HELD, cap._entry.id)  # as another process sees it: the stored lineage
     with pytest.warns(sp.CoarseLineageWarning, match="this process did not capture it"):
         assert _traced_keys(cap, row)["t"] == sorted(x.k for x in t.where(F.col("g") == row.g).collect())
@@ -536,5 +537,28 @@ def test_declared_python_udtfs(spark, session, inputs):
 
     with pytest.raises(sp.LineageDeclarationWrong, match="TooFar"):
         session.capture(TooFar(t.asTable()), "udtf-wrong")
+
+    @udtf
+    @sp.lineage("full", column="inputs")
+    class Analyzed:  # its constructor gets analyze()'s result, under capture too
+        def __init__(self, analyze_result):
+            self.prefix, self.calls = analyze_result.schema.fieldNames()[0], 0
+
+        @staticmethod
+        def analyze(row):
+            from pyspark.sql.functions import AnalyzeResult
+            from pyspark.sql.types import StructType
+
+            return AnalyzeResult(StructType().add("named", "string"))
+
+        def eval(self, row: Row):
+            self.calls += 1
+            yield f"{self.prefix}-{row['k']}", [self.calls - 1]  # the row it was called on
+
+    cap = session.capture(Analyzed(t.asTable()), "udtf-analyzed")
+    for r in cap.output.collect():
+        assert _traced_keys(cap, r) == {"t": [int(r.named.split("-")[1])]}, r
+    over_constants = session.capture(spark.sql("SELECT * FROM sp_echo(5)"), "udtf-constants")
+    assert sorted(tuple(r)[:-1] for r in over_constants.output.collect()) == [(-1, 1), (5, 1)]
     with pytest.raises(sp.UnsupportedOperation, match="rows that are not source rows"):
         session.capture(TooFar(t.groupBy("g").count().asTable()), "udtf-aggregate")
