@@ -33,11 +33,10 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql.types import DoubleType, FloatType, StructType
 
-from ..errors import LineageDeclarationWrong, LineageNotBuilt
-from ..sources.identity import RID, check_unchanged
+from ..errors import LineageDeclarationWrong
+from ..sources.identity import RID
 from ..store.entry import CaptureEntry
-from .context import CaptureContext
-from .later import Pending, close
+from .later import Pending, close, run_again
 from .lineage import IN, OUT, source_pairs, union_pairs
 from .writing import lineage_settings, side_graph
 
@@ -64,9 +63,6 @@ def exact_pairs(entry: CaptureEntry, out_rids: list[int], coarse: dict[str, Data
     pending = _HELD[entry.id]
     bridge, seen = pending.bridge, pending.rewriter
     spark = bridge.spark
-    for use in seen.sources:
-        if use.info.kind == "parquet":
-            check_unchanged(bridge, use.info)
     numbers = entry.lineage.sources
     none = spark.createDataFrame([], f"{RID} long")
     # A workload's predicate leaves some rows' rids NULL: the query used them, their
@@ -75,24 +71,13 @@ def exact_pairs(entry: CaptureEntry, out_rids: list[int], coarse: dict[str, Data
         i: coarse[name].select(RID) if name in coarse else none for name, i in numbers.items() if name not in seen.where
     }
     work = Path(tempfile.mkdtemp(prefix="sparkprov-blackbox-"))
-    # the sources as registered at capture: their copies are read, not made again
-    rewriter = CaptureContext(
-        bridge,
-        str(work / "snapshots"),
-        named=seen.named,
-        sources=list(seen.sources),
-        keep=seen.keep,
-        where=seen.where,
-        read_elsewhere=seen.read_elsewhere,
-        restrict=restrict,
-        trace_blackbox=True,
-    )
     try:
-        root = rewriter.rewrite_root(bridge.inline_ctes(bridge.analyzed(pending.df)))
-        if len(rewriter.sources) != len(seen.sources):
-            raise LineageNotBuilt(f"capture {entry.name!r}: the query read other sources when run again")
-        slots = root.slots
-        again = bridge.to_dataframe(root.plan).toDF(*entry.output.stored, *[s.name for s in slots])
+        rewriter, again = run_again(entry, pending, work, restrict)
+    except BaseException:
+        shutil.rmtree(work, ignore_errors=True)
+        raise
+    try:
+        slots = rewriter.root.slots
         again = again.withColumn(_AGAIN, F.monotonically_increasing_id()).localCheckpoint(eager=True)
         rewriter.checkpoints.append(again)
         rows = _matched(spark, again, entry, out_rids, [s.name for s in slots])

@@ -135,29 +135,16 @@ def _build(entry: CaptureEntry, pending: Pending) -> None:
 
     lineage = entry.lineage
     path = Path(lineage.path)
-    bridge, spark, seen = pending.bridge, pending.bridge.spark, pending.rewriter
-    for use in seen.sources:
-        if use.info.kind == "parquet":
-            check_unchanged(bridge, use.info)
-    data = path.parent
-    work = data / f".lazy-{uuid.uuid4().hex}"
-    # the sources as registered at capture: their copies are read, not made again
-    rewriter = CaptureContext(
-        bridge,
-        str(work / "snapshots"),
-        named=seen.named,
-        sources=list(seen.sources),
-        keep=seen.keep,
-        where=seen.where,
-        read_elsewhere=seen.read_elsewhere,
-        trace_blackbox=True,  # nothing is kept at a lazy capture: its functions' lineage is found now, exactly
-    )
+    bridge, spark = pending.bridge, pending.bridge.spark
+    work = path.parent / f".lazy-{uuid.uuid4().hex}"
+    # nothing is kept at a lazy capture: its blackbox functions' lineage is found now, exactly
     try:
-        root = rewriter.rewrite_root(bridge.inline_ctes(bridge.analyzed(pending.df)))
-        if len(rewriter.sources) != len(seen.sources):
-            raise LineageNotBuilt(f"capture {entry.name!r}: the query read other sources when run again")
-        slots = root.slots
-        out = bridge.to_dataframe(root.plan).toDF(*entry.output.stored, *[s.name for s in slots])
+        rewriter, out = run_again(entry, pending, work)
+    except BaseException:
+        shutil.rmtree(work, ignore_errors=True)
+        raise
+    try:
+        slots = rewriter.root.slots
         keep = materializer(spark, work / "match")
         rows = _matched(spark, out, entry, [s.name for s in slots], keep)
         graph = side_graph(bridge, rewriter, work / "sides")
@@ -169,6 +156,40 @@ def _build(entry: CaptureEntry, pending: Pending) -> None:
         for kept in rewriter.checkpoints:
             kept.unpersist()
         shutil.rmtree(work, ignore_errors=True)
+
+
+def run_again(
+    entry: CaptureEntry, pending: Pending, work: Path, restrict: dict | None = None
+) -> tuple[CaptureContext, DataFrame]:
+    """Capture ``pending``'s query again: its sources as registered at capture (their
+    copies read, not made again; ``restrict``: rows of some, as ``CaptureContext`` takes
+    them), functions declared blackbox reporting their lineage. Returns the context
+    (its checkpoints are the caller's to release) and the output: the stored columns,
+    then the slots'."""
+    bridge, seen = pending.bridge, pending.rewriter
+    for use in seen.sources:
+        if use.info.kind == "parquet":
+            check_unchanged(bridge, use.info)
+    rewriter = CaptureContext(
+        bridge,
+        str(work / "snapshots"),
+        named=seen.named,
+        sources=list(seen.sources),
+        keep=seen.keep,
+        where=seen.where,
+        read_elsewhere=seen.read_elsewhere,
+        restrict=restrict,
+        trace_blackbox=True,
+    )
+    try:
+        root = rewriter.rewrite_root(bridge.inline_ctes(bridge.analyzed(pending.df)))
+        if len(rewriter.sources) != len(seen.sources):
+            raise LineageNotBuilt(f"capture {entry.name!r}: the query read other sources when run again")
+    except BaseException:
+        for kept in rewriter.checkpoints:
+            kept.unpersist()
+        raise
+    return rewriter, bridge.to_dataframe(root.plan).toDF(*entry.output.stored, *[s.name for s in root.slots])
 
 
 def close(x, y):
