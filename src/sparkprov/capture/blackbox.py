@@ -71,11 +71,7 @@ def exact_pairs(entry: CaptureEntry, out_rids: list[int], coarse: dict[str, Data
         i: coarse[name].select(RID) if name in coarse else none for name, i in numbers.items() if name not in seen.where
     }
     work = Path(tempfile.mkdtemp(prefix="sparkprov-blackbox-"))
-    try:
-        rewriter, again = run_again(entry, pending, work, restrict)
-    except BaseException:
-        shutil.rmtree(work, ignore_errors=True)
-        raise
+    rewriter, again = run_again(entry, pending, work, restrict)
     try:
         slots = rewriter.root.slots
         again = again.withColumn(_AGAIN, F.monotonically_increasing_id()).localCheckpoint(eager=True)

@@ -138,11 +138,7 @@ def _build(entry: CaptureEntry, pending: Pending) -> None:
     bridge, spark = pending.bridge, pending.bridge.spark
     work = path.parent / f".lazy-{uuid.uuid4().hex}"
     # nothing is kept at a lazy capture: its blackbox functions' lineage is found now, exactly
-    try:
-        rewriter, out = run_again(entry, pending, work)
-    except BaseException:
-        shutil.rmtree(work, ignore_errors=True)
-        raise
+    rewriter, out = run_again(entry, pending, work)
     try:
         slots = rewriter.root.slots
         keep = materializer(spark, work / "match")
@@ -164,12 +160,9 @@ def run_again(
     """Capture ``pending``'s query again: its sources as registered at capture (their
     copies read, not made again; ``restrict``: rows of some, as ``CaptureContext`` takes
     them), functions declared blackbox reporting their lineage. Returns the context
-    (its checkpoints are the caller's to release) and the output: the stored columns,
-    then the slots'."""
+    (its checkpoints and ``work`` are the caller's to release; on failure, released
+    here) and the output: the stored columns, then the slots'."""
     bridge, seen = pending.bridge, pending.rewriter
-    for use in seen.sources:
-        if use.info.kind == "parquet":
-            check_unchanged(bridge, use.info)
     rewriter = CaptureContext(
         bridge,
         str(work / "snapshots"),
@@ -182,12 +175,16 @@ def run_again(
         trace_blackbox=True,
     )
     try:
+        for use in seen.sources:
+            if use.info.kind == "parquet":
+                check_unchanged(bridge, use.info)
         root = rewriter.rewrite_root(bridge.inline_ctes(bridge.analyzed(pending.df)))
         if len(rewriter.sources) != len(seen.sources):
             raise LineageNotBuilt(f"capture {entry.name!r}: the query read other sources when run again")
     except BaseException:
         for kept in rewriter.checkpoints:
             kept.unpersist()
+        shutil.rmtree(work, ignore_errors=True)
         raise
     return rewriter, bridge.to_dataframe(root.plan).toDF(*entry.output.stored, *[s.name for s in root.slots])
 

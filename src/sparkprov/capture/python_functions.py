@@ -323,15 +323,8 @@ def declared_udtf(decl, id_count: int) -> type:
             from ..functions import frames
 
             for row in rows if rows is not None else ():
-                if decl.columns:
-                    values, reported = frames.split_reported(row, decl.columns, self._tracer.where)
-                    lists = self._tracer.lineage(1, [[r] for r in reported])
-                else:
-                    if isinstance(row, dict):
-                        values = tuple(row.values())
-                    else:
-                        values = tuple(row) if isinstance(row, tuple | list) else (row,)
-                    lists = self._tracer.lineage(1)
+                values, reported = frames.split_reported(row, decl.columns, self._tracer.where)
+                lists = self._tracer.lineage(1, [[r] for r in reported] if decl.columns else None)
                 yield (*values, *[found[0] for found in lists])
 
         def eval(self, *args, **kwargs):

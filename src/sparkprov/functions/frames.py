@@ -115,7 +115,7 @@ def with_lists(data: Any, name: str, lists: list) -> Any:
 def split_reported(row: Any, columns: tuple[str, ...], where: str) -> tuple[tuple, list]:
     """A row a Python UDTF yielded, as ``(its values, the values it reports)``: the
     fields named ``columns`` of a Row or a dict, else (a tuple) its last
-    ``len(columns)`` values.
+    ``len(columns)`` values; with no ``columns``, all its values.
 
     >>> from pyspark.sql import Row
     >>> split_reported(Row(g="a", inputs=[0, 2], n=2), ("inputs",), "partition 0")
@@ -134,7 +134,7 @@ def split_reported(row: Any, columns: tuple[str, ...], where: str) -> tuple[tupl
             )
         return tuple(row[n] for n in names if n not in columns), [row[c] for c in columns]
     values = tuple(row) if isinstance(row, tuple | list) else (row,)
-    if len(values) <= len(columns):
+    if columns and len(values) <= len(columns):
         raise LineageDeclarationWrong(
             f"a row yielded in {where} has {len(values)} value(s), where the UDTF declared it reports "
             f"{', '.join(columns)} after its columns: {row!r}"

@@ -31,7 +31,7 @@ from ...functions.declare import Declaration, declaration_of
 from ...plan.catalyst import JExpr, JPlan
 from ...store.format import Slot
 from .. import python_functions as P
-from ..explain import BY_PARTITION, STRATEGY, UDTF_COARSE
+from ..explain import STRATEGY, UDTF_COARSE
 from ..shapes import Rewritten
 
 if TYPE_CHECKING:
@@ -172,9 +172,7 @@ def python_udtf(cx: CaptureContext, node: JPlan) -> Rewritten:
     plan = b.project(b.output(called) + [b.alias(b.partition_id(), slot.name)], called)
     slot.attr = b.output(plan)[-1]
     why = "takes a table argument" if takes_table else "has terminate()"
-    if decl is not None and decl.mode == "blackbox":
-        return Rewritten(plan, [slot], coarse=f"coarse as stored: {decl.describe()}", strategy=BY_PARTITION)
-    return Rewritten(plan, [slot], coarse=UDTF_COARSE.format(why))
+    return _blackbox(cx, node, decl, Rewritten(plan, [slot], coarse=UDTF_COARSE.format(why)))
 
 
 def _declared_udtf(cx: CaptureContext, node: JPlan, decl: Declaration, inner: Rewritten) -> Rewritten:
@@ -337,7 +335,7 @@ def _stored_coarse(cx: CaptureContext, node: JPlan, decl: Declaration, sides: in
 
 def _blackbox(cx: CaptureContext, node: JPlan, decl: Declaration | None, rw: Rewritten) -> Rewritten:
     # a blackbox function's coarse lineage, said as such in explain(), kept as an undeclared one's
-    if decl is None:
+    if decl is None or decl.mode != "blackbox":
         return rw
     how = STRATEGY.get(cx.bridge.node_name(node), "")
     return dataclasses.replace(rw, coarse=f"coarse as stored: {decl.describe()}", strategy=how)
