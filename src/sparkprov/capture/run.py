@@ -21,13 +21,14 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql.types import LongType, StructField, StructType
 
-from ..errors import CaptureFailed, InvalidArgument
+from ..errors import CaptureFailed, EmbeddedUnsupported, InvalidArgument
 from ..functions.tracer import declaration_error
 from ..plan.catalyst import Bridge, JPlan
 from ..plan.written import read_written, stored_schema
 from ..sources.identity import RID, ROW_BITS
 from ..store.catalog import Store
-from ..store.layout import CaptureFolders
+from ..store.files import parquet_files
+from ..store.layout import CaptureFolders, local_path
 from . import blackbox, later
 from .context import CaptureContext
 from .lineage import (
@@ -242,16 +243,24 @@ def _run_rewritten(
     with ThreadPoolExecutor(max_workers=1, thread_name_prefix="sparkprov-shared") as pool:
         # the subqueries' lineage is read from their kept rows while the query runs: a
         # small job and driver work the query's tasks need not wait for
-        shared = None
+        shared, sides = None, None
         if referenced:
             shared_path = str(folders.shared)
             graph = side_graph(bridge, rewriter, folders.work)
             shared = pool.submit(write_shared, spark, graph, referenced, shared_path)
+        elif pairs_later:
+            # why and how read the side relations alone; the pair table is made from them in
+            # the process that first needs it (query/provenance.py), without Spark. They
+            # are written while the output is: on small data most of a write's time is
+            # the driver's (planning, committing files), which the other write overlaps.
+            sides = pool.submit(write_sides, side_graph(bridge, rewriter, folders.work), slots, data / "sides")
         output_path, display, staged, written = _write_output(bridge, out, len(slot_names), data, write)
         output_done = time.perf_counter()
         if shared is not None:
             shared.result()
             shutil.rmtree(folders.work, ignore_errors=True)
+        if sides is not None:
+            structure = sides.result()
     if in_rows:
         in_output = {"slots": slots_json(in_output_slots(rewriter)), "unique": unique_pairs(rewriter)}
     elif rewriter.strategy == "defer" and not witnesses:
@@ -268,10 +277,6 @@ def _run_rewritten(
 
         later.run_later(capture_id, name, resolve)
     elif pairs_later:
-        # why and how read the side relations alone; the pair table is made from them in
-        # the process that first needs it (query/provenance.py), without Spark
-        with lineage_settings(bridge):
-            structure = write_sides(side_graph(bridge, rewriter, folders.work), slots, data / "sides")
         shutil.rmtree(folders.work, ignore_errors=True)
         shared_path, deferred = None, {"later": "witnesses"}
     else:
@@ -450,22 +455,31 @@ def write_for_user(bridge: Bridge, staged: DataFrame, display: list[str], write:
     each row's rid in the written files (file number << 40 | row index), the rid a
     later capture reading those files gives it.
 
-    The rows are computed once (a checkpoint), then written twice from the same
-    partitions: Spark writes partition ``p`` as file ``part-p...`` in row order, so
+    The rows are computed once (a checkpoint, which also observes the partitions that
+    hold rows), then written twice at once from the same partitions: Spark writes
+    partition ``p`` as file ``part-p...`` in row order, and no file for an empty one,
+    so the files are the partitions with rows in order, and
     ``monotonically_increasing_id`` (``p << 33 | position``) names the file and row.
-    Row counts per file are checked afterwards; a mismatch fails the capture.
+    The files written are checked against that (the store's copy is written again if
+    Spark numbered them otherwise), and their row counts afterwards; a mismatch fails
+    the capture.
     """
     spark = bridge.spark
-    kept = staged.localCheckpoint(eager=True)
+    kept, with_rows = _checkpointed(staged)
     try:
         user = kept.select(*[F.col(f"`{c}`").alias(d) for c, d in zip(kept.columns, display)])
         writer = user.write.mode(write.mode).format("parquet").option("maxRecordsPerFile", 0)
-        if write.table:
-            writer.saveAsTable(write.table)
-            reread = spark.table(write.table)
-        else:
-            writer.save(write.path)
-            reread = read_written(spark, write.path, user.schema)
+        expected = {p: i for i, p in enumerate(with_rows)}
+        # the two writes at once: on small outputs most of a write's time is the driver's
+        with ThreadPoolExecutor(max_workers=1, thread_name_prefix="sparkprov-stored") as pool:
+            stored = pool.submit(lambda: kept.withColumn(RID, _file_rid(expected)).write.parquet(output_path))
+            if write.table:
+                writer.saveAsTable(write.table)
+                reread = spark.table(write.table)
+            else:
+                writer.save(write.path)
+                reread = read_written(spark, write.path, user.schema)
+            stored.result()
         leaf = bridge.analyzed(reread)
         while bridge.children(leaf):  # a table reads as SubqueryAlias over the relation
             (leaf,) = bridge.children(leaf)
@@ -479,19 +493,41 @@ def write_for_user(bridge: Bridge, staged: DataFrame, display: list[str], write:
                     f"sparkprov: cannot tell which rows {path} holds; the written files are untraceable"
                 )
             number[int(m.group(1))] = i
-        tmp = F.monotonically_increasing_id()
-        pairs = [x for p, i in number.items() for x in (F.lit(p), F.lit(i).cast("long"))]
-        file_no = F.element_at(F.create_map(*pairs), F.shiftright(tmp, 33)) if pairs else F.lit(None).cast("long")
-        rid = F.shiftleft(file_no, ROW_BITS).bitwiseOR(tmp.bitwiseAND(F.lit(_ROW_MASK)))
-        kept.withColumn(RID, rid).write.parquet(output_path)
-        _check_row_counts(spark, reread, output_path, [p for p, _, _ in files])
+        if with_rows and number != expected:  # files not one per partition with rows: the rids again
+            log.warning("sparkprov: Spark wrote %d files for %d partitions with rows", len(number), len(with_rows))
+            shutil.rmtree(output_path)
+            kept.withColumn(RID, _file_rid(number)).write.parquet(output_path)
+        _check_row_counts(spark, reread, output_path, [p for p, _, _ in files], number)
         return {"path": write.path, "table": write.table, "roots": bridge.root_paths(fs), "files": files}
     finally:
         kept.unpersist()
 
 
-def _check_row_counts(spark, reread: DataFrame, output_path: str, paths: list[str]) -> None:
-    # both counts in one job
+def _checkpointed(staged: DataFrame) -> tuple[DataFrame, list[int]]:
+    """``staged`` computed once and kept, and the numbers of its partitions that hold
+    rows (observed by the job that computes it, sorted)."""
+    from pyspark.sql import Observation
+
+    seen = Observation(f"sparkprov_partitions_{uuid.uuid4().hex}")
+    part = "__sp_partition"
+    observed = staged.withColumn(part, F.spark_partition_id()).observe(seen, F.collect_set(part).alias("p"))
+    kept = observed.drop(part).localCheckpoint(eager=True)
+    return kept, sorted(seen.get["p"] or [])
+
+
+def _file_rid(number: dict[int, int]):
+    """The rid of each row in the files written from its partition (``number``:
+    partition -> file number)."""
+    tmp = F.monotonically_increasing_id()
+    pairs = [x for p, i in number.items() for x in (F.lit(p), F.lit(i).cast("long"))]
+    file_no = F.element_at(F.create_map(*pairs), F.shiftright(tmp, 33)) if pairs else F.lit(None).cast("long")
+    return F.shiftleft(file_no, ROW_BITS).bitwiseOR(tmp.bitwiseAND(F.lit(_ROW_MASK)))
+
+
+def _check_row_counts(spark, reread: DataFrame, output_path: str, paths: list[str], number: dict) -> None:
+    if _footer_counts_match(output_path, paths, number):
+        return
+    # files Python cannot read (another file system): both counts in one Spark job
     files = reread.groupBy(F.col("_metadata.file_path").alias("file"), F.lit(None).cast("long").alias("number"))
     stored = read_written(spark, output_path)
     numbers = stored.groupBy(F.lit(None).cast("string").alias("file"), F.shiftright(RID, ROW_BITS).alias("number"))
@@ -499,4 +535,33 @@ def _check_row_counts(spark, reread: DataFrame, output_path: str, paths: list[st
     by_file = {r.file: r["count"] for r in counts if r.file is not None}
     by_number = [(r.number, r["count"]) for r in counts if r.file is None]
     if by_file != {paths[n]: count for n, count in by_number if n is not None and n < len(paths)}:
-        raise CaptureFailed("sparkprov: the written files do not hold the rows capture stored; the capture is not kept")
+        raise _not_kept()
+
+
+def _not_kept() -> CaptureFailed:
+    return CaptureFailed("sparkprov: the written files do not hold the rows capture stored; the capture is not kept")
+
+
+def _footer_counts_match(output_path: str, paths: list[str], number: dict[int, int]) -> bool:
+    """Whether the written files are local, their rows counted from their Parquet
+    footers (no Spark job); raises when a count differs. The stored file of partition
+    ``p`` holds the rows whose rid names file ``number[p]``, so the two files' counts
+    must be equal."""
+    import pyarrow.parquet as pq
+
+    try:
+        local = [local_path(p) for p in paths]
+    except EmbeddedUnsupported:
+        return False
+    stored: dict[int, int] = {}
+    for f in parquet_files(output_path):
+        m = _PART.match(Path(f).name)
+        rows = pq.read_metadata(f).num_rows
+        if m is None or (rows and int(m.group(1)) in stored):
+            raise _not_kept()
+        if rows:
+            stored[int(m.group(1))] = rows
+    written = {p: pq.read_metadata(local[i]).num_rows for p, i in number.items()}
+    if stored != {p: rows for p, rows in written.items() if rows}:
+        raise _not_kept()
+    return True

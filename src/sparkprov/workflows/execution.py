@@ -110,32 +110,25 @@ def _run(session: LineageSession, plan: Plan, inputs: dict[str, DataFrame], made
     for name, version in state.items():
         reads[name] = Read("state", version, base=version == 0 or version in plan.untracked)
         paths[name] = str(plan.folders.state(name, version))
-    invocations: list[Invocation] = []
-    for wave in waves(plan.modules):
-        named = {m.name: _read(session, m, paths) for m in wave}  # named here: session.source is not thread-safe
-        with ThreadPoolExecutor(min(PARALLEL, len(wave)), thread_name_prefix="sparkprov-module") as pool:
-            done = list(pool.map(lambda m, named=named: _invoke(session, plan, m, named[m.name], made), wave))
-        for module, (written, seconds) in zip(wave, done):
-            node = graph.invocation(module.name) if plan.track else -1
-            seen = {n: reads[n] for n in (*module.inputs, *module.state)}
-            writes, not_monotone = {}, []
-            for dataset, (kind, version, cap) in written.items():
-                writes[dataset] = [kind, capture_name(plan.workflow, dataset), cap.version if cap else 0]
-                if cap is not None:
-                    ops = cap.operators()
-                    graph.add_capture(
-                        module.name, node, cap.polynomials("true"), seen, (dataset, kind, version), _blackboxes(ops)
-                    )
-                    cap.build_lineage()  # its pairs, from the same witnesses, in this process
-                    not_monotone += [op for op in ops if op.startswith(_NOT_MONOTONE)]
-            module_reads = {n: [r.kind, r.version] for n, r in seen.items()}
-            invocations.append(Invocation(module.name, node, module_reads, writes, seconds, sorted(set(not_monotone))))
-            for dataset, (kind, version, _) in written.items():
-                if kind == "output":
-                    reads[dataset] = Read("output", plan.execution)
-                    paths[dataset] = str(plan.folders.dataset(plan.execution, dataset))
-                else:
-                    state[dataset] = version
+    recorded = []  # per wave, its invocations: recorded in order, each while the waves after it run
+    # one thread records the waves one after the other, so the graph's nodes are
+    # numbered as if recorded here; its work (reading the witnesses, making the pairs)
+    # is done in this process, not by Spark, and need not hold up the next wave
+    with ThreadPoolExecutor(1, thread_name_prefix="sparkprov-graph") as recorder:
+        for wave in waves(plan.modules):
+            named = {m.name: _read(session, m, paths) for m in wave}  # named here: session.source is not thread-safe
+            with ThreadPoolExecutor(min(PARALLEL, len(wave)), thread_name_prefix="sparkprov-module") as pool:
+                done = list(pool.map(lambda m, named=named: _invoke(session, plan, m, named[m.name], made), wave))
+            seen = [{n: reads[n] for n in (*m.inputs, *m.state)} for m in wave]
+            recorded.append(recorder.submit(_record, plan, graph, wave, done, seen))
+            for written, _ in done:
+                for dataset, (kind, version, _) in written.items():
+                    if kind == "output":
+                        reads[dataset] = Read("output", plan.execution)
+                        paths[dataset] = str(plan.folders.dataset(plan.execution, dataset))
+                    else:
+                        state[dataset] = version
+        invocations = [i for wave in recorded for i in wave.result()]
     record = ExecutionRecord(
         plan.execution,
         plan.track,
@@ -147,6 +140,26 @@ def _run(session: LineageSession, plan: Plan, inputs: dict[str, DataFrame], made
         datetime.now(timezone.utc).isoformat(timespec="seconds"),
     )
     return record, graph
+
+
+def _record(plan: Plan, graph: ExecutionGraph, wave: list[Module], done: list, seen: list[dict]) -> list[Invocation]:
+    """A wave's invocations, with their captures' part of the graph and pair tables."""
+    invocations = []
+    for module, (written, seconds), reads in zip(wave, done, seen):
+        node = graph.invocation(module.name) if plan.track else -1
+        writes, not_monotone = {}, []
+        for dataset, (kind, version, cap) in written.items():
+            writes[dataset] = [kind, capture_name(plan.workflow, dataset), cap.version if cap else 0]
+            if cap is not None:
+                ops = cap.operators()
+                graph.add_capture(
+                    module.name, node, cap.polynomials("true"), reads, (dataset, kind, version), _blackboxes(ops)
+                )
+                cap.build_lineage()  # its pairs, from the same witnesses, in this process
+                not_monotone += [op for op in ops if op.startswith(_NOT_MONOTONE)]
+        module_reads = {n: [r.kind, r.version] for n, r in reads.items()}
+        invocations.append(Invocation(module.name, node, module_reads, writes, seconds, sorted(set(not_monotone))))
+    return invocations
 
 
 def _blackboxes(operators: list[str]) -> list[str]:
