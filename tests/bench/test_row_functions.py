@@ -1,5 +1,5 @@
 """``bench functions --suite rows``: each function measured plain, undeclared and
-declared (the grouped one also blackbox), and its declared lineage narrower than the
+declared (the grouped one also blackbox, the batch one also vectorized), and its declared lineage narrower than the
 undeclared one."""
 
 from __future__ import annotations
@@ -22,3 +22,5 @@ def test_declared_functions_trace_fewer_rows(spark, session, tmp_path):
         if name == "group top two":  # found when asked: as exact as the declared one
             assert traced["blackbox"] == 2 and r["blackbox_ratio"] > 0, traced
             assert set(r["backward_s"]) == {"declared", "undeclared", "blackbox"}
+        if name == "shifted batches":  # the mapping called per batch: the same lineage
+            assert traced["vectorized"] == 1 and r["vectorized_ratio"] > 0, traced

@@ -39,6 +39,8 @@ from sparkprov.functions.tracer import Tracer, declaration_error
         (("map",), {"backward": lambda i, m: [i], "forward": 3}, "forward= must be a function"),
         (("rowwise",), {"column": "x"}, "column= is for full, payload, composite and blackbox lineage"),
         (("full",), {"column": "x", "backward": lambda i, m: [i]}, "backward= is for map and composite lineage"),
+        (("rowwise",), {"vectorized": True}, "vectorized= is for map lineage, not 'rowwise'"),
+        (("map",), {"backward": lambda i, m: [i], "vectorized": 1}, "vectorized= must be True or False"),
     ],
 )
 def test_bad_declarations_are_refused(args, kwargs, message):
@@ -92,17 +94,22 @@ def _tracer(mode: str, sides: int = 1, **kwargs) -> Tracer:
     return Tracer(declaration_of(sp.lineage(mode, **kwargs)(f)), "partition 3", sides=sides)
 
 
+def _ids(arrays) -> list:
+    # per side and id column, per output row: the ids, as Python lists
+    return [a.to_pylist() for a in arrays]
+
+
 def test_positions_become_the_ids_of_the_rows_received():
     t = _tracer("full", column="inputs")
     t.receive(0, np.array([100, 101]))
-    assert t.lineage(2, [[[1, 0], None]]) == [[[101, 100], []]]
+    assert _ids(t.lineage(2, [[[1, 0], None]])) == [[[101, 100], []]]
     t.receive(0, np.array([102]))
-    assert t.lineage(1, [[np.int64(2)]]) == [[[102]]]  # positions count across batches
+    assert _ids(t.lineage(1, [[np.int64(2)]])) == [[[102]]]  # positions count across batches
     t.finish()
     both = _tracer("map", sides=2, backward=lambda i, meta: ([0], range(meta["input_rows"][1])))
     both.receive(0, np.array([7]))
     both.receive(1, np.array([8, 9]))
-    assert both.lineage(1) == [[[7]], [[8, 9]]]
+    assert _ids(both.lineage(1)) == [[[7]], [[8, 9]]]
 
 
 @pytest.mark.parametrize(
@@ -129,11 +136,11 @@ def test_wrong_positions_name_the_function_and_row(tracer, reported, message):
 def test_payloads_are_read_by_map_p_and_composite_maps_the_rest():
     spans = _tracer("payload", column="p", map_p=lambda i, p, m: range(p[0], p[1]))
     spans.receive(0, np.array([10, 11, 12]))
-    assert spans.lineage(2, [[(0, 2), (2, 3)]]) == [[[10, 11], [12]]]
+    assert _ids(spans.lineage(2, [[(0, 2), (2, 3)]])) == [[[10, 11], [12]]]
     mixed = _tracer("composite", column="p", backward=lambda i, m: [i], map_p=lambda i, p, m: range(i - p, i + p + 1))
     mixed.receive(0, np.arange(100, 105))
     # no payload (None, or NaN where pandas made the column float): the mapping
-    assert mixed.lineage(4, [[None, float("nan"), 1, None]]) == [[[100], [101], [101, 102, 103], [103]]]
+    assert _ids(mixed.lineage(4, [[None, float("nan"), 1, None]])) == [[[100], [101], [101, 102, 103], [103]]]
     wrong = _tracer("payload", column="p", map_p=lambda i, p, m: [int(p)])
     wrong.receive(0, np.arange(2))
     with pytest.raises(
@@ -155,7 +162,7 @@ def test_checks_made_when_the_call_ends():
         rows.finish()
     halves = _tracer("map", backward=lambda i, m: [2 * i, 2 * i + 1], forward=lambda j, m: [j // 2 + 1])
     halves.receive(0, np.arange(4))
-    assert halves.lineage(2) == [[[0, 1], [2, 3]]]
+    assert _ids(halves.lineage(2)) == [[[0, 1], [2, 3]]]
     wrong = r"input row 0 of partition 3: its forward mapping gives \[1\] where backward gives \[0\]"
     with pytest.raises(sp.LineageDeclarationWrong, match=wrong):
         halves.finish()
@@ -163,6 +170,59 @@ def test_checks_made_when_the_call_ends():
     exact.receive(0, np.arange(4))
     exact.lineage(2)
     exact.finish()
+
+
+def test_vectorized_mappings_are_called_once_per_batch():
+    calls = []
+
+    def shifted(rows, meta):
+        calls.append(rows.tolist())
+        return rows + 1
+
+    t = _tracer("map", backward=shifted, vectorized=True)
+    t.receive(0, np.array([10, 11, 12, 13]))
+    assert _ids(t.lineage(2)) == [[[11], [12]]]
+    assert _ids(t.lineage(1)) == [[[13]]]
+    assert calls == [[0, 1], [2]]  # positions count across batches
+    # a sequence per row: several positions, or none
+    spans = _tracer("map", backward=lambda rows, m: [range(r + 1) for r in rows], vectorized=True)
+    spans.receive(0, np.array([7, 8]))
+    assert _ids(spans.lineage(2)) == [[[7], [7, 8]]]
+    # cogroup: (left, right), each per row
+    both = _tracer("map", sides=2, backward=lambda rows, m: (rows, [[0, 1]] * len(rows)), vectorized=True)
+    both.receive(0, np.array([5, 6]))
+    both.receive(1, np.array([8, 9]))
+    assert _ids(both.lineage(2)) == [[[5], [6]], [[8, 9], [8, 9]]]
+    # forward, once over every input row, checked against backward
+    halves = _tracer("map", backward=lambda r, m: r // 2, forward=lambda r, m: [[2 * i, 2 * i + 1] for i in r],
+                     vectorized=True)  # fmt: skip
+    halves.receive(0, np.array([3, 4]))
+    assert _ids(halves.lineage(4)) == [[[3], [3], [4], [4]]]
+    halves.finish()
+
+
+@pytest.mark.parametrize(
+    ("backward", "message"),
+    [
+        (lambda r, m: r + 1, "output row 2 of partition 3: it names input position 3, but the function had received 3"),
+        (lambda r, m: r[:1], "vectorized backward mapping must give the positions of each of the 3 rows"),
+        (lambda r, m: 1 // 0, "output row 0 of partition 3: its vectorized backward mapping raised ZeroDivisionError"),
+        (lambda r, m: [[0], "x", [1]], "output row 1 of partition 3: its input positions are not integers"),
+    ],
+)
+def test_wrong_vectorized_mappings_name_the_row(backward, message):
+    t = _tracer("map", backward=backward, vectorized=True)
+    t.receive(0, np.array([1, 2, 3]))
+    with pytest.raises(sp.LineageDeclarationWrong, match=message):
+        t.lineage(3)
+
+
+def test_a_vectorized_forward_that_differs_is_caught():
+    t = _tracer("map", backward=lambda r, m: r, forward=lambda r, m: r[::-1], vectorized=True)
+    t.receive(0, np.array([1, 2]))
+    t.lineage(2)
+    with pytest.raises(sp.LineageDeclarationWrong, match=r"input row 0 .* forward mapping gives \[1\] where backward"):
+        t.finish()
 
 
 def test_the_workers_error_is_found_in_what_spark_reports():

@@ -8,7 +8,8 @@ and a normalisation per batch written as Arrow (``mapInArrow``, declared ``map``
 every output row from its own input row). Each runs plain (its result written to
 Parquet), captured undeclared (coarse: whole groups or partitions) and captured
 declared, interleaved, in one Spark session (the grouped function also declared
-``blackbox``: stored per group, found when asked); reported: the median capture/plain
+``blackbox``: stored per group, found when asked; the batch function also declared
+with a vectorized mapping); reported: the median capture/plain
 ratios, the rows one output row's backward trace returns in each case and how long
 that trace takes. An undeclared
 partition function's capture is attempted only where its coarse lineage (every row of
@@ -59,6 +60,12 @@ def shifted(batches):
         yield batch.set_column(2, "x", pc.subtract(batch.column("x"), pc.min(batch.column("x"))))
 
 
+# the same function, its mapping called once per batch with every row's position
+shifted_vectorized = sp.lineage("map", backward=lambda rows, meta: rows, vectorized=True)(
+    declaration_of(shifted).function
+)
+
+
 SCHEMA = "id long, g long, x double"
 # (the query, the declared function, the same function undeclared: a full declaration's
 # reported column is dropped by sp.lineage, so its undeclared form must not make it)
@@ -67,6 +74,10 @@ FUNCTIONS = {
     "group top two": (lambda df, f: df.groupBy("g").applyInPandas(f, "g long, x double"), top_two, top_two_plain),
     "shifted batches": (lambda df, f: df.mapInArrow(f, SCHEMA), shifted, declaration_of(shifted).function),
 }
+
+
+# the same functions declared otherwise, measured beside the declared one
+ALSO = {"group top two": {"blackbox": top_two_blackbox}, "shifted batches": {"vectorized": shifted_vectorized}}
 
 
 # an undeclared partition function's lineage is every row of its input partition for
@@ -90,8 +101,7 @@ def _measure(session, table, work: Path, name: str, repeat: int) -> dict:
     functions = {"plain": undeclared, "declared": declared}
     if coarse <= COARSE_PAIRS_MAX:
         functions["undeclared"] = undeclared
-    if name == "group top two":
-        functions["blackbox"] = top_two_blackbox
+    functions.update(ALSO.get(name, {}))
     times: dict[str, list[float]] = {k: [] for k in functions}
     caps = {}
 
@@ -127,6 +137,7 @@ def _measure(session, table, work: Path, name: str, repeat: int) -> dict:
         "undeclared_ratio": ratios.get("undeclared"),  # None: not attempted (coarse_pairs)
         "declared_ratio": ratios["declared"],
         "blackbox_ratio": ratios.get("blackbox"),
+        "vectorized_ratio": ratios.get("vectorized"),
         "backward_s": backward,
         "coarse_pairs": coarse,
         "rows_behind_one_output_row": {k: cap.backward([0], "table").count() for k, cap in caps.items()},
@@ -166,6 +177,9 @@ def main(args) -> dict:
                     f"blackbox {r['backward_s']['blackbox']:.3f}s",
                     flush=True,
                 )
+            if r["vectorized_ratio"] is not None:
+                print(f"{'':<16} declared vectorized {r['vectorized_ratio']:.2f}x "
+                      f"({traced['vectorized']:,} rows behind a row)", flush=True)  # fmt: skip
         return {"suite": "rows", "rows": args.rows, "repeat": args.repeat, "functions": results}
     finally:
         spark.stop()

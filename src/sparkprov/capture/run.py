@@ -457,8 +457,8 @@ def write_for_user(bridge: Bridge, staged: DataFrame, display: list[str], write:
 
     The rows are computed once (a checkpoint, which also observes the partitions that
     hold rows), then written twice at once from the same partitions: Spark writes
-    partition ``p`` as file ``part-p...`` in row order, and no file for an empty one,
-    so the files are the partitions with rows in order, and
+    partition ``p`` as file ``part-p...`` in row order, and no file for an empty one
+    but partition 0, so the files are those partitions in order, and
     ``monotonically_increasing_id`` (``p << 33 | position``) names the file and row.
     The files written are checked against that (the store's copy is written again if
     Spark numbered them otherwise), and their row counts afterwards; a mismatch fails
@@ -469,7 +469,8 @@ def write_for_user(bridge: Bridge, staged: DataFrame, display: list[str], write:
     try:
         user = kept.select(*[F.col(f"`{c}`").alias(d) for c, d in zip(kept.columns, display)])
         writer = user.write.mode(write.mode).format("parquet").option("maxRecordsPerFile", 0)
-        expected = {p: i for i, p in enumerate(with_rows)}
+        # Spark writes a file per partition with rows, and one for partition 0 always
+        expected = {p: i for i, p in enumerate(sorted({0, *with_rows}))}
         # the two writes at once: on small outputs most of a write's time is the driver's
         with ThreadPoolExecutor(max_workers=1, thread_name_prefix="sparkprov-stored") as pool:
             stored = pool.submit(lambda: kept.withColumn(RID, _file_rid(expected)).write.parquet(output_path))
@@ -494,7 +495,7 @@ def write_for_user(bridge: Bridge, staged: DataFrame, display: list[str], write:
                 )
             number[int(m.group(1))] = i
         if with_rows and number != expected:  # files not one per partition with rows: the rids again
-            log.warning("sparkprov: Spark wrote %d files for %d partitions with rows", len(number), len(with_rows))
+            log.info("sparkprov: Spark wrote %d files for %d partitions with rows", len(number), len(with_rows))
             shutil.rmtree(output_path)
             kept.withColumn(RID, _file_rid(number)).write.parquet(output_path)
         _check_row_counts(spark, reread, output_path, [p for p, _, _ in files], number)

@@ -13,7 +13,8 @@ Modes (SubZero's lineage modes):
 * ``"map"``: ``backward(position, meta)`` gives the input positions of the output row
   at ``position``, from positions and metadata alone (``meta``: ``input_rows`` received
   so far, the group's ``key``); an optional ``forward(position, meta)`` gives the output
-  positions of an input row and is checked to be its inverse;
+  positions of an input row and is checked to be its inverse. With ``vectorized=True``
+  both take and give arrays of positions, a call per batch rather than per row;
 * ``"full"``: the function reports them itself, in an extra output ``column`` holding
   per output row an input position or a list of them (for cogroup, a pair of columns:
   left and right). A run without capture drops the column;
@@ -77,6 +78,7 @@ class Declaration:
     backward: Callable | None = None  # map, composite: output position -> input positions
     forward: Callable | None = None  # map: input position -> output positions (checked)
     map_p: Callable | None = None  # payload, composite: (output position, payload) -> input positions
+    vectorized: bool = False  # map: backward and forward take and give arrays of positions
 
     @property
     def name(self) -> str:
@@ -98,7 +100,8 @@ class Declaration:
             return f"full lineage reported by {self.name} in column {' and '.join(self.columns)}"
         if self.mode == "map":
             mapped = "backward and forward mappings" if self.forward else "a backward mapping"
-            return f"map lineage of {self.name} ({mapped} over positions)"
+            over = "arrays of positions, vectorized" if self.vectorized else "positions"
+            return f"map lineage of {self.name} ({mapped} over {over})"
         if self.mode == "payload":
             return (
                 f"payload lineage of {self.name} (map_p over the payload in column {self.columns[0]}, run as it runs)"
@@ -118,6 +121,7 @@ def lineage(
     backward: Callable[[int, dict], Any] | None = None,
     forward: Callable[[int, dict], Any] | None = None,
     map_p: Callable[[int, Any, dict], Any] | None = None,
+    vectorized: bool = False,
 ) -> Callable[[F], F]:
     """Declare the lineage of a function passed to mapInPandas, mapInArrow,
     applyInPandas, applyInArrow or cogroup().applyInPandas / applyInArrow, or of a
@@ -129,6 +133,13 @@ def lineage(
     >>> sp.lineage("map", backward=lambda i, meta: [i // 2])(lambda pdf: pdf).__name__
     '<lambda>'
     >>> spans = sp.lineage("payload", column="span", map_p=lambda i, span, meta: range(*span))
+
+    ``vectorized=True`` (map lineage): ``backward`` is called once per batch of output
+    rows with a NumPy array of their positions, and gives per row its input positions:
+    an integer array (one position each, the fast case) or a sequence of positions per
+    row; ``forward``, if given, is called once with every input position likewise.
+
+    >>> shifted = sp.lineage("map", backward=lambda rows, meta: rows + 1, vectorized=True)
     """
     if mode not in MODES:
         raise InvalidArgument(f"unknown lineage mode {mode!r}; modes: {', '.join(MODES)}")
@@ -142,6 +153,10 @@ def lineage(
         raise InvalidArgument(f"backward= is for map and composite lineage, not {mode!r}")
     if forward is not None and mode != "map":
         raise InvalidArgument(f"forward= is for map lineage, not {mode!r}")
+    if not isinstance(vectorized, bool):
+        raise InvalidArgument(f"vectorized= must be True or False, not {vectorized!r}")
+    if vectorized and mode != "map":
+        raise InvalidArgument(f"vectorized= is for map lineage, not {mode!r}")
     if forward is not None and not callable(forward):
         raise InvalidArgument("forward= must be a function (input position, meta) -> output positions")
     if mode in ("payload", "composite"):
@@ -157,7 +172,7 @@ def lineage(
             raise InvalidArgument(f"sp.lineage declares a function's lineage; got {type(function).__name__}")
         if declaration_of(function) is not None:
             raise InvalidArgument(f"{getattr(function, '__qualname__', function)!r} already declares its lineage")
-        decl = Declaration(mode, function, columns, backward, forward, map_p)
+        decl = Declaration(mode, function, columns, backward, forward, map_p, vectorized)
         if isinstance(function, type):
             if not callable(getattr(function, "eval", None)):
                 raise InvalidArgument(

@@ -97,17 +97,20 @@ def id_matrix(data: Any, names: list[str]):
     return matrix
 
 
-def with_lists(data: Any, name: str, lists: list) -> Any:
-    """``data`` with a column ``name`` of arrays of longs, one per row."""
-    if is_arrow(data):
-        import pyarrow as pa
+def with_lists(data: Any, name: str, lists: Any) -> Any:
+    """``data`` with a column ``name`` of arrays of longs, one per row (``lists``: an
+    Arrow array of them, or Python lists)."""
+    import pyarrow as pa
 
-        array = pa.array(lists, pa.list_(pa.int64()))
+    if is_arrow(data):
+        array = lists if isinstance(lists, pa.Array) else pa.array(lists, pa.list_(pa.int64()))
         if isinstance(data, pa.RecordBatch):
             return pa.RecordBatch.from_arrays([*data.columns, array], names=[*data.schema.names, name])
         return data.append_column(name, array)
     import pandas as pd
 
+    if isinstance(lists, pa.Array):  # each row's ids as a NumPy array, which Arrow converts back as they are
+        lists = lists.to_numpy(zero_copy_only=False)
     # object dtype even with no rows (an empty list makes float64, which Arrow cannot make arrays of)
     return data.assign(**{name: pd.Series(lists, index=data.index, dtype=object)})
 

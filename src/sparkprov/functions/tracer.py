@@ -11,13 +11,18 @@ outer join's missing side) and names nothing.
 >>> from sparkprov.functions.declare import Declaration
 >>> t = Tracer(Declaration("rowwise", len), "partition 0")
 >>> t.receive(0, np.array([10, 11]))
->>> t.lineage(2)
+>>> [a.to_pylist() for a in t.lineage(2)]
 [[[10], [11]]]
 >>> t.finish()
 >>> joined = Tracer(Declaration("map", len, backward=lambda i, meta: [0, 1]), "partition 0", widths=(2,))
 >>> joined.receive(0, np.array([[10, 20], [11, -1]]))
->>> joined.lineage(1)  # per id column, per output row
+>>> [a.to_pylist() for a in joined.lineage(1)]  # per id column, per output row
 [[[10, 11]], [[20]]]
+>>> shifted = Declaration("map", len, backward=lambda rows, meta: rows + 1, vectorized=True)
+>>> s = Tracer(shifted, "partition 0")
+>>> s.receive(0, np.array([10, 11, 12]))
+>>> s.lineage(2)[0].to_pylist()  # one call for both rows
+[[11], [12]]
 """
 
 from __future__ import annotations
@@ -54,39 +59,75 @@ class Tracer:
         rows = self.received[0] if len(self.received) == 1 else tuple(self.received)
         return {"input_rows": rows, "key": self.key}
 
-    def lineage(self, rows: int, reported: list[list] | None = None) -> list[list[list[int]]]:
-        """Per side and id column, per output row of the next ``rows``: the ids of its
-        input rows. ``reported``: the values of the declared columns (full lineage's
-        positions per side, or the payload)."""
+    def lineage(self, rows: int, reported: list[list] | None = None) -> list:
+        """Per side and id column, an Arrow array of lists: per output row of the next
+        ``rows``, the ids of its input rows. ``reported``: the values of the declared
+        columns (full lineage's positions per side, or the payload)."""
+        import numpy as np
+
         decl = self.decl
+        start, found = self.produced, None
         if decl.mode == "rowwise":  # one id per row, in order: no per-row work
-            end = self.produced + rows
-            if end > self.received[0]:
-                self._checked(self.received[0], 0, [self.received[0]])  # raises, naming the first row too many
-            ids = self._ids[0].view()[self.produced : end]
-            self.produced = end
-            return [_one_each(ids[:, k]) for k in range(ids.shape[1])]
-        per_row: list[list[list[int]]] = []
-        for i in range(rows):
-            position = self.produced + i
-            if decl.mode == "map":
-                found = self._mapped(position)
-            elif decl.mode == "full":
-                found = [_positions(r[i]) for r in reported or []]
-            elif decl.mode == "composite" and _absent(reported[0][i]):
-                found = self._mapped(position)
-            else:
-                found = self._paid(position, reported[0][i])
-            per_row.append([self._checked(position, side, p) for side, p in enumerate(found)])
+            flat = [np.arange(start, start + rows)]
+        elif decl.mode == "full":
+            flat = [_flat(r, rows) for r in reported or []]
+        elif decl.mode == "map" and decl.vectorized:
+            flat, found = self._vectorized(rows)
+        else:
+            flat = [None]
+        if all(f is not None for f in flat):  # one position per output row: no per-row work
+            for side, positions in enumerate(flat):
+                bad = np.nonzero((positions < 0) | (positions >= self.received[side]))[0]
+                if len(bad):  # raises, naming the first such row
+                    self._checked(start + int(bad[0]), side, [int(positions[bad[0]])])
+            per_row = list(zip(*[[[p] for p in f.tolist()] for f in flat])) if decl.forward is not None else []
+        else:
+            per_row = []
+            for i in range(rows):
+                position = start + i
+                if decl.mode == "map":
+                    got = _sides(found, i) if decl.vectorized else self._mapped(position)
+                elif decl.mode == "full":
+                    got = [_positions(r[i]) for r in reported or []]
+                elif decl.mode == "composite" and _absent(reported[0][i]):
+                    got = self._mapped(position)
+                else:
+                    got = self._paid(position, reported[0][i])
+                per_row.append([self._checked(position, side, p) for side, p in enumerate(got)])
+            flat = None
         self.produced += rows
         if decl.forward is not None:
             self._backward.extend(per_row)
-        lists = []
+        arrays = []
         for side, ids in enumerate(a.view() for a in self._ids):
             for k in range(ids.shape[1]):
                 column = ids[:, k]
-                lists.append([_present(column[row[side]]) for row in per_row])
-        return lists
+                if flat is not None:
+                    arrays.append(_one_each(column[flat[side]]))
+                else:
+                    arrays.append(_lists([_present(column[row[side]]) for row in per_row]))
+        return arrays
+
+    def _vectorized(self, rows: int) -> tuple[list, Any]:
+        # a vectorized mapping: called once for the rows; per side, their positions as
+        # one array when each row has one, else None (then ``found`` is read per row)
+        import numpy as np
+
+        positions = np.arange(self.produced, self.produced + rows, dtype=np.int64)
+        what = lambda: "vectorized backward mapping"  # noqa: E731
+        try:
+            found = self.decl.backward(positions, self._meta())
+        except Exception as e:
+            raise self._wrong(self.produced, f"its {what()} raised {type(e).__name__}: {e}") from e
+        sides = [found] if len(self.received) == 1 else found
+        if not isinstance(sides, tuple | list) or len(sides) != len(self.received):
+            raise self._wrong(self.produced, f"a cogrouped function's {what()} must give (left, right) positions")
+        for side in sides:
+            if not hasattr(side, "__len__") or len(side) != rows:
+                raise self._wrong(
+                    self.produced, f"its {what()} must give the positions of each of the {rows} rows it was given"
+                )
+        return [_flat(side, rows) for side in sides], sides
 
     def _mapped(self, position: int) -> list:
         return self._called(position, lambda: "backward mapping", self.decl.backward, position, self._meta())
@@ -139,9 +180,18 @@ class Tracer:
             for i in row[0]:
                 expected[i].add(out)
         meta = {"input_rows": self.received[0], "output_rows": self.produced, "key": self.key}
+        if self.decl.vectorized:
+            import numpy as np
+
+            try:
+                every = self.decl.forward(np.arange(self.received[0], dtype=np.int64), meta)
+            except Exception as e:
+                raise self._wrong_forward(0, f"raised {type(e).__name__}: {e}") from e
+            if not hasattr(every, "__len__") or len(every) != self.received[0]:
+                raise self._wrong_forward(0, f"must give the outputs of each of the {self.received[0]} input rows")
         for i, outs in expected.items():
             try:
-                got = _positions(self.decl.forward(i, meta))
+                got = _positions(every[i] if self.decl.vectorized else self.decl.forward(i, meta))
             except Exception as e:
                 raise self._wrong_forward(i, f"raised {type(e).__name__}: {e}") from e
             if got is None or set(got) != outs:
@@ -185,11 +235,47 @@ def _present(ids) -> list[int]:
     return ids[ids >= 0].tolist()
 
 
-def _one_each(ids) -> list[list[int]]:
-    # rowwise: each output row's one id, or none
-    if (ids >= 0).all():
-        return ids.reshape(-1, 1).tolist()
-    return [[i] if i >= 0 else [] for i in ids.tolist()]
+def _one_each(ids):
+    # each output row's one id, or none (a negative id), as an Arrow array of lists
+    import numpy as np
+    import pyarrow as pa
+
+    named = ids >= 0
+    offsets = np.zeros(len(ids) + 1, np.int32)
+    np.cumsum(named, out=offsets[1:])
+    return pa.ListArray.from_arrays(pa.array(offsets), pa.array(ids[named], pa.int64()))
+
+
+def _lists(lists: list[list[int]]):
+    import pyarrow as pa
+
+    return pa.array(lists, pa.list_(pa.int64()))
+
+
+def _flat(values: Any, rows: int):
+    """``values`` (one per output row) as an int64 array when each is one integer, else None."""
+    import numpy as np
+
+    if isinstance(values, np.ndarray):
+        array = values
+    elif hasattr(values, "to_numpy") and not isinstance(values, list):  # pandas, Arrow
+        try:
+            array = values.to_numpy()
+        except Exception:  # Arrow arrays with nulls or lists
+            return None
+    else:
+        try:
+            array = np.asarray(values)
+        except ValueError:  # ragged lists
+            return None
+    if array.ndim != 1 or len(array) != rows or array.dtype.kind not in "iu":
+        return None
+    return array.astype(np.int64, copy=False)
+
+
+def _sides(found: list, i: int) -> list:
+    # a vectorized mapping's positions of row i, per side
+    return [_positions(side[i]) for side in found]
 
 
 def _absent(payload: Any) -> bool:
