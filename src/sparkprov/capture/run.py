@@ -494,7 +494,7 @@ def write_for_user(bridge: Bridge, staged: DataFrame, display: list[str], write:
                     f"sparkprov: cannot tell which rows {path} holds; the written files are untraceable"
                 )
             number[int(m.group(1))] = i
-        if with_rows and number != expected:  # files not one per partition with rows: the rids again
+        if with_rows and number != expected:  # Spark wrote other files than expected: the rids again
             log.info("sparkprov: Spark wrote %d files for %d partitions with rows", len(number), len(with_rows))
             shutil.rmtree(output_path)
             kept.withColumn(RID, _file_rid(number)).write.parquet(output_path)

@@ -109,10 +109,20 @@ def with_lists(data: Any, name: str, lists: Any) -> Any:
         return data.append_column(name, array)
     import pandas as pd
 
-    if isinstance(lists, pa.Array):  # each row's ids as a NumPy array, which Arrow converts back as they are
-        lists = lists.to_numpy(zero_copy_only=False)
+    if isinstance(lists, pa.Array):  # Python lists: what PySpark turns into Arrow arrays fastest
+        lists = _python_lists(lists)
     # object dtype even with no rows (an empty list makes float64, which Arrow cannot make arrays of)
     return data.assign(**{name: pd.Series(lists, index=data.index, dtype=object)})
+
+
+def _python_lists(array: Any) -> list:
+    # an Arrow array of lists as Python lists; one id each (the common case) through NumPy
+    import numpy as np
+
+    values = array.values.to_numpy()
+    if len(values) == len(array) and array.offset == 0 and (np.diff(array.offsets.to_numpy()) == 1).all():
+        return values.reshape(-1, 1).tolist()
+    return array.to_pylist()
 
 
 def split_reported(row: Any, columns: tuple[str, ...], where: str) -> tuple[tuple, list]:

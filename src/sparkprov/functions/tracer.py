@@ -16,7 +16,7 @@ outer join's missing side) and names nothing.
 >>> t.finish()
 >>> joined = Tracer(Declaration("map", len, backward=lambda i, meta: [0, 1]), "partition 0", widths=(2,))
 >>> joined.receive(0, np.array([[10, 20], [11, -1]]))
->>> [a.to_pylist() for a in joined.lineage(1)]  # per id column, per output row
+>>> joined.lineage(1)  # per id column, per output row
 [[[10, 11]], [[20]]]
 >>> shifted = Declaration("map", len, backward=lambda rows, meta: rows + 1, vectorized=True)
 >>> s = Tracer(shifted, "partition 0")
@@ -60,8 +60,9 @@ class Tracer:
         return {"input_rows": rows, "key": self.key}
 
     def lineage(self, rows: int, reported: list[list] | None = None) -> list:
-        """Per side and id column, an Arrow array of lists: per output row of the next
-        ``rows``, the ids of its input rows. ``reported``: the values of the declared
+        """Per side and id column, per output row of the next ``rows``: the ids of its
+        input rows (an Arrow array of lists where each row has one position, else Python
+        lists). ``reported``: the values of the declared
         columns (full lineage's positions per side, or the payload)."""
         import numpy as np
 
@@ -105,7 +106,7 @@ class Tracer:
                 if flat is not None:
                     arrays.append(_one_each(column[flat[side]]))
                 else:
-                    arrays.append(_lists([_present(column[row[side]]) for row in per_row]))
+                    arrays.append([_present(column[row[side]]) for row in per_row])
         return arrays
 
     def _vectorized(self, rows: int) -> tuple[list, Any]:
@@ -244,12 +245,6 @@ def _one_each(ids):
     offsets = np.zeros(len(ids) + 1, np.int32)
     np.cumsum(named, out=offsets[1:])
     return pa.ListArray.from_arrays(pa.array(offsets), pa.array(ids[named], pa.int64()))
-
-
-def _lists(lists: list[list[int]]):
-    import pyarrow as pa
-
-    return pa.array(lists, pa.list_(pa.int64()))
 
 
 def _flat(values: Any, rows: int):
