@@ -62,8 +62,8 @@ class Tracer:
     def lineage(self, rows: int, reported: list[list] | None = None) -> list:
         """Per side and id column, per output row of the next ``rows``: the ids of its
         input rows (an Arrow array of lists where each row has one position, else Python
-        lists). ``reported``: the values of the declared
-        columns (full lineage's positions per side, or the payload)."""
+        lists). ``reported``: the values of the declared columns (full lineage's
+        positions per side, or the payload)."""
         import numpy as np
 
         decl = self.decl
