@@ -14,6 +14,7 @@ import pytest
 
 import sparkprov as sp
 from sparkprov.functions.declare import declaration_of
+from sparkprov.functions.frames import python_lists
 from sparkprov.functions.tracer import Tracer, declaration_error
 
 
@@ -96,7 +97,7 @@ def _tracer(mode: str, sides: int = 1, **kwargs) -> Tracer:
 
 def _ids(arrays) -> list:
     # per side and id column, per output row: the ids, as Python lists
-    return [a.to_pylist() if hasattr(a, "to_pylist") else a for a in arrays]
+    return [python_lists(a) for a in arrays]
 
 
 def test_positions_become_the_ids_of_the_rows_received():

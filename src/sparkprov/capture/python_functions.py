@@ -325,7 +325,7 @@ def declared_udtf(decl, id_count: int) -> type:
             for row in rows if rows is not None else ():
                 values, reported = frames.split_reported(row, decl.columns, self._tracer.where)
                 lists = self._tracer.lineage(1, [[r] for r in reported] if decl.columns else None)
-                yield (*values, *[found.to_pylist()[0] if hasattr(found, "to_pylist") else found[0] for found in lists])
+                yield (*values, *[frames.python_lists(found)[0] for found in lists])
 
         def eval(self, *args, **kwargs):
             import numpy as np

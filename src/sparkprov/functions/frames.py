@@ -109,16 +109,25 @@ def with_lists(data: Any, name: str, lists: Any) -> Any:
         return data.append_column(name, array)
     import pandas as pd
 
-    if isinstance(lists, pa.Array):  # Python lists: what PySpark turns into Arrow arrays fastest
-        lists = _python_lists(lists)
+    lists = python_lists(lists)  # what PySpark turns into Arrow arrays fastest
     # object dtype even with no rows (an empty list makes float64, which Arrow cannot make arrays of)
     return data.assign(**{name: pd.Series(lists, index=data.index, dtype=object)})
 
 
-def _python_lists(array: Any) -> list:
-    # an Arrow array of lists as Python lists; one id each (the common case) through NumPy
-    import numpy as np
+def python_lists(lists: Any) -> list:
+    """Lists of ids as a declared function's tracer gives them (an Arrow array of lists,
+    or Python lists) as Python lists; one id each (the common case) through NumPy.
 
+    >>> import pyarrow as pa
+    >>> python_lists(pa.array([[4], [7]], pa.list_(pa.int64())))
+    [[4], [7]]
+    """
+    import numpy as np
+    import pyarrow as pa
+
+    if not isinstance(lists, pa.Array):
+        return lists
+    array = lists
     values = array.values.to_numpy()
     if len(values) == len(array) and array.offset == 0 and (np.diff(array.offsets.to_numpy()) == 1).all():
         return values.reshape(-1, 1).tolist()

@@ -253,7 +253,7 @@ def _flat(values: Any, rows: int):
 
     if isinstance(values, np.ndarray):
         array = values
-    elif hasattr(values, "to_numpy") and not isinstance(values, list):  # pandas, Arrow
+    elif hasattr(values, "to_numpy"):  # pandas, Arrow
         try:
             array = values.to_numpy()
         except Exception:  # Arrow arrays with nulls or lists
