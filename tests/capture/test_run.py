@@ -87,3 +87,19 @@ def test_an_empty_output_is_written(session, spark, tmp_path):
     assert cap.output.count() == 0
     assert spark.read.parquet(str(tmp_path / "none")).count() == 0
     assert isinstance(cap, sp.Capture)
+
+
+def test_small_rows_into_the_store_are_one_file_traced_by_position(session, spark, tmp_path):
+    # a checkpoint's folder is the store's: its small rows are written once, through
+    # Arrow, as one file; a row's rid is its position there, as a later read gives it
+    rows = [(i, i * 10) for i in range(40)]
+    spark.createDataFrame(rows, "id int, v int").coalesce(1).write.parquet(str(tmp_path / "in"))
+    src = session.source(spark.read.parquet(str(tmp_path / "in")), "numbers")
+    stage = session.checkpoint(SPREAD["by hash"](src), "stage")
+    (folder,) = {p.parent for p in (tmp_path / "store" / "checkpoints").rglob("part-*.parquet")}
+    assert len(list(folder.glob("part-*.parquet"))) == 1
+    again = session.capture(stage.where("id > 10"), "again")
+    for row in again.output.collect():
+        behind = again.backward(f"id = {row.id}", end_to_end=True)["stage/numbers"]
+        assert [r.id for r in behind.collect()] == [row.id]
+    assert sorted(r.id for r in again.output.collect()) == [11, 20, 21]

@@ -35,6 +35,15 @@ def _attempt(x: int) -> dict:
     return {"id": None, "created": "2026-11-26T00:00:00Z", "failed": {"reason": "a test"}, "sources": {}, "x": x}
 
 
+def test_the_store_holds_the_paths_inside_it(tmp_path):
+    store = Store(tmp_path / "s")
+    assert store.holds(tmp_path / "s" / "workflows" / "w")
+    assert store.holds(f"file:{tmp_path}/s/checkpoints/c")
+    assert not store.holds(tmp_path / "elsewhere")
+    assert not store.holds(tmp_path / "s" / ".." / "elsewhere")
+    assert not store.holds("hdfs://nn/s")
+
+
 def test_versions_never_overwrite(tmp_path):
     store = Store(tmp_path)
     assert store.commit("a", _attempt(1)).version == 1

@@ -7,6 +7,7 @@
 
 from __future__ import annotations
 
+import json
 import logging
 import re
 import shutil
@@ -14,9 +15,11 @@ import time
 import uuid
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor, wait
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
+import numpy as np
+import pyarrow as pa
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql.types import LongType, StructField, StructType
@@ -24,6 +27,7 @@ from pyspark.sql.types import LongType, StructField, StructType
 from ..errors import CaptureFailed, EmbeddedUnsupported, InvalidArgument
 from ..functions.tracer import declaration_error
 from ..plan.catalyst import Bridge, JPlan
+from ..plan.small_writes import small_rows, write_parquet, write_table
 from ..plan.written import read_written, stored_schema
 from ..sources.identity import RID, ROW_BITS
 from ..store.catalog import Store
@@ -67,6 +71,7 @@ class Write:
     path: str | None = None
     table: str | None = None
     mode: str = "errorifexists"
+    owned: bool = False  # a folder inside the store (a workflow's dataset, a checkpoint): its files are sparkprov's
 
 
 def run_capture(
@@ -100,6 +105,8 @@ def run_capture(
     ``read_elsewhere`` names the sources other parts of the capture read (its marks),
     which the workload may name too (None: the caller checks the names).
     """
+    if write is not None and write.path is not None and store.holds(write.path):
+        write = replace(write, owned=True)
     started = time.time()
     capture_id, data = store.new_data_dir()
     try:
@@ -385,7 +392,7 @@ def _write_output(bridge, out: DataFrame, slot_count: int, data: Path, write: Wr
     staged = out if stored == display else out.toDF(*stored, *out.columns[len(display) :])
     written = None
     if write is None:
-        staged.withColumn(RID, F.monotonically_increasing_id()).write.parquet(output_path)
+        write_parquet(staged.withColumn(RID, F.monotonically_increasing_id()), output_path)
     else:
         written = write_for_user(bridge, staged, display, write, output_path)
     return output_path, display, staged, written
@@ -463,8 +470,23 @@ def write_for_user(bridge: Bridge, staged: DataFrame, display: list[str], write:
     The files written are checked against that (the store's copy is written again if
     Spark numbered them otherwise), and their row counts afterwards; a mismatch fails
     the capture.
+
+    Into a new folder the store owns (a workflow's dataset), small rows are collected
+    once and both copies written from them on the driver, each one file
+    (``plan.small_writes``): the rid of a row is then its position.
     """
     spark = bridge.spark
+    new_folder = write.owned and write.table is None and write.mode in ("error", "errorifexists")
+    rows = small_rows(staged) if new_folder and not Path(local_path(write.path)).exists() else None
+    if rows is not None:
+        fields = zip(staged.schema.fields, display)
+        user_schema = StructType([StructField(d, f.dataType, f.nullable) for f, d in fields])
+        write_table(rows.select(range(len(display))).rename_columns(display), user_schema, write.path)
+        positions = pa.array(np.arange(rows.num_rows, dtype=np.int64))
+        write_table(rows.append_column(RID, positions), StructType.fromJson(json.loads(_stored_schema(staged))),
+                    output_path)  # fmt: skip
+        fs = _file_relation(bridge, read_written(spark, write.path, user_schema))
+        return {"path": write.path, "table": None, "roots": bridge.root_paths(fs), "files": sorted(bridge.files(fs))}
     kept, with_rows = _checkpointed(staged)
     try:
         user = kept.select(*[F.col(f"`{c}`").alias(d) for c, d in zip(kept.columns, display)])
@@ -473,18 +495,15 @@ def write_for_user(bridge: Bridge, staged: DataFrame, display: list[str], write:
         expected = {p: i for i, p in enumerate(sorted({0, *with_rows}))}
         # the two writes at once: on small outputs most of a write's time is the driver's
         with ThreadPoolExecutor(max_workers=1, thread_name_prefix="sparkprov-stored") as pool:
-            stored = pool.submit(lambda: kept.withColumn(RID, _file_rid(expected)).write.parquet(output_path))
+            stored = pool.submit(write_parquet, kept.withColumn(RID, _file_rid(expected)), output_path)
             if write.table:
                 writer.saveAsTable(write.table)
                 reread = spark.table(write.table)
             else:
                 writer.save(write.path)
                 reread = read_written(spark, write.path, user.schema)
-            stored.result()
-        leaf = bridge.analyzed(reread)
-        while bridge.children(leaf):  # a table reads as SubqueryAlias over the relation
-            (leaf,) = bridge.children(leaf)
-        fs = bridge.file_relation(leaf)
+            how = stored.result()
+        fs = _file_relation(bridge, reread)
         files = sorted(bridge.files(fs))
         number = {}
         for i, (path, _, _) in enumerate(files):
@@ -497,11 +516,18 @@ def write_for_user(bridge: Bridge, staged: DataFrame, display: list[str], write:
         if with_rows and number != expected:  # Spark wrote other files than expected: the rids again
             log.info("sparkprov: Spark wrote %d files for %d partitions with rows", len(number), len(with_rows))
             shutil.rmtree(output_path)
-            kept.withColumn(RID, _file_rid(number)).write.parquet(output_path)
-        _check_row_counts(spark, reread, output_path, [p for p, _, _ in files], number)
+            how = write_parquet(kept.withColumn(RID, _file_rid(number)), output_path)
+        _check_row_counts(spark, reread, output_path, [p for p, _, _ in files], number, how == "arrow")
         return {"path": write.path, "table": write.table, "roots": bridge.root_paths(fs), "files": files}
     finally:
         kept.unpersist()
+
+
+def _file_relation(bridge: Bridge, written: DataFrame) -> JPlan:
+    leaf = bridge.analyzed(written)
+    while bridge.children(leaf):  # a table reads as SubqueryAlias over the relation
+        (leaf,) = bridge.children(leaf)
+    return bridge.file_relation(leaf)
 
 
 def _checkpointed(staged: DataFrame) -> tuple[DataFrame, list[int]]:
@@ -525,8 +551,8 @@ def _file_rid(number: dict[int, int]):
     return F.shiftleft(file_no, ROW_BITS).bitwiseOR(tmp.bitwiseAND(F.lit(_ROW_MASK)))
 
 
-def _check_row_counts(spark, reread: DataFrame, output_path: str, paths: list[str], number: dict) -> None:
-    if _footer_counts_match(output_path, paths, number):
+def _check_row_counts(spark, reread: DataFrame, output_path: str, paths: list[str], number: dict, by_rid: bool) -> None:
+    if _footer_counts_match(output_path, paths, number, by_rid):
         return
     # files Python cannot read (another file system): both counts in one Spark job
     files = reread.groupBy(F.col("_metadata.file_path").alias("file"), F.lit(None).cast("long").alias("number"))
@@ -543,11 +569,12 @@ def _not_kept() -> CaptureFailed:
     return CaptureFailed("sparkprov: the written files do not hold the rows capture stored; the capture is not kept")
 
 
-def _footer_counts_match(output_path: str, paths: list[str], number: dict[int, int]) -> bool:
+def _footer_counts_match(output_path: str, paths: list[str], number: dict[int, int], by_rid: bool = False) -> bool:
     """Whether the written files are local, their rows counted from their Parquet
     footers (no Spark job); raises when a count differs. The stored file of partition
     ``p`` holds the rows whose rid names file ``number[p]``, so the two files' counts
-    must be equal."""
+    must be equal; ``by_rid``: the stored rows are in one file (written through
+    Arrow), counted by the file their rids name."""
     import pyarrow.parquet as pq
 
     try:
@@ -555,14 +582,18 @@ def _footer_counts_match(output_path: str, paths: list[str], number: dict[int, i
     except EmbeddedUnsupported:
         return False
     stored: dict[int, int] = {}
-    for f in parquet_files(output_path):
+    if by_rid:
+        rids = pq.read_table(parquet_files(output_path), columns=[RID]).column(RID).to_numpy()
+        numbers, counts = np.unique(rids >> ROW_BITS, return_counts=True)
+        stored = dict(zip(numbers.tolist(), counts.tolist()))
+    for f in [] if by_rid else parquet_files(output_path):
         m = _PART.match(Path(f).name)
         rows = pq.read_metadata(f).num_rows
-        if m is None or (rows and int(m.group(1)) in stored):
+        if m is None or int(m.group(1)) not in number or (rows and number[int(m.group(1))] in stored):
             raise _not_kept()
         if rows:
-            stored[int(m.group(1))] = rows
-    written = {p: pq.read_metadata(local[i]).num_rows for p, i in number.items()}
-    if stored != {p: rows for p, rows in written.items() if rows}:
+            stored[number[int(m.group(1))]] = rows
+    written = {i: pq.read_metadata(local[i]).num_rows for i in number.values()}
+    if stored != {i: rows for i, rows in written.items() if rows}:
         raise _not_kept()
     return True

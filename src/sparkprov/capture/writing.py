@@ -17,6 +17,7 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
 from ..plan.catalyst import Bridge
+from ..plan.small_writes import write_parquet
 from ..plan.written import read_written
 from ..store.catalog import publish_written
 from ..store.format import IN, OUT, PAIRS_SCHEMA, REF, SHARED_REF, SHARED_SCHEMA, SRC, Slot, ref_source
@@ -182,7 +183,7 @@ def write_sides(graph: SideGraph, slots, root: Path) -> dict:
             continue
         side = graph.sides[k]
         path = str(root / str(k))
-        graph.relation(k).write.parquet(path)
+        write_parquet(graph.relation(k), path)
         sides[str(k)] = {
             "operator": side.operator,
             "combine": side.combine,

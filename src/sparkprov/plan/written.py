@@ -25,7 +25,7 @@ import pyarrow.parquet as pq
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.types import CharType, StringType, StructField, StructType, VarcharType
 
-_SPARK_SCHEMA = b"org.apache.spark.sql.parquet.row.metadata"  # Spark's own schema in a file's footer
+SPARK_SCHEMA = b"org.apache.spark.sql.parquet.row.metadata"  # Spark's own schema in a file's footer
 
 
 def stored_schema(schema: StructType) -> StructType:
@@ -55,5 +55,5 @@ def _footer_schema(path: str) -> StructType | None:
     parts = sorted(p for p in entries if p.name.startswith("part-") and p.is_file())
     if not parts or len(parts) < len(entries):
         return None
-    kept = (pq.read_metadata(parts[0]).metadata or {}).get(_SPARK_SCHEMA)
+    kept = (pq.read_metadata(parts[0]).metadata or {}).get(SPARK_SCHEMA)
     return StructType.fromJson(json.loads(kept)) if kept else None

@@ -38,6 +38,7 @@ from ..capture.restricted import no_such_source, refuse_forward
 from ..errors import EmbeddedUnsupported, InvalidArgument, LineageTooLarge, SourceChanged
 from ..plan.predicate import check_predicate
 from ..sources.text import picked_lines
+from ..store.duck import connection
 from ..store.entry import CaptureEntry
 from ..store.files import parquet_files
 from ..store.format import IN, OUT, REF, RID, ROW_BITS, SRC, shared_path
@@ -433,7 +434,7 @@ def _select_rids(relation: str, predicate: str, what: str, tables: dict[str, pa.
     import duckdb
 
     condition = duckdb_condition(predicate)
-    with duckdb.connect() as con:
+    with connection() as con:
         for name, table in (tables or {}).items():
             con.register(name, table)
         try:

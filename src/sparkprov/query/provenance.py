@@ -45,6 +45,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from ..errors import LineageTooLarge, WitnessesNotKept
+from ..store.duck import connection
 from ..store.entry import CaptureEntry
 from ..store.files import parquet_files
 from ..store.format import IN, OUT, RID, parents_first
@@ -281,7 +282,6 @@ def _side_rows(side: dict, values: list) -> pa.Table:
     """The side's rows that the wanted slot ``values`` name (handles, or for a window
     ``{h, lo, hi}`` position ranges), matched by DuckDB (handles are structs: equal
     when every field is, NULLs included)."""
-    import duckdb
 
     files = parquet_files(side["path"])
     if not files:
@@ -299,7 +299,7 @@ def _side_rows(side: dict, values: list) -> pa.Table:
     else:
         want = pa.table({"h": pa.array(values, handle_type)})
         match = f"s.{_HANDLE} IS NOT DISTINCT FROM w.h"
-    with duckdb.connect() as con:
+    with connection() as con:
         con.register("w", want)
         return con.execute(
             f"SELECT * FROM read_parquet({files_sql(files)}) s WHERE EXISTS (SELECT 1 FROM w WHERE {match})"
@@ -339,29 +339,22 @@ def _frozen(value: Any) -> Any:
 PAIRS_CHUNK = 50_000  # output rows whose polynomials are read at once to make a pair table
 
 
-def write_pairs(entry: CaptureEntry) -> None:
+def write_pairs(entry: CaptureEntry, every: dict[int, Polynomial] | None = None) -> None:
     """Make the pair table of a capture that left it to its witnesses (``lineage.later``
     is ``"witnesses"``: ``capture(..., witnesses=True, strategy="defer")``) from its
     rows' polynomials, whose variables are their lineage, in this process (no Spark);
     nothing if it is there. Rows are read ``PAIRS_CHUNK`` at a time, each chunk's
-    derivations within ``SIDE_ROW_LIMIT`` side rows."""
+    derivations within ``SIDE_ROW_LIMIT`` side rows; ``every``: the polynomials of
+    every output row, when the caller has them already (a workflow's graph is built
+    from them)."""
     from ..capture.row_lineage import publish_local_pairs
 
     path = Path(entry.lineage.path)
     if path.is_dir():
         return
-    files = parquet_files(entry.output.path)
-    rids = pq.read_table(files, columns=[RID]).column(RID).to_numpy() if files else np.array([], np.int64)
     numbers = entry.lineage.sources
     tables: dict[int, list[pa.Table]] = defaultdict(list)
-    for start in range(0, len(rids), PAIRS_CHUNK):
-        try:
-            found = polynomials(entry, rids[start : start + PAIRS_CHUNK])
-        except LineageTooLarge as exc:
-            raise LineageTooLarge(
-                f"capture {entry.name!r} left its pair table to its witnesses (witnesses=True, strategy='defer'), "
-                f"and they are too large to read in this process: {exc}. Capture it with strategy='auto'"
-            ) from None
+    for found in [every] if every is not None else _chunks(entry):
         outs: dict[int, list[int]] = defaultdict(list)
         ins: dict[int, list[int]] = defaultdict(list)
         for rid, p in found.items():
@@ -371,3 +364,17 @@ def write_pairs(entry: CaptureEntry) -> None:
         for n in outs:
             tables[n].append(pa.table({OUT: pa.array(outs[n], pa.int64()), IN: pa.array(ins[n], pa.int64())}))
     publish_local_pairs(path, tables, distinct=False)
+
+
+def _chunks(entry: CaptureEntry):
+    """The polynomials of a capture's output rows, ``PAIRS_CHUNK`` rows at a time."""
+    files = parquet_files(entry.output.path)
+    rids = pq.read_table(files, columns=[RID]).column(RID).to_numpy() if files else np.array([], np.int64)
+    for start in range(0, len(rids), PAIRS_CHUNK):
+        try:
+            yield polynomials(entry, rids[start : start + PAIRS_CHUNK])
+        except LineageTooLarge as exc:
+            raise LineageTooLarge(
+                f"capture {entry.name!r} left its pair table to its witnesses (witnesses=True, strategy='defer'), "
+                f"and they are too large to read in this process: {exc}. Capture it with strategy='auto'"
+            ) from None

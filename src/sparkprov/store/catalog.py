@@ -51,10 +51,10 @@ from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 
-from ..errors import CaptureFailed, CaptureNotFound, InvalidArgument, StoreCorrupt, StoreNotFound
+from ..errors import CaptureFailed, CaptureNotFound, EmbeddedUnsupported, InvalidArgument, StoreCorrupt, StoreNotFound
 from .entry import CaptureEntry
 from .files import listing, verify, write_atomic, write_manifest
-from .layout import StoreFolders, inside_store, relative_to_store
+from .layout import StoreFolders, inside_store, local_path, relative_to_store
 from .links import Links
 
 log = logging.getLogger("sparkprov")
@@ -152,6 +152,14 @@ class Store:
             _SAID_READ_ONLY.add(self.root)
             log.warning("sparkprov: store %s is read-only; what traces build is kept in %s", self.root, self.cache)
         return replace(entry, lineage=lineage)
+
+    def holds(self, path: str | os.PathLike) -> bool:
+        """Whether ``path`` (a local path or a ``file:`` URI) lies inside the store,
+        whose files sparkprov lays out itself."""
+        try:
+            return Path(local_path(str(path))).expanduser().resolve().is_relative_to(self.root)
+        except EmbeddedUnsupported:
+            return False
 
     def new_data_dir(self) -> tuple[str, Path]:
         capture_id = uuid.uuid4().hex

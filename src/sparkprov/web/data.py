@@ -24,6 +24,7 @@ from ..errors import InvalidArgument
 from ..query.embedded import EmbeddedEngine, duckdb_condition, output_relation, quote
 from ..query.linked import LinkedViews, Measure
 from ..store.catalog import Store, check_name
+from ..store.duck import connection
 from ..store.entry import CaptureEntry
 from ..store.format import RID
 from ..store.listing import describe
@@ -201,7 +202,7 @@ class StoreView:
                 for i, asc, first in out.order or []
             ]
         keys.append(RID)
-        with duckdb.connect() as con:
+        with connection() as con:
             try:
                 total = con.execute(f"SELECT count(*) FROM {relation} {condition}").fetchone()[0]
                 table = con.execute(
@@ -212,9 +213,8 @@ class StoreView:
         return {"total": total, "offset": offset, **_rows(table)}
 
     def _output_rows(self, entry: CaptureEntry, rids: np.ndarray) -> pa.Table:
-        import duckdb
 
-        with duckdb.connect() as con:
+        with connection() as con:
             con.register("picked", pa.table({"rid": pa.array(rids, pa.int64())}))
             table = con.execute(
                 f"SELECT o.* FROM {output_relation(entry)} o JOIN picked p ON o.{RID} = p.rid ORDER BY o.{RID}"
@@ -294,7 +294,6 @@ class StoreView:
         (the first ``limit``, most rows first), and for each pair (the first
         ``PAIRS_MAX``), how many rows hold it and their rids (the first ``PAGE_MAX``),
         which the page traces backward."""
-        import duckdb
 
         entry = self.store.load(name, version)
         for column in (a, b):
@@ -303,7 +302,7 @@ class StoreView:
         _, limit = _page(0, limit)
         qa, qb = quote(a), quote(b)
         relation = output_relation(entry)
-        with duckdb.connect() as con:
+        with connection() as con:
             total = con.execute(
                 f"SELECT count(*) FROM (SELECT {qa} FROM {relation} GROUP BY {qa} HAVING count(DISTINCT {qb}) > 1)"
             ).fetchone()[0]

@@ -25,7 +25,10 @@ from pyspark.sql import DataFrame
 from ..api.capture import Capture
 from ..api.session import LineageSession
 from ..errors import InvalidArgument, one_line
+from ..plan.small_writes import write_parquet
 from ..plan.written import read_written
+from ..query.provenance import write_pairs
+from ..store.catalog import Store
 from ..store.layout import WorkflowFolders
 from ..store.workflow_record import ExecutionRecord, Invocation
 from .graph_build import ExecutionGraph, Read
@@ -120,7 +123,7 @@ def _run(session: LineageSession, plan: Plan, inputs: dict[str, DataFrame], made
             with ThreadPoolExecutor(min(PARALLEL, len(wave)), thread_name_prefix="sparkprov-module") as pool:
                 done = list(pool.map(lambda m, named=named: _invoke(session, plan, m, named[m.name], made), wave))
             seen = [{n: reads[n] for n in (*m.inputs, *m.state)} for m in wave]
-            recorded.append(recorder.submit(_record, plan, graph, wave, done, seen))
+            recorded.append(recorder.submit(_record, session.store, plan, graph, wave, done, seen))
             for written, _ in done:
                 for dataset, (kind, version, _) in written.items():
                     if kind == "output":
@@ -142,7 +145,9 @@ def _run(session: LineageSession, plan: Plan, inputs: dict[str, DataFrame], made
     return record, graph
 
 
-def _record(plan: Plan, graph: ExecutionGraph, wave: list[Module], done: list, seen: list[dict]) -> list[Invocation]:
+def _record(
+    store: Store, plan: Plan, graph: ExecutionGraph, wave: list[Module], done: list, seen: list[dict]
+) -> list[Invocation]:
     """A wave's invocations, with their captures' part of the graph and pair tables."""
     invocations = []
     for module, (written, seconds), reads in zip(wave, done, seen):
@@ -152,10 +157,9 @@ def _record(plan: Plan, graph: ExecutionGraph, wave: list[Module], done: list, s
             writes[dataset] = [kind, capture_name(plan.workflow, dataset), cap.version if cap else 0]
             if cap is not None:
                 ops = cap.operators()
-                graph.add_capture(
-                    module.name, node, cap.polynomials("true"), reads, (dataset, kind, version), _blackboxes(ops)
-                )
-                cap.build_lineage()  # its pairs, from the same witnesses, in this process
+                every = cap.polynomials("true")
+                graph.add_capture(module.name, node, every, reads, (dataset, kind, version), _blackboxes(ops))
+                write_pairs(store.load(cap.name, cap.version), every)  # its pairs, from the same polynomials
                 not_monotone += [op for op in ops if op.startswith(_NOT_MONOTONE)]
         module_reads = {n: [r.kind, r.version] for n, r in reads.items()}
         invocations.append(Invocation(module.name, node, module_reads, writes, seconds, sorted(set(not_monotone))))
@@ -230,7 +234,7 @@ def _write(session: LineageSession, plan: Plan, dataset: str, df: DataFrame, pat
     """``df`` written to ``path``: captured when tracking (the Capture, also appended to
     ``made``), else as plain Parquet (None)."""
     if not plan.track:
-        df.write.parquet(str(path))
+        write_parquet(df, path)  # as a tracked dataset is written: small rows through Arrow
         return None
     # with witnesses, the pairs are made from them after the wave (no Spark job): defer
     strategy = "defer" if witnesses else "auto"

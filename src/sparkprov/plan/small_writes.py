@@ -1,0 +1,129 @@
+"""A DataFrame's rows written as Parquet: small ones collected through Arrow and
+written on the driver, others by Spark.
+
+Spark's own write costs about 200 ms on this machine however few the rows (every
+task opens a Parquet writer, the job commits through a temporary folder); collecting
+the same rows as Arrow costs one job and no commit. Captures write several small
+files each (the store's copy of the output, side relations, a workflow's datasets), so
+on small data that fixed cost was most of what tracking added.
+
+Rows count as small when Catalyst's estimate of the analyzed plan's size is at most
+``SMALL_BYTES`` (Spark's own threshold for broadcasting a join's side) and no node in
+the plan can make more rows than its estimate says (a generator, a Python function
+over batches or groups); their types must be ones Arrow and Parquet keep exactly. The
+file written holds Spark's schema in its footer, as Spark's files do, so
+``plan.written.read_written`` reads it back as it reads those.
+
+>>> import tempfile
+>>> from pyspark.sql import SparkSession
+>>> spark = SparkSession.builder.getOrCreate()
+>>> folder = tempfile.TemporaryDirectory()
+>>> write_parquet(spark.range(3).selectExpr("id", "'x' AS s"), folder.name + "/t")
+'arrow'
+>>> spark.read.parquet(folder.name + "/t").count()
+3
+>>> folder.cleanup()
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import uuid
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+from pyspark.sql import DataFrame
+from pyspark.sql.types import (
+    ArrayType,
+    BinaryType,
+    BooleanType,
+    ByteType,
+    CharType,
+    DataType,
+    DateType,
+    DecimalType,
+    DoubleType,
+    FloatType,
+    IntegerType,
+    LongType,
+    MapType,
+    ShortType,
+    StringType,
+    StructField,
+    StructType,
+    TimestampNTZType,
+    TimestampType,
+    VarcharType,
+)
+
+from .written import SPARK_SCHEMA, stored_schema
+
+SMALL_BYTES = 10 * 1024 * 1024
+# nodes whose output may hold more rows than Catalyst's estimate (it keeps their input's)
+_UNBOUNDED = re.compile(r"^[\s:+\-!]*(Generate|MapInPandas|MapInArrow|PythonMapInArrow|FlatMapGroupsIn"
+                        r"|FlatMapCoGroupsIn)", re.MULTILINE)  # fmt: skip
+_EXACT = (BooleanType, ByteType, ShortType, IntegerType, LongType, FloatType, DoubleType, StringType, CharType,
+          VarcharType, BinaryType, DateType, TimestampType, TimestampNTZType, DecimalType)  # fmt: skip
+
+
+def small_rows(df: DataFrame, limit: int = SMALL_BYTES) -> pa.Table | None:
+    """``df``'s rows as an Arrow table (one Spark job), if they are small by the rules
+    above; None otherwise (nothing run)."""
+    if not all(_kept_exactly(f.dataType) for f in df.schema.fields):
+        return None
+    # estimated on the analyzed plan: optimizing it here would optimize it twice when
+    # Spark writes it (the write plans its query anew), seconds for a large plan
+    analyzed = df._jdf.queryExecution().analyzed()
+    if int(str(analyzed.stats().sizeInBytes())) > limit or _UNBOUNDED.search(analyzed.treeString()):
+        return None
+    # a null struct's fields hold nulls, whatever the schema says, which PySpark's
+    # conversion refuses where it says they cannot: collected as nullable
+    nullable = StructType([StructField(f.name, _nullable(f.dataType), f.nullable, f.metadata) for f in df.schema])
+    return (df if nullable == df.schema else df.to(nullable)).toArrow()
+
+
+def write_table(table: pa.Table, schema: StructType, path: str | os.PathLike) -> None:
+    """``table`` written as the one part file of the new folder ``path``, Spark's schema
+    ``schema`` in its footer; the file appears whole (written under a hidden name,
+    then renamed)."""
+    folder = Path(str(path).removeprefix("file://").removeprefix("file:"))
+    folder.mkdir(parents=True)
+    kept = table.replace_schema_metadata({**(table.schema.metadata or {}), SPARK_SCHEMA: stored_schema(schema).json()})
+    name = f"part-00000-{uuid.uuid4()}-c000.snappy.parquet"
+    pq.write_table(kept, folder / f".{name}")
+    os.replace(folder / f".{name}", folder / name)
+
+
+def write_parquet(df: DataFrame, path: str | os.PathLike) -> str:
+    """``df`` written as Parquet to the new folder ``path``: through Arrow when its rows
+    are small and ``path`` is local, else by Spark. Returns which wrote it (``"arrow"``
+    or ``"spark"``)."""
+    if "://" not in str(path).removeprefix("file://"):
+        table = small_rows(df)
+        if table is not None:
+            write_table(table, df.schema, path)
+            return "arrow"
+    df.write.parquet(str(path))
+    return "spark"
+
+
+def _nullable(t: DataType) -> DataType:
+    if isinstance(t, ArrayType):
+        return ArrayType(_nullable(t.elementType), True)
+    if isinstance(t, MapType):
+        return MapType(t.keyType, _nullable(t.valueType), True)
+    if isinstance(t, StructType):
+        return StructType([StructField(f.name, _nullable(f.dataType), True, f.metadata) for f in t.fields])
+    return t
+
+
+def _kept_exactly(t: DataType) -> bool:
+    if isinstance(t, ArrayType):
+        return _kept_exactly(t.elementType)
+    if isinstance(t, MapType):
+        return _kept_exactly(t.keyType) and _kept_exactly(t.valueType)
+    if isinstance(t, StructType):
+        return all(_kept_exactly(f.dataType) for f in t.fields)
+    return isinstance(t, _EXACT)

@@ -1,0 +1,65 @@
+"""Small rows written through Arrow read back as Spark wrote them; anything the rules
+do not cover is left to Spark."""
+
+from __future__ import annotations
+
+import datetime as dt
+from decimal import Decimal
+
+import pyarrow.parquet as pq
+from pyspark.sql import functions as F
+
+from sparkprov.plan.small_writes import small_rows, write_parquet
+from sparkprov.plan.written import read_written
+from sparkprov.store.files import parquet_files
+
+_SCHEMA = (
+    "b boolean, y byte, h short, i int, l long, f float, d double, s string, bin binary, day date, "
+    "ts timestamp, ntz timestamp_ntz, dec decimal(20,4), small decimal(9,2), arr array<int>, "
+    "m map<string, double>, st struct<a: string, n: array<struct<x: long>>>"
+)
+_ROWS = [
+    (True, 1, 2, 3, 4, 1.5, 2.25, "é", b"\x00\x01", dt.date(2024, 2, 29), dt.datetime(2024, 1, 2, 3, 4, 5, 6),
+     dt.datetime(2024, 1, 2, 3, 4, 5), Decimal("12345678901234.5678"), Decimal("1234567.89"), [1, None, 3],
+     {"k": 1.0}, ("a", [(1,), (2,)])),
+    (None, None, None, None, None, None, None, None, None, None, None, None, None, None, None, None, None),
+]  # fmt: skip
+
+
+def test_every_type_reads_back_as_spark_wrote_it(spark, tmp_path):
+    # read from files: rows made in Python have no size estimate, and go to Spark
+    spark.createDataFrame(_ROWS, _SCHEMA).write.parquet(str(tmp_path / "in"))
+    df = spark.read.parquet(str(tmp_path / "in"))
+    assert write_parquet(df, tmp_path / "arrow") == "arrow"
+    df.write.parquet(str(tmp_path / "spark"))
+    ours, theirs = read_written(spark, tmp_path / "arrow"), read_written(spark, tmp_path / "spark")
+    assert ours.schema == theirs.schema  # from the footer, as Spark's files keep it
+    assert sorted(ours.collect(), key=str) == sorted(theirs.collect(), key=str) == sorted(df.collect(), key=str)
+    assert len(parquet_files(tmp_path / "arrow")) == 1
+
+
+def test_a_null_struct_with_fields_that_cannot_be_null(spark, tmp_path):
+    # an outer join's missing side: the struct is null, its non-nullable field too
+    left = spark.range(2).select((F.col("id") + 1).alias("k"))
+    right = spark.range(1).select(F.col("id").alias("k"), F.struct(F.lit("x"), F.col("id")).alias("slot"))
+    df = left.join(right, "k", "left")
+    assert write_parquet(df, tmp_path / "t") == "arrow"
+    assert sorted(read_written(spark, tmp_path / "t").collect()) == sorted(df.collect())
+
+
+def test_what_is_left_to_spark(spark, tmp_path):
+    assert small_rows(spark.createDataFrame([(1,)], "x long")) is None  # rows made in Python: no estimate
+    small = spark.range(5)
+    assert small_rows(small, limit=0) is None  # estimated larger than the limit
+    assert small_rows(small.select(F.explode(F.array("id", "id")))) is None  # a generator's rows are no bound
+    assert small_rows(small.select(F.make_dt_interval(F.lit(1)).alias("iv"))) is None  # a type Arrow changes
+    wide = small.select(F.explode(F.array("id", "id")).alias("id"))
+    assert write_parquet(wide, tmp_path / "w") == "spark"
+    assert sorted(r.id for r in read_written(spark, tmp_path / "w").collect()) == sorted([0, 1, 2, 3, 4] * 2)
+
+
+def test_the_file_appears_whole(spark, tmp_path):
+    write_parquet(spark.range(3), tmp_path / "t")
+    names = [p.name for p in (tmp_path / "t").iterdir()]
+    assert len(names) == 1 and names[0].startswith("part-00000-") and names[0].endswith(".parquet")
+    assert pq.read_table(tmp_path / "t" / names[0]).num_rows == 3
