@@ -282,7 +282,6 @@ def _side_rows(side: dict, values: list) -> pa.Table:
     """The side's rows that the wanted slot ``values`` name (handles, or for a window
     ``{h, lo, hi}`` position ranges), matched by DuckDB (handles are structs: equal
     when every field is, NULLs included)."""
-
     files = parquet_files(side["path"])
     if not files:
         return pa.table({})
