@@ -7,7 +7,6 @@
 
 from __future__ import annotations
 
-import json
 import logging
 import re
 import shutil
@@ -410,7 +409,7 @@ def _entry(
             "path": output_path,
             "columns": display,
             "stored": storage_names(display),
-            "schema": _stored_schema(staged),
+            "schema": _stored_schema(staged).json(),
             **({"order": [list(key) for key in rewriter.order]} if rewriter.order else {}),
         },
         "sources": {use.info.name: use.info.to_json() for use in rewriter.sources if use.info.kind != PRUNED},
@@ -448,9 +447,9 @@ def _resolve(bridge, rewriter, output_path: str, lineage_path: str, witnesses: b
     return shared_path, structure
 
 
-def _stored_schema(staged: DataFrame) -> str:
-    """The output files' schema (JSON), so reading them back needs no job to infer it."""
-    return StructType([*stored_schema(staged.schema).fields, StructField(RID, LongType())]).json()
+def _stored_schema(staged: DataFrame) -> StructType:
+    """The output files' schema (kept in the entry as JSON, so reading them back needs no job to infer it)."""
+    return StructType([*stored_schema(staged.schema).fields, StructField(RID, LongType())])
 
 
 _PART = re.compile(r"^part-(\d+)-")
@@ -483,8 +482,7 @@ def write_for_user(bridge: Bridge, staged: DataFrame, display: list[str], write:
         user_schema = StructType([StructField(d, f.dataType, f.nullable) for f, d in fields])
         write_table(rows.select(range(len(display))).rename_columns(display), user_schema, write.path)
         positions = pa.array(np.arange(rows.num_rows, dtype=np.int64))
-        write_table(rows.append_column(RID, positions), StructType.fromJson(json.loads(_stored_schema(staged))),
-                    output_path)  # fmt: skip
+        write_table(rows.append_column(RID, positions), _stored_schema(staged), output_path)
         fs = _file_relation(bridge, read_written(spark, write.path, user_schema))
         return {"path": write.path, "table": None, "roots": bridge.root_paths(fs), "files": sorted(bridge.files(fs))}
     kept, with_rows = _checkpointed(staged)
@@ -581,18 +579,19 @@ def _footer_counts_match(output_path: str, paths: list[str], number: dict[int, i
         local = [local_path(p) for p in paths]
     except EmbeddedUnsupported:
         return False
-    stored: dict[int, int] = {}
+    stored: dict[int, int] = {}  # file number -> rows
     if by_rid:
         rids = pq.read_table(parquet_files(output_path), columns=[RID]).column(RID).to_numpy()
         numbers, counts = np.unique(rids >> ROW_BITS, return_counts=True)
         stored = dict(zip(numbers.tolist(), counts.tolist()))
-    for f in [] if by_rid else parquet_files(output_path):
-        m = _PART.match(Path(f).name)
-        rows = pq.read_metadata(f).num_rows
-        if m is None or int(m.group(1)) not in number or (rows and number[int(m.group(1))] in stored):
-            raise _not_kept()
-        if rows:
-            stored[number[int(m.group(1))]] = rows
+    else:
+        for f in parquet_files(output_path):
+            m = _PART.match(Path(f).name)
+            rows = pq.read_metadata(f).num_rows
+            if m is None or int(m.group(1)) not in number or (rows and number[int(m.group(1))] in stored):
+                raise _not_kept()
+            if rows:
+                stored[number[int(m.group(1))]] = rows
     written = {i: pq.read_metadata(local[i]).num_rows for i in number.values()}
     if stored != {i: rows for i, rows in written.items() if rows}:
         raise _not_kept()

@@ -213,7 +213,6 @@ class StoreView:
         return {"total": total, "offset": offset, **_rows(table)}
 
     def _output_rows(self, entry: CaptureEntry, rids: np.ndarray) -> pa.Table:
-
         with connection() as con:
             con.register("picked", pa.table({"rid": pa.array(rids, pa.int64())}))
             table = con.execute(
@@ -294,7 +293,6 @@ class StoreView:
         (the first ``limit``, most rows first), and for each pair (the first
         ``PAIRS_MAX``), how many rows hold it and their rids (the first ``PAGE_MAX``),
         which the page traces backward."""
-
         entry = self.store.load(name, version)
         for column in (a, b):
             if column not in entry.output.columns:
