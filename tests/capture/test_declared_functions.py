@@ -28,7 +28,16 @@ KINDS = [
     "cogroupPandas",
     "cogroupArrow",
 ]
-MODES = ["full", "map", "map-vectorized", "rowwise", "payload", "composite"]
+MODES = [
+    "full",
+    "map",
+    "map-vectorized",
+    "rowwise",
+    "payload",
+    "payload-vectorized",
+    "composite",
+    "composite-vectorized",
+]
 SCHEMA = "k long, used array<long>"
 
 
@@ -43,6 +52,7 @@ def declared(kind: str, mode: str):
 
     def positions(ks, mode):
         n = len(ks)
+        mode = mode.removesuffix("-vectorized") if mode != "map-vectorized" else mode
         if mode in ("full", "payload", "blackbox"):  # a filter, a neighbour, and a row from nothing
             rows = [[p, p - 1] if p and ks[p] % 2 == 0 else [p] for p in range(n) if ks[p] % 3]
             return rows + ([[]] if n >= 3 else [])
@@ -59,7 +69,7 @@ def declared(kind: str, mode: str):
             used = sorted([ks[p] for p in pos] + [rks[p] for p in rpos] if rks else [ks[p] for p in pos])
             # a payload spells the positions (composite: only where the mapping is overridden)
             payload = ",".join(map(str, pos)) + ("|" + ",".join(map(str, rpos)) if rks is not None else "")
-            if mode == "composite" and not (j % 3 == 0 and j):
+            if mode.startswith("composite") and not (j % 3 == 0 and j):
                 payload = None
             out.append({"k": used[0] if used else -1, "used": used, "l": pos, "r": rpos, "p": payload})
         return out
@@ -70,7 +80,7 @@ def declared(kind: str, mode: str):
             data["inputs"] = [r["l"] for r in rows]
             if cogroup:
                 data["rights"] = [r["r"] for r in rows]
-        if mode in ("payload", "composite"):
+        if mode.startswith(("payload", "composite")):
             data["payload"] = [r["p"] for r in rows]
         if arrow:
             types = {"k": pa.int64(), "used": pa.list_(pa.int64()), "inputs": pa.list_(pa.int64())}
@@ -122,14 +132,26 @@ def declared(kind: str, mode: str):
         sides = [[int(p) for p in side.split(",") if p] for side in payload.split("|")]
         return tuple(sides) if cogroup else sides[0]
 
+    def mapped(i, meta):
+        return (back(i), [i % meta["input_rows"][1]] if meta["input_rows"][1] else []) if cogroup else back(i)
+
+    def at_once(function):  # called once per batch: per side, a row's positions each
+        def each(rows, *more):
+            got = [function(int(i), *(m[k] for m in more[:-1]), more[-1]) for k, i in enumerate(rows)]
+            return tuple(zip(*got)) if cogroup else got
+
+        return each
+
     if mode == "payload":
         return sp.lineage("payload", column="payload", map_p=decoded)(f)
+    if mode == "payload-vectorized":
+        return sp.lineage("payload", column="payload", map_p=at_once(decoded), vectorized=True)(f)
     if mode == "composite":
-
-        def mapped(i, meta):
-            return (back(i), [i % meta["input_rows"][1]] if meta["input_rows"][1] else []) if cogroup else back(i)
-
         return sp.lineage("composite", column="payload", backward=mapped, map_p=decoded)(f)
+    if mode == "composite-vectorized":
+        return sp.lineage(
+            "composite", column="payload", backward=at_once(mapped), map_p=at_once(decoded), vectorized=True
+        )(f)
     if mode in ("full", "blackbox"):
         return sp.lineage(mode, column=("inputs", "rights") if cogroup else "inputs")(f)
     if mode == "map-vectorized" and cogroup:  # the right input: row i modulo its size, or none
@@ -579,5 +601,28 @@ def test_declared_python_udtfs(spark, session, inputs):
         assert _traced_keys(cap, r) == {"t": [int(r.named.split("-")[1])]}, r
     over_constants = session.capture(spark.sql("SELECT * FROM sp_echo(5)"), "udtf-constants")
     assert sorted(tuple(r)[:-1] for r in over_constants.output.collect()) == [(-1, 1), (5, 1)]
-    with pytest.raises(sp.UnsupportedOperation, match="rows that are not source rows"):
-        session.capture(TooFar(t.groupBy("g").count().asTable()), "udtf-aggregate")
+
+    @udtf(returnType="g string, x long")
+    @sp.lineage("full", column="inputs")
+    class Positive:  # the groups whose sum is positive, each from the row eval() got
+        def __init__(self):
+            self.calls = 0
+
+        def eval(self, row: Row):
+            self.calls += 1
+            if row["x"] > 0:
+                yield row["g"], row["x"], [self.calls - 1]
+
+    # over an aggregate's rows (they name groups, not source rows), and with witnesses:
+    # the input kept and numbered, each output row traced through its group
+    sums = t.groupBy("g").agg(F.sum("x").alias("x"))
+    want = {r.g: sorted(k for k, v in rows.items() if v.g == r.g) for r in sums.collect() if r.x > 0}
+    assert want
+    for witnesses in (False, True):
+        cap = session.capture(Positive(sums.asTable()), f"udtf-groups-{witnesses}", witnesses=witnesses)
+        assert {r.g: _traced_keys(cap, r)["t"] for r in cap.output.collect()} == want
+        assert "exact as declared: full lineage" in cap.explain() and "kept, numbered" in cap.explain()
+    row = cap.output.first()
+    (why,) = cap.why([row._sp_rid]).collect()  # one witness: the group's rows, summed together
+    assert sorted(rows[r.k].k for r in cap.backward([row._sp_rid], "t").collect()) == want[row.g]
+    assert {w.rid for w in why.witness} == {r._sp_rid for r in cap.backward([row._sp_rid], "t").collect()}

@@ -40,7 +40,7 @@ from sparkprov.functions.tracer import Tracer, declaration_error
         (("map",), {"backward": lambda i, m: [i], "forward": 3}, "forward= must be a function"),
         (("rowwise",), {"column": "x"}, "column= is for full, payload, composite and blackbox lineage"),
         (("full",), {"column": "x", "backward": lambda i, m: [i]}, "backward= is for map and composite lineage"),
-        (("rowwise",), {"vectorized": True}, "vectorized= is for map lineage, not 'rowwise'"),
+        (("full",), {"column": "i", "vectorized": True}, "vectorized= is for map, payload and composite lineage, not"),
         (("map",), {"backward": lambda i, m: [i], "vectorized": 1}, "vectorized= must be True or False"),
     ],
 )
@@ -216,6 +216,56 @@ def test_wrong_vectorized_mappings_name_the_row(backward, message):
     t.receive(0, np.array([1, 2, 3]))
     with pytest.raises(sp.LineageDeclarationWrong, match=message):
         t.lineage(3)
+
+
+def test_vectorized_payloads_are_mapped_once_per_batch():
+    calls = []
+
+    def spans(rows, payloads, meta):  # a payload per row: the (start, end) of its inputs
+        calls.append((rows.tolist(), [tuple(p) for p in payloads]))
+        return [range(*p) for p in payloads]
+
+    t = _tracer("payload", column="p", map_p=spans, vectorized=True)
+    t.receive(0, np.array([10, 11, 12]))
+    assert _ids(t.lineage(2, [np.array([[0, 2], [2, 3]])])) == [[[10, 11], [12]]]
+    assert _ids(t.lineage(1, [[(1, 1)]])) == [[[]]]  # payloads as Python values (a UDTF's row): the same
+    assert calls == [([0, 1], [(0, 2), (2, 3)]), ([2], [(1, 1)])]
+    # one position per row, as an array: no per-row work
+    first = _tracer("payload", column="p", map_p=lambda rows, p, m: p.astype(np.int64), vectorized=True)
+    first.receive(0, np.array([4, 5]))
+    assert _ids(first.lineage(3, [np.array([1.0, 0.0, 1.0])])) == [[[5], [4], [5]]]
+
+
+def test_vectorized_composite_maps_the_rows_without_a_payload_and_pays_the_others():
+    calls = []
+
+    def mapped(rows, meta):
+        calls.append(("backward", rows.tolist()))
+        return rows
+
+    def paid(rows, payloads, meta):
+        calls.append(("map_p", rows.tolist(), list(payloads)))
+        return [list(range(p)) for p in payloads]
+
+    t = _tracer("composite", column="p", backward=mapped, map_p=paid, vectorized=True)
+    t.receive(0, np.array([10, 11, 12, 13]))
+    payloads = pd.Series([None, 2, None, 3], dtype=object).to_numpy()
+    assert _ids(t.lineage(4, [payloads])) == [[[10], [10, 11], [12], [10, 11, 12]]]
+    assert calls == [("backward", [0, 2]), ("map_p", [1, 3], [2, 3])]
+    # NaN is no payload; one position each on both sides stays one array
+    calls.clear()
+    t = _tracer("composite", column="p", backward=mapped, map_p=lambda r, p, m: p.astype(np.int64), vectorized=True)
+    t.receive(0, np.array([10, 11, 12]))
+    assert _ids(t.lineage(3, [np.array([np.nan, 0.0, np.nan])])) == [[[10], [10], [12]]]
+    assert calls == [("backward", [0, 2])]
+    wrong = _tracer("composite", column="p", backward=mapped, map_p=lambda r, p, m: r + 5, vectorized=True)
+    wrong.receive(0, np.array([10, 11, 12]))
+    with pytest.raises(sp.LineageDeclarationWrong, match="output row 1 of partition 3: it names input position 6"):
+        wrong.lineage(2, [np.array([np.nan, 1.0])])
+    raising = _tracer("payload", column="p", map_p=lambda r, p, m: 1 // 0, vectorized=True)
+    raising.receive(0, np.array([10]))
+    with pytest.raises(sp.LineageDeclarationWrong, match="output row 0 of partition 3: its vectorized map_p raised"):
+        raising.lineage(1, [np.array([1])])
 
 
 def test_a_vectorized_forward_that_differs_is_caught():

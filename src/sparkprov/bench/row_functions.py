@@ -1,22 +1,24 @@
 """What declaring a Python function's lineage costs a capture, and what it buys:
 ``sparkprov bench functions --suite rows``.
 
-Three functions of the kinds PySpark pipelines use, over a generated table of
+Four functions of the kinds PySpark pipelines use, over a generated table of
 ``rows`` rows (Parquet): a model's scores per row (``mapInPandas``, declared
 ``rowwise``), the two largest values per group (``applyInPandas``, declared ``full``),
-and a normalisation per batch written as Arrow (``mapInArrow``, declared ``map`` with
-every output row from its own input row). Each runs plain (its result written to
+a normalisation per batch written as Arrow (``mapInArrow``, declared ``map`` with
+every output row from its own input row), and outliers replaced by their neighbours'
+mean (``mapInPandas``, declared ``composite``: a row from its own input row, an
+outlier from its two neighbours, named in a payload). Each runs plain (its result written to
 Parquet), captured undeclared (coarse: whole groups or partitions) and captured
 declared, interleaved, in one Spark session (the grouped function also declared
-``blackbox``: stored per group, found when asked; the batch function also declared
-with a vectorized mapping); reported: the median capture/plain
+``blackbox``: stored per group, found when asked; the batch functions also declared
+vectorized); reported: the median capture/plain
 ratios, the rows one output row's backward trace returns in each case and how long
 that trace takes. An undeclared
 partition function's capture is attempted only where its coarse lineage (every row of
 the partition behind every output row) stays below ``COARSE_PAIRS_MAX`` pairs.
 
 >>> sorted(FUNCTIONS)
-['group top two', 'row scores', 'shifted batches']
+['cleaned batches', 'group top two', 'row scores', 'shifted batches']
 """
 
 from __future__ import annotations
@@ -66,6 +68,40 @@ shifted_vectorized = sp.lineage("map", backward=lambda rows, meta: rows, vectori
 )
 
 
+def _cleaned(pdf):
+    # outliers (x below 0.01, about one row in a hundred) replaced by the mean of their
+    # neighbours in the batch; with the positions of those neighbours, None elsewhere
+    import numpy as np
+
+    x = pdf.x.to_numpy()
+    at = np.arange(len(x))
+    before, after = np.maximum(at - 1, 0), np.minimum(at + 1, len(x) - 1)
+    outlier = x < 0.01
+    positions = pdf.index.to_numpy()  # sp.lineage's positions (a plain run: the batch's own numbering)
+    near = np.full(len(x), None, object)
+    for i in np.nonzero(outlier)[0]:  # one object per row (a list assigned through a mask would be spread)
+        near[i] = [int(positions[before[i]]), int(positions[after[i]])]
+    return pdf.assign(x=np.where(outlier, (x[before] + x[after]) / 2, x)), near
+
+
+def cleaned_plain(batches):
+    for pdf in batches:
+        yield _cleaned(pdf)[0]
+
+
+@sp.lineage("composite", column="near", backward=lambda i, meta: [i], map_p=lambda i, near, meta: near)
+def cleaned(batches):
+    for pdf in batches:
+        out, near = _cleaned(pdf)
+        yield out.assign(near=near)
+
+
+# the same function, its mapping and map_p called once per batch (SubZero's cosmic-ray removal, vectorized)
+cleaned_vectorized = sp.lineage(
+    "composite", column="near", backward=lambda rows, meta: rows, map_p=lambda rows, near, meta: near, vectorized=True
+)(declaration_of(cleaned).function)
+
+
 SCHEMA = "id long, g long, x double"
 # (the query, the declared function, the same function undeclared: a full declaration's
 # reported column is dropped by sp.lineage, so its undeclared form must not make it)
@@ -73,11 +109,16 @@ FUNCTIONS = {
     "row scores": (lambda df, f: df.mapInPandas(f, SCHEMA), scores, declaration_of(scores).function),
     "group top two": (lambda df, f: df.groupBy("g").applyInPandas(f, "g long, x double"), top_two, top_two_plain),
     "shifted batches": (lambda df, f: df.mapInArrow(f, SCHEMA), shifted, declaration_of(shifted).function),
+    "cleaned batches": (lambda df, f: df.mapInPandas(f, SCHEMA), cleaned, cleaned_plain),
 }
 
 
 # the same functions declared otherwise, measured beside the declared one
-ALSO = {"group top two": {"blackbox": top_two_blackbox}, "shifted batches": {"vectorized": shifted_vectorized}}
+ALSO = {
+    "group top two": {"blackbox": top_two_blackbox},
+    "shifted batches": {"vectorized": shifted_vectorized},
+    "cleaned batches": {"vectorized": cleaned_vectorized},
+}
 
 
 # an undeclared partition function's lineage is every row of its input partition for

@@ -168,7 +168,9 @@ def _traced(tracer, out, handles: list[str]):
                 f"function {decl.name!r} ({decl.mode} lineage) returned rows in {tracer.where} without column "
                 f"{missing[0]!r}, where it declared it reports {what}"
             )
-        reported = [frames.column_values(out, c) for c in decl.columns]
+        # a vectorized map_p gets the payloads as one array; otherwise Python values per row
+        values = frames.column_array if decl.vectorized else frames.column_values
+        reported = [values(out, c) for c in decl.columns]
     lists = tracer.lineage(frames.row_count(out), reported)
     out = frames.without(out, decl.columns)
     for name, values in zip(handles, lists):

@@ -20,9 +20,11 @@ Modes (SubZero's lineage modes):
   left and right). A run without capture drops the column;
 * ``"payload"``: the function reports a small payload per output row in ``column``
   (any value Spark can hold), and ``map_p(position, payload, meta)`` gives the input
-  positions from it (for cogroup: left and right);
+  positions from it (for cogroup: left and right); vectorized, once per batch with
+  arrays of positions and payloads;
 * ``"composite"``: ``backward`` as for map, except for the output rows with a payload
   (not None) in ``column``, where ``map_p`` gives them (SubZero's cosmic-ray pixels);
+  vectorized, each called once per batch for the rows it covers;
 * ``"blackbox"``: the function reports positions in ``column`` as for full, but capture
   stores nothing of them: the stored lineage is per group or partition (coarse, as for
   an undeclared function, and ``explain()`` says so), and ``backward()`` and
@@ -63,6 +65,7 @@ from . import frames
 MODES = ("rowwise", "map", "full", "payload", "composite", "blackbox")
 _REPORTED = ("full", "payload", "composite", "blackbox")  # modes whose function adds a column to its output
 _POSITIONS = ("full", "blackbox")  # modes whose column holds input positions (a pair of columns for cogroup)
+_VECTORIZED = ("map", "payload", "composite")  # modes whose functions may take arrays of positions
 _ATTRIBUTE = "__sparkprov_lineage__"
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -78,7 +81,7 @@ class Declaration:
     backward: Callable | None = None  # map, composite: output position -> input positions
     forward: Callable | None = None  # map: input position -> output positions (checked)
     map_p: Callable | None = None  # payload, composite: (output position, payload) -> input positions
-    vectorized: bool = False  # map: backward and forward take and give arrays of positions
+    vectorized: bool = False  # backward, forward and map_p take and give arrays of positions
 
     @property
     def name(self) -> str:
@@ -98,17 +101,19 @@ class Declaration:
             )
         if self.mode == "full":
             return f"full lineage reported by {self.name} in column {' and '.join(self.columns)}"
+        over = "arrays of positions, vectorized" if self.vectorized else "positions"
         if self.mode == "map":
             mapped = "backward and forward mappings" if self.forward else "a backward mapping"
-            over = "arrays of positions, vectorized" if self.vectorized else "positions"
             return f"map lineage of {self.name} ({mapped} over {over})"
         if self.mode == "payload":
+            at_once = ", vectorized" if self.vectorized else ""
             return (
-                f"payload lineage of {self.name} (map_p over the payload in column {self.columns[0]}, run as it runs)"
+                f"payload lineage of {self.name} (map_p over the payload in column {self.columns[0]}{at_once}, "
+                "run as it runs)"
             )
         if self.mode == "composite":
             return (
-                f"composite lineage of {self.name} (a backward mapping over positions; map_p over the payload "
+                f"composite lineage of {self.name} (a backward mapping over {over}; map_p over the payload "
                 f"in column {self.columns[0]} where a row has one, run as it runs)"
             )
         return f"rowwise lineage of {self.name} (output row i from input row i)"
@@ -134,12 +139,16 @@ def lineage(
     '<lambda>'
     >>> spans = sp.lineage("payload", column="span", map_p=lambda i, span, meta: range(*span))
 
-    ``vectorized=True`` (map lineage): ``backward`` is called once per batch of output
-    rows with a NumPy array of their positions, and gives per row its input positions:
-    an integer array (one position each, the fast case) or a sequence of positions per
-    row; ``forward``, if given, is called once with every input position likewise.
+    ``vectorized=True`` (map, payload and composite lineage): ``backward`` is called
+    once per batch of output rows with a NumPy array of their positions, and gives per
+    row its input positions: an integer array (one position each, the fast case) or a
+    sequence of positions per row; ``forward``, if given, is called once with every
+    input position likewise; ``map_p(positions, payloads, meta)`` gets the rows'
+    payloads as a NumPy array beside their positions. A composite function's
+    ``backward`` gets the rows without a payload, its ``map_p`` those with one.
 
     >>> shifted = sp.lineage("map", backward=lambda rows, meta: rows + 1, vectorized=True)
+    >>> starts = sp.lineage("payload", column="start", map_p=lambda rows, start, meta: start, vectorized=True)
     """
     if mode not in MODES:
         raise InvalidArgument(f"unknown lineage mode {mode!r}; modes: {', '.join(MODES)}")
@@ -155,8 +164,8 @@ def lineage(
         raise InvalidArgument(f"forward= is for map lineage, not {mode!r}")
     if not isinstance(vectorized, bool):
         raise InvalidArgument(f"vectorized= must be True or False, not {vectorized!r}")
-    if vectorized and mode != "map":
-        raise InvalidArgument(f"vectorized= is for map lineage, not {mode!r}")
+    if vectorized and mode not in _VECTORIZED:
+        raise InvalidArgument(f"vectorized= is for map, payload and composite lineage, not {mode!r}")
     if forward is not None and not callable(forward):
         raise InvalidArgument("forward= must be a function (input position, meta) -> output positions")
     if mode in ("payload", "composite"):

@@ -83,6 +83,13 @@ def column_values(data: Any, name: str) -> list:
     return data[name].tolist()
 
 
+def column_array(data: Any, name: str):
+    """A column's values as one NumPy array (object dtype for lists, strings and structs)."""
+    if is_arrow(data):
+        return data.column(name).to_numpy(zero_copy_only=False)
+    return data[name].to_numpy()
+
+
 def id_matrix(data: Any, names: list[str]):
     """Columns of longs (the input rows' ids, never null) as a NumPy matrix: a row per
     input row, a column per name."""

@@ -16,7 +16,7 @@ outer join's missing side) and names nothing.
 >>> t.finish()
 >>> joined = Tracer(Declaration("map", len, backward=lambda i, meta: [0, 1]), "partition 0", widths=(2,))
 >>> joined.receive(0, np.array([[10, 20], [11, -1]]))
->>> joined.lineage(1)  # per id column, per output row
+>>> [a.to_pylist() for a in joined.lineage(1)]  # per id column, per output row
 [[[10, 11]], [[20]]]
 >>> shifted = Declaration("map", len, backward=lambda rows, meta: rows + 1, vectorized=True)
 >>> s = Tracer(shifted, "partition 0")
@@ -59,76 +59,102 @@ class Tracer:
         rows = self.received[0] if len(self.received) == 1 else tuple(self.received)
         return {"input_rows": rows, "key": self.key}
 
-    def lineage(self, rows: int, reported: list[list] | None = None) -> list:
+    def lineage(self, rows: int, reported: list | None = None) -> list:
         """Per side and id column, per output row of the next ``rows``: the ids of its
-        input rows (an Arrow array of lists where each row has one position, else Python
-        lists). ``reported``: the values of the declared columns (full lineage's
-        positions per side, or the payload)."""
+        input rows, as an Arrow array of lists. ``reported``: the values of the declared
+        columns (full lineage's positions per side, or the payload)."""
         import numpy as np
 
         decl = self.decl
-        start, found = self.produced, None
+        start = self.produced
+        positions = np.arange(start, start + rows, dtype=np.int64)
         if decl.mode == "rowwise":  # one id per row, in order: no per-row work
-            flat = [np.arange(start, start + rows)]
+            found = [_Ragged.one_each(positions)]
         elif decl.mode == "full":
-            flat = [_flat(r, rows) for r in reported or []]
-        elif decl.mode == "map" and decl.vectorized:
-            flat, found = self._vectorized(rows)
-        else:
-            flat = [None]
-        if all(f is not None for f in flat):  # one position per output row: no per-row work
-            for side, positions in enumerate(flat):
-                bad = np.nonzero((positions < 0) | (positions >= self.received[side]))[0]
-                if len(bad):  # raises, naming the first such row
-                    self._checked(start + int(bad[0]), side, [int(positions[bad[0]])])
-            per_row = list(zip(*[[[p] for p in f.tolist()] for f in flat])) if decl.forward is not None else []
-        else:
-            per_row = []
-            for i in range(rows):
-                position = start + i
-                if decl.mode == "map":
-                    got = _sides(found, i) if decl.vectorized else self._mapped(position)
-                elif decl.mode == "full":
-                    got = [_positions(r[i]) for r in reported or []]
-                elif decl.mode == "composite" and _absent(reported[0][i]):
+            found = [self._as_ragged(r, positions, side) for side, r in enumerate(reported or [])]
+        elif decl.vectorized:
+            found = self._vectorized(positions, reported[0] if reported else None)
+        else:  # a call per row
+            per_side: list[list] = [[] for _ in self.received]
+            for i, position in enumerate(range(start, start + rows)):
+                if decl.mode == "map" or decl.mode == "composite" and _absent(reported[0][i]):
                     got = self._mapped(position)
                 else:
                     got = self._paid(position, reported[0][i])
-                per_row.append([self._checked(position, side, p) for side, p in enumerate(got)])
-            flat = None
+                for side, p in enumerate(got):
+                    per_side[side].append(self._checked(position, side, p))
+            found = [self._as_ragged(p, positions, side) for side, p in enumerate(per_side)]
+        for side, ragged in enumerate(found):
+            bad = np.nonzero((ragged.values < 0) | (ragged.values >= self.received[side]))[0]
+            if len(bad):  # raises, naming the first such row
+                row = int(np.searchsorted(ragged.offsets, bad[0], side="right")) - 1
+                self._checked(start + row, side, ragged.row(row))
         self.produced += rows
         if decl.forward is not None:
-            self._backward.extend(per_row)
-        arrays = []
-        for side, ids in enumerate(a.view() for a in self._ids):
-            for k in range(ids.shape[1]):
-                column = ids[:, k]
-                if flat is not None:
-                    arrays.append(_one_each(column[flat[side]]))
-                else:
-                    arrays.append([_present(column[row[side]]) for row in per_row])
-        return arrays
+            self._backward.extend([r.row(i) for r in found] for i in range(rows))
+        return [
+            found[side].ids(ids[:, k])
+            for side, ids in enumerate(a.view() for a in self._ids)
+            for k in range(ids.shape[1])
+        ]
 
-    def _vectorized(self, rows: int) -> tuple[list, Any]:
-        # a vectorized mapping: called once for the rows; per side, their positions as
-        # one array when each row has one, else None (then ``found`` is read per row)
+    def _as_ragged(self, values: Any, positions, side: int) -> _Ragged:
+        # one side's positions, one entry per output row at ``positions`` (an integer
+        # each, or a sequence of them), as one array of them and each row's offset
         import numpy as np
 
-        positions = np.arange(self.produced, self.produced + rows, dtype=np.int64)
-        what = lambda: "vectorized backward mapping"  # noqa: E731
+        flat = _flat(values, len(positions))
+        if flat is not None:  # one position per row: no per-row work
+            return _Ragged.one_each(flat)
+        lengths, every = np.empty(len(positions), np.int64), []
+        for k, value in enumerate(_by_position(values)):
+            found = self._checked(int(positions[k]), side, _positions(value))
+            lengths[k] = len(found)
+            every.extend(found)
+        return _Ragged.of(lengths, np.array(every, np.int64))
+
+    def _vectorized(self, positions, payloads: Any) -> list[_Ragged]:
+        # vectorized lineage: the mapping and map_p each called once for the rows they
+        # cover (composite: the rows without a payload, then those with one)
+        import numpy as np
+
+        decl = self.decl
+        if decl.mode == "map":
+            return self._called_at_once("backward mapping", decl.backward, positions)
+        values, absent = _payload_array(payloads, len(positions))
+        if decl.mode == "payload":
+            return self._called_at_once("map_p", decl.map_p, positions, values)
+        mapped, paid = np.nonzero(absent)[0], np.nonzero(~absent)[0]
+        parts = [
+            (mapped, self._called_at_once("backward mapping", decl.backward, positions[mapped])),
+            (paid, self._called_at_once("map_p", decl.map_p, positions[paid], values[paid])),
+        ]
+        return [
+            _Ragged.merged([(at, found[side]) for at, found in parts], len(positions))
+            for side in range(len(self.received))
+        ]
+
+    def _called_at_once(self, what: str, function: Callable, positions, *more) -> list[_Ragged]:
+        # a vectorized function called once for the rows at ``positions``: per side, their positions
+        import numpy as np
+
+        rows = len(positions)
+        if not rows:
+            return [_Ragged.of(np.zeros(0, np.int64), np.zeros(0, np.int64)) for _ in self.received]
+        what = f"vectorized {what}"
         try:
-            found = self.decl.backward(positions, self._meta())
+            found = function(positions, *more, self._meta())
         except Exception as e:
-            raise self._wrong(self.produced, f"its {what()} raised {type(e).__name__}: {e}") from e
+            raise self._wrong(int(positions[0]), f"its {what} raised {type(e).__name__}: {e}") from e
         sides = [found] if len(self.received) == 1 else found
         if not isinstance(sides, tuple | list) or len(sides) != len(self.received):
-            raise self._wrong(self.produced, f"a cogrouped function's {what()} must give (left, right) positions")
+            raise self._wrong(int(positions[0]), f"a cogrouped function's {what} must give (left, right) positions")
         for side in sides:
             if not hasattr(side, "__len__") or len(side) != rows:
                 raise self._wrong(
-                    self.produced, f"its {what()} must give the positions of each of the {rows} rows it was given"
+                    int(positions[0]), f"its {what} must give the positions of each of the {rows} rows it was given"
                 )
-        return [_flat(side, rows) for side in sides], sides
+        return [self._as_ragged(values, positions, side) for side, values in enumerate(sides)]
 
     def _mapped(self, position: int) -> list:
         return self._called(position, lambda: "backward mapping", self.decl.backward, position, self._meta())
@@ -231,20 +257,63 @@ class _Ids:
         return self._array[: self._size]
 
 
-def _present(ids) -> list[int]:
-    # the ids that name a row (negative: none, an outer join's missing side)
-    return ids[ids >= 0].tolist()
+class _Ragged:
+    """Input positions per output row, as one array: row ``i``'s are
+    ``values[offsets[i]:offsets[i + 1]]``."""
+
+    def __init__(self, offsets, values) -> None:
+        self.offsets, self.values = offsets, values
+
+    @classmethod
+    def one_each(cls, values) -> _Ragged:
+        import numpy as np
+
+        return cls(np.arange(len(values) + 1, dtype=np.int64), values)
+
+    @classmethod
+    def of(cls, lengths, values) -> _Ragged:
+        return cls(_offsets(lengths), values)
+
+    @classmethod
+    def merged(cls, parts: list, rows: int) -> _Ragged:
+        """The rows of ``parts`` (the rows each holds, and their positions) in row order."""
+        import numpy as np
+
+        lengths = np.zeros(rows, np.int64)
+        for at, part in parts:
+            lengths[at] = np.diff(part.offsets)
+        merged = cls.of(lengths, np.empty(int(lengths.sum()), np.int64))
+        for at, part in parts:  # each part's values to where its rows start, in order
+            counts = np.diff(part.offsets)
+            within = np.arange(len(part.values)) - np.repeat(part.offsets[:-1], counts)
+            merged.values[np.repeat(merged.offsets[at], counts) + within] = part.values
+        return merged
+
+    def row(self, i: int) -> list[int]:
+        return self.values[self.offsets[i] : self.offsets[i + 1]].tolist()
+
+    def ids(self, column):
+        """The ids in ``column`` (an id per input row) of each row's positions, as an Arrow
+        array of lists; negative ids name no row (an outer join's missing side) and are left out."""
+        import numpy as np
+        import pyarrow as pa
+
+        got, offsets = column[self.values], self.offsets
+        named = got >= 0
+        if not named.all():
+            rows = len(offsets) - 1
+            row_of = np.repeat(np.arange(rows), np.diff(offsets))
+            got, offsets = got[named], _offsets(np.bincount(row_of[named], minlength=rows))
+        return pa.ListArray.from_arrays(pa.array(offsets.astype(np.int32)), pa.array(got, pa.int64()))
 
 
-def _one_each(ids):
-    # each output row's one id, or none (a negative id), as an Arrow array of lists
+def _offsets(lengths):
+    # where each row's values start, and the end
     import numpy as np
-    import pyarrow as pa
 
-    named = ids >= 0
-    offsets = np.zeros(len(ids) + 1, np.int32)
-    np.cumsum(named, out=offsets[1:])
-    return pa.ListArray.from_arrays(pa.array(offsets), pa.array(ids[named], pa.int64()))
+    offsets = np.zeros(len(lengths) + 1, np.int64)
+    np.cumsum(lengths, out=offsets[1:])
+    return offsets
 
 
 def _flat(values: Any, rows: int):
@@ -268,9 +337,37 @@ def _flat(values: Any, rows: int):
     return array.astype(np.int64, copy=False)
 
 
-def _sides(found: list, i: int) -> list:
-    # a vectorized mapping's positions of row i, per side
-    return [_positions(side[i]) for side in found]
+def _by_position(values: Any) -> Any:
+    # what a vectorized function gave, indexed by position (a pandas Series by its
+    # labels, an Arrow array as scalars: both made lists)
+    import numpy as np
+
+    if isinstance(values, np.ndarray | list | tuple | range):
+        return values
+    if hasattr(values, "to_pylist"):
+        return values.to_pylist()
+    return values.tolist() if hasattr(values, "tolist") else list(values)
+
+
+def _payload_array(values: Any, rows: int):
+    """A payload column (a NumPy array, or values one per row) as a NumPy array, and
+    which rows have no payload."""
+    import numpy as np
+
+    # lists stay one object per row (np.array would make them a second dimension)
+    array = values if isinstance(values, np.ndarray) else np.fromiter(values, object, count=rows)
+    if array.dtype.kind == "f":
+        absent = np.isnan(array)
+    elif array.dtype.kind == "O":
+        try:
+            import pandas as pd  # None, NaN, NA and NaT at once
+        except ImportError:  # an Arrow function's worker may lack pandas
+            absent = np.fromiter((_absent(v) for v in array), bool, count=rows)
+        else:
+            absent = np.asarray(pd.isna(array), bool)
+    else:
+        absent = np.zeros(rows, bool)
+    return array, absent
 
 
 def _absent(payload: Any) -> bool:

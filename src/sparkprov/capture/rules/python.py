@@ -26,7 +26,7 @@ from pyspark.sql import functions as F
 from pyspark.sql.types import ArrayType, IntegerType, LongType, StringType, StructField, StructType
 from pyspark.util import PythonEvalType
 
-from ...errors import InvalidArgument, UnsupportedOperation
+from ...errors import InvalidArgument
 from ...functions.declare import Declaration, declaration_of
 from ...plan.catalyst import JExpr, JPlan
 from ...store.format import Slot
@@ -177,27 +177,28 @@ def python_udtf(cx: CaptureContext, node: JPlan) -> Rewritten:
 
 def _declared_udtf(cx: CaptureContext, node: JPlan, decl: Declaration, inner: Rewritten) -> Rewritten:
     """A declared Python UDTF over ``inner`` (its input rewritten, with slots): its eval()
-    gets its input row's source rids as one more argument, and its rows come out with
-    the rids its declaration names."""
+    gets one more argument, the ids that name its input row's lineage (as for the other
+    declared functions: its source rows' rids, or its number in the kept input), and its
+    rows come out with the ids its declaration names."""
     b = cx.bridge
-    if any(s.kind != "source" for s in inner.slots) or cx.witnesses:
-        what = "with witnesses" if cx.witnesses else "over rows that are not source rows (an aggregate's, a window's)"
-        raise UnsupportedOperation(
-            f"Python UDTF {decl.name} declaring its lineage {what}: not supported yet; capture it without the "
-            "declaration (its lineage is then its partition, said in explain())"
-        )
-    none = b.long_literal(-1)  # an outer join's missing side: no row (an array of longs holds no null)
-    ids = b.array([b.coalesce([s.attr, none]) for s in inner.slots])
-    fields = [(f"{_HANDLE}{i}", ArrayType(LongType())) for i in range(len(inner.slots))]
-    call = b.udtf_calling(node, P.declared_udtf(decl, len(inner.slots)), [ids], fields)
-    plan = b.udtf_generate(node, b.udtf_passed_columns(node), inner.plan, call)
+    if all(s.kind == "source" for s in inner.slots) and not cx.witnesses:
+        none = b.long_literal(-1)  # an outer join's missing side: no row (an array of longs holds no null)
+        ids, child, how = b.array([b.coalesce([s.attr, none]) for s in inner.slots]), inner.plan, _CARRIED
+        slots = [cx.new_slot("rids", s.ref) for s in inner.slots]
+    else:  # kept and numbered; the side relation (number, input slots) relates the numbers to its lineage
+        child = cx.kept(b.project([*b.output(inner.plan), b.alias(b.row_id(), _ROW)], inner.plan))
+        number, how = b.output(child)[-1], _NUMBERED
+        ids = b.array([number])
+        slots = [cx.new_slot("groups", cx.side(b.node_name(node), number, Rewritten(child, inner.slots)))]
+    fields = [(f"{_HANDLE}{i}", ArrayType(LongType())) for i in range(len(slots))]
+    call = b.udtf_calling(node, P.declared_udtf(decl, len(slots)), [ids], fields)
+    plan = b.udtf_generate(node, b.udtf_passed_columns(node), child, call)
     out = b.output(plan)
     user = len(out) - len(fields)
-    slots = [cx.new_slot("rids", s.ref) for s in inner.slots]
     plan = b.project([*out[:user], *[b.alias(a, s.name) for a, s in zip(out[user:], slots)]], plan)
     for slot, attr in zip(slots, b.output(plan)[user:]):
         slot.attr = attr
-    return Rewritten(plan, slots, strategy=f"declared: {_CARRIED}", declared=decl.describe())
+    return Rewritten(plan, slots, strategy=f"declared: {how}", declared=decl.describe())
 
 
 def _python_output(cx: CaptureContext, node: JPlan, result, slots: list[Slot]) -> Rewritten:
