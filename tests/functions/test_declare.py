@@ -155,6 +155,14 @@ def test_payloads_are_read_by_map_p_and_composite_maps_the_rest():
         pair.lineage(1, [[1]])
 
 
+def test_rowwise_ids_are_the_input_rows_ids_as_they_came():
+    t = Tracer(declaration_of(sp.lineage("rowwise")(lambda pdf: pdf)), "partition 3", widths=(2,))
+    t.receive(0, np.array([[10, 20], [11, -1], [12, 22]]))
+    assert [a.tolist() for a in t.rowwise(2)] == [[10, 11], [20, -1]]  # -1: no row (an outer join's missing side)
+    with pytest.raises(sp.LineageDeclarationWrong, match="output row 3 of partition 3: it names input position 3"):
+        t.rowwise(2)
+
+
 def test_checks_made_when_the_call_ends():
     rows = _tracer("rowwise")
     rows.receive(0, np.array([1, 2, 3]))

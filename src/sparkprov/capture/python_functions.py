@@ -159,6 +159,10 @@ def _traced(tracer, out, handles: list[str]):
     from ..functions import frames
 
     decl = tracer.decl
+    if decl.mode == "rowwise":  # one id each, as the input rows carried them (the plan's handles are longs)
+        for name, values in zip(handles, tracer.rowwise(frames.row_count(out))):
+            out = frames.with_longs(out, name, values)
+        return out
     reported = None
     if decl.columns:
         missing = [c for c in decl.columns if not frames.has_column(out, c)]

@@ -121,6 +121,18 @@ def with_lists(data: Any, name: str, lists: Any) -> Any:
     return data.assign(**{name: pd.Series(lists, index=data.index, dtype=object)})
 
 
+def with_longs(data: Any, name: str, values) -> Any:
+    """``data`` with a column ``name`` of longs (``values``: a NumPy array, one per row)."""
+    import pyarrow as pa
+
+    if is_arrow(data):
+        array = pa.array(values, pa.int64())
+        if isinstance(data, pa.RecordBatch):
+            return pa.RecordBatch.from_arrays([*data.columns, array], names=[*data.schema.names, name])
+        return data.append_column(name, array)
+    return data.assign(**{name: values})
+
+
 def python_lists(lists: Any) -> list:
     """Lists of ids as a declared function's tracer gives them (an Arrow array of lists,
     or Python lists) as Python lists; one id each (the common case) through NumPy.

@@ -98,6 +98,16 @@ class Tracer:
             for k in range(ids.shape[1])
         ]
 
+    def rowwise(self, rows: int) -> list:
+        """Rowwise lineage's ids as the input rows carried them: per id column, the ids of
+        the next ``rows`` input rows (a NumPy array; -1: no row)."""
+        start = self.produced
+        if start + rows > self.received[0]:  # raises: more output rows than input rows so far
+            self._checked(self.received[0], 0, [self.received[0]])
+        self.produced += rows
+        ids = self._ids[0].view()
+        return [ids[start : start + rows, k] for k in range(ids.shape[1])]
+
     def _as_ragged(self, values: Any, positions, side: int) -> _Ragged:
         # one side's positions, one entry per output row at ``positions`` (an integer
         # each, or a sequence of them), as one array of them and each row's offset

@@ -242,9 +242,12 @@ class _Input:
     how: str
 
 
-def _with_ids(cx: CaptureContext, node: JPlan, exprs: list[JExpr], names: list[str], child: JPlan, side: int = 0):
+def _with_ids(
+    cx: CaptureContext, node: JPlan, exprs: list[JExpr], names: list[str], child: JPlan, side: int = 0, scalar=False
+):
     """``exprs`` (as ``names``) of ``child``'s rewritten rows with the ids that name
-    their lineage (see above)."""
+    their lineage (see above); ``scalar``: an output row has one id each (rowwise
+    lineage), a long rather than an array."""
     b = cx.bridge
     inner = cx.rewrite(child)
     named = [b.alias(e, n) for e, n in zip(exprs, names)]
@@ -255,11 +258,11 @@ def _with_ids(cx: CaptureContext, node: JPlan, exprs: list[JExpr], names: list[s
         none = b.long_literal(-1)
         carried = [b.alias(b.coalesce([s.attr, none]), c) for s, c in zip(inner.slots, ids)]
         frame = b.to_dataframe(b.project(named + carried, inner.plan))
-        return _Input(frame, ids, [cx.new_slot("rids", s.ref) for s in inner.slots], _CARRIED)
+        return _Input(frame, ids, [cx.new_slot("source" if scalar else "rids", s.ref) for s in inner.slots], _CARRIED)
     kept = cx.kept(b.project(named + [s.attr for s in inner.slots] + [b.alias(b.row_id(), _ROW)], inner.plan))
     out = b.output(kept)
     moved = [Slot(s.name, s.kind, s.ref, a) for s, a in zip(inner.slots, out[len(named) : len(out) - 1])]
-    slot = cx.new_slot("groups", cx.side(b.node_name(node), out[-1], Rewritten(kept, moved)))
+    slot = cx.new_slot("group" if scalar else "groups", cx.side(b.node_name(node), out[-1], Rewritten(kept, moved)))
     return _Input(b.to_dataframe(b.project([*out[: len(named)], out[-1]], kept)), [_ROW], [slot], _NUMBERED)
 
 
@@ -279,14 +282,14 @@ def _declared_groups(cx: CaptureContext, node: JPlan, decl: Declaration, groupin
     (child,) = b.children(node)
     keys = [f"__sp_k{i}" for i in range(len(grouping))]
     cols = [f"__sp_a{i}" for i in range(len(args))]
-    rows = _with_ids(cx, node, grouping + args, keys + cols, child)
+    rows = _with_ids(cx, node, grouping + args, keys + cols, child, scalar=decl.mode == "rowwise")
     names, arrow = [b.attr_name(a) for a in args], b.node_name(node) == "FlatMapGroupsInArrow"
     form = P.declared_grouped_map_iter if b.python_eval_type(node) in _GROUPED_ITER else P.declared_grouped_map
     wrapped = form(decl, names, len(keys), rows.ids, _handles([rows]), arrow)
     grouped = rows.frame.groupBy(*keys)
-    schema = _python_schema(cx, node, *[ArrayType(LongType())] * len(rows.ids))
+    schema = _python_schema(cx, node, *_handle_types(decl, rows))
     result = grouped.applyInArrow(wrapped, schema) if arrow else grouped.applyInPandas(wrapped, schema)
-    return _declared_output(cx, node, decl, result, [rows])
+    return _declared_output(cx, node, decl, _no_row_null(decl, result, rows), [rows])
 
 
 def _declared_cogroups(cx: CaptureContext, node: JPlan, decl: Declaration) -> Rewritten:
@@ -312,15 +315,28 @@ def _declared_cogroups(cx: CaptureContext, node: JPlan, decl: Declaration) -> Re
 def _declared_batches(cx: CaptureContext, node: JPlan, decl: Declaration, args) -> Rewritten:
     b = cx.bridge
     (child,) = b.children(node)
-    rows = _with_ids(cx, node, args, [b.attr_name(a) for a in args], child)
-    schema = _python_schema(cx, node, *[ArrayType(LongType())] * len(rows.ids))
+    rows = _with_ids(cx, node, args, [b.attr_name(a) for a in args], child, scalar=decl.mode == "rowwise")
+    schema = _python_schema(cx, node, *_handle_types(decl, rows))
     wrapped = P.declared_batches(decl, rows.ids, _handles([rows]))
     barrier = bool(node.isBarrier())
     if b.node_name(node) == "MapInPandas":
         result = rows.frame.mapInPandas(wrapped, schema, barrier=barrier)
     else:
         result = rows.frame.mapInArrow(wrapped, schema, barrier=barrier)
-    return _declared_output(cx, node, decl, result, [rows])
+    return _declared_output(cx, node, decl, _no_row_null(decl, result, rows), [rows])
+
+
+def _handle_types(decl: Declaration, rows: _Input) -> list:
+    # rowwise lineage: an output row's ids as they are (a long each, what Python hands
+    # Spark fastest); other modes: an array of ids per output row
+    return [LongType() if decl.mode == "rowwise" else ArrayType(LongType())] * len(rows.ids)
+
+
+def _no_row_null(decl: Declaration, result: DataFrame, rows: _Input) -> DataFrame:
+    # a rowwise function's ids come back as they went (-1: an outer join's missing side), a slot's no row is null
+    if decl.mode != "rowwise":
+        return result
+    return result.withColumns({h: F.when(F.col(h) >= 0, F.col(h)) for h in _handles([rows])})
 
 
 def _stored_coarse(cx: CaptureContext, node: JPlan, decl: Declaration, sides: int) -> bool:
