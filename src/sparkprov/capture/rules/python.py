@@ -224,7 +224,9 @@ def _python_output(cx: CaptureContext, node: JPlan, result, slots: list[Slot]) -
 # side relations why and how read: no "rids" slot is made there). Otherwise the input is
 # computed once and kept, each row with an id of its own (monotonically_increasing_id,
 # fixed by the keeping): the function sees the rows the side relation (id, input
-# slots) holds, and its output rows get those ids as a "groups" slot.
+# slots) holds, and its output rows get those ids as a "groups" slot. A rowwise
+# function's output row has one input row: its ids come back as longs, a "source" slot
+# per source or a "group" slot, not arrays.
 
 _CARRIED = "their source rows' rids, carried through the function with its input rows, per output row"
 _NUMBERED = "the ids of its input rows (kept, numbered), per output row; side relation (id, input slots)"
@@ -243,7 +245,13 @@ class _Input:
 
 
 def _with_ids(
-    cx: CaptureContext, node: JPlan, exprs: list[JExpr], names: list[str], child: JPlan, side: int = 0, scalar=False
+    cx: CaptureContext,
+    node: JPlan,
+    exprs: list[JExpr],
+    names: list[str],
+    child: JPlan,
+    side: int = 0,
+    scalar: bool = False,
 ):
     """``exprs`` (as ``names``) of ``child``'s rewritten rows with the ids that name
     their lineage (see above); ``scalar``: an output row has one id each (rowwise
