@@ -17,6 +17,7 @@ a block, or read as a size in bytes.
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
@@ -24,6 +25,11 @@ from typing import Any
 from ..errors import InvalidArgument
 from .handles import CATALYST, JPlan
 from .references import compiled, java_source
+
+# per (session, key) that a settings block has changed: its value before the first
+# block, and the blocks open now with their values, in the order they began
+_SETTINGS_HELD: dict[tuple[int, str], tuple[str | None, list]] = {}
+_SETTINGS_LOCK = threading.Lock()
 
 _EXCLUDED_RULES = "spark.sql.optimizer.excludedRules"
 _DECORRELATE = "spark.sql.optimizer.decorrelateInnerQuery.enabled"
@@ -93,19 +99,33 @@ class Optimizing:
 
     @contextmanager
     def settings(self, values: dict[str, str]) -> Iterator[None]:
-        """SQL settings changed for the duration of a block, then restored."""
+        """SQL settings changed for the duration of a block, then restored. Blocks may
+        overlap (captures in threads, a deferred capture resolved in the background)
+        and end in any order: a setting's value from before the first block is restored
+        when the last one ends, and meanwhile the value of the latest block still open."""
         conf = self.jsession.sessionState().conf()
-        saved = {k: conf.getConfString(k) if conf.contains(k) else None for k in values}
-        for k, v in values.items():
-            conf.setConfString(k, v)
+        block = object()
+        keys = [(id(self.jsession), k) for k in values]
+        with _SETTINGS_LOCK:
+            for key, v in zip(keys, values.values()):
+                if key not in _SETTINGS_HELD:
+                    _SETTINGS_HELD[key] = (conf.getConfString(key[1]) if conf.contains(key[1]) else None, [])
+                _SETTINGS_HELD[key][1].append((block, v))
+                conf.setConfString(key[1], v)
         try:
             yield
         finally:
-            for k, v in saved.items():
-                if v is None:
-                    conf.unsetConf(k)
-                else:
-                    conf.setConfString(k, v)
+            with _SETTINGS_LOCK:
+                for key in keys:
+                    before, blocks = _SETTINGS_HELD[key]
+                    blocks[:] = [(b, v) for b, v in blocks if b is not block]
+                    value = blocks[-1][1] if blocks else before
+                    if not blocks:
+                        del _SETTINGS_HELD[key]
+                    if value is None:
+                        conf.unsetConf(key[1])
+                    else:
+                        conf.setConfString(key[1], value)
 
     def conf_bytes(self, key: str, default: str) -> int:
         """A size from the session's conf, in bytes (``"512m"``, ``"4g"`` or a number)."""
