@@ -75,15 +75,18 @@ class Tracer:
         elif decl.vectorized:
             found = self._vectorized(positions, reported[0] if reported else None)
         else:  # a call per row
-            per_side: list[list] = [[] for _ in self.received]
+            lengths = [np.empty(rows, np.int64) for _ in self.received]
+            every: list[list[int]] = [[] for _ in self.received]
             for i, position in enumerate(range(start, start + rows)):
                 if decl.mode == "map" or decl.mode == "composite" and _absent(reported[0][i]):
                     got = self._mapped(position)
                 else:
                     got = self._paid(position, reported[0][i])
                 for side, p in enumerate(got):
-                    per_side[side].append(self._checked(position, side, p))
-            found = [self._as_ragged(p, positions, side) for side, p in enumerate(per_side)]
+                    checked = self._checked(position, side, p)
+                    lengths[side][i] = len(checked)
+                    every[side].extend(checked)
+            found = [_Ragged.of(n, np.array(e, np.int64)) for n, e in zip(lengths, every)]
         for side, ragged in enumerate(found):
             bad = np.nonzero((ragged.values < 0) | (ragged.values >= self.received[side]))[0]
             if len(bad):  # raises, naming the first such row
@@ -394,6 +397,11 @@ def _positions(value: Any) -> list[int] | None:
     range of them, or nothing (None: no input rows). None back when they are not."""
     if value is None:
         return []
+    kind = type(value)  # Python's own ints and lists first: called once per row, where ABC checks cost most
+    if kind is int:
+        return [value]
+    if (kind is list or kind is range) and all(type(p) is int for p in value):
+        return list(value)
     if isinstance(value, numbers.Integral) and not isinstance(value, bool):
         return [int(value)]
     if isinstance(value, str | bytes | dict) or not isinstance(value, Iterable) and not hasattr(value, "tolist"):
