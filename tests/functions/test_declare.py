@@ -266,6 +266,11 @@ def test_vectorized_composite_maps_the_rows_without_a_payload_and_pays_the_other
     t.receive(0, np.array([10, 11, 12]))
     assert _ids(t.lineage(3, [np.array([np.nan, 0.0, np.nan])])) == [[[10], [10], [12]]]
     assert calls == [("backward", [0, 2])]
+    calls.clear()  # NaT too
+    t = _tracer("composite", column="p", backward=mapped, map_p=lambda r, p, m: r - 1, vectorized=True)
+    t.receive(0, np.array([10, 11]))
+    assert _ids(t.lineage(2, [np.array(["NaT", "2026-11-28"], "datetime64[D]")])) == [[[10], [10]]]
+    assert calls == [("backward", [0])]
     wrong = _tracer("composite", column="p", backward=mapped, map_p=lambda r, p, m: r + 5, vectorized=True)
     wrong.receive(0, np.array([10, 11, 12]))
     with pytest.raises(sp.LineageDeclarationWrong, match="output row 1 of partition 3: it names input position 6"):

@@ -371,6 +371,8 @@ def _payload_array(values: Any, rows: int):
     array = values if isinstance(values, np.ndarray) else np.fromiter(values, object, count=rows)
     if array.dtype.kind == "f":
         absent = np.isnan(array)
+    elif array.dtype.kind in "mM":  # timestamps and durations: NaT
+        absent = np.isnat(array)
     elif array.dtype.kind == "O":
         try:
             import pandas as pd  # None, NaN, NA and NaT at once
