@@ -25,6 +25,7 @@ def runs(tmp_path_factory) -> dict:
         cwd=ROOT,
         capture_output=True,
         text=True,
+        timeout=900,
     )
     assert done.returncode == 0, done.stderr[-3000:]
     return json.loads(done.stdout.splitlines()[-1])
