@@ -110,10 +110,7 @@ def with_lists(data: Any, name: str, lists: Any) -> Any:
     import pyarrow as pa
 
     if is_arrow(data):
-        array = lists if isinstance(lists, pa.Array) else pa.array(lists, pa.list_(pa.int64()))
-        if isinstance(data, pa.RecordBatch):
-            return pa.RecordBatch.from_arrays([*data.columns, array], names=[*data.schema.names, name])
-        return data.append_column(name, array)
+        return _appended(data, name, lists if isinstance(lists, pa.Array) else pa.array(lists, pa.list_(pa.int64())))
     import pandas as pd
 
     lists = python_lists(lists)  # what PySpark turns into Arrow arrays fastest
@@ -126,11 +123,17 @@ def with_longs(data: Any, name: str, values) -> Any:
     import pyarrow as pa
 
     if is_arrow(data):
-        array = pa.array(values, pa.int64())
-        if isinstance(data, pa.RecordBatch):
-            return pa.RecordBatch.from_arrays([*data.columns, array], names=[*data.schema.names, name])
-        return data.append_column(name, array)
+        return _appended(data, name, pa.array(values, pa.int64()))
     return data.assign(**{name: values})
+
+
+def _appended(data: Any, name: str, array: Any) -> Any:
+    """An Arrow RecordBatch or Table with the column ``name`` appended."""
+    import pyarrow as pa
+
+    if isinstance(data, pa.RecordBatch):
+        return pa.RecordBatch.from_arrays([*data.columns, array], names=[*data.schema.names, name])
+    return data.append_column(name, array)
 
 
 def python_lists(lists: Any) -> list:
