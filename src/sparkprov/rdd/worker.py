@@ -25,11 +25,13 @@ from array import array
 from collections.abc import Callable, Iterable, Iterator
 from functools import partial
 from itertools import chain
+from operator import itemgetter
 from typing import Any
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
+from pyspark.rdd import portable_hash
 
 from ..store.format import HANDLE, RID, slot_type
 
@@ -133,15 +135,45 @@ def combine_partition(
             for key, v in made(value):
                 group = groups.get(key)
                 if group is None:
-                    groups[key] = group = [create(v), base | len(groups), members()]
+                    groups[key] = group = [create(v), members()]
                 else:
                     group[0] = merge(group[0], v)
-                group[2].append(member)
-        write_side(path, partition, slot_kinds, slot_names, [g[2] for g in groups.values()])
-        for key, (combined, h, _) in groups.items():
-            yield key, (combined, [h])
+                group[1].append(member)
+        ordered = in_stable_order(groups)
+        write_side(path, partition, slot_kinds, slot_names, [group[1] for _, group in ordered])
+        for n, (key, (combined, _)) in enumerate(ordered):
+            yield key, (combined, [base | n])
 
     return run
+
+
+def in_stable_order(groups: dict) -> list:
+    """A partition's groups (key -> [combined, members]) in an order that does not
+    depend on the order their records came in, so a task run again numbers them as
+    before: records read after a shuffle come in any order, and a task run again (its
+    map output lost with an executor, or a speculative copy) replaces the side file
+    that the output Spark kept was numbered by. By the key's portable hash (as Spark
+    partitions keys), and where hashes tie, by the records held: groups that hold the
+    same records are interchangeable.
+
+    >>> import os
+    >>> _ = os.environ.setdefault("PYTHONHASHSEED", "0")  # as PySpark sets it for its workers
+    >>> came = {5: [0, [(9,)]], -2: [0, [(4,)]], -1: [0, [(3,)]]}
+    >>> [k for k, _ in in_stable_order(came)], [k for k, _ in in_stable_order(dict(reversed(came.items())))]
+    ([-1, -2, 5], [-1, -2, 5])
+    """
+    hashed = sorted(((portable_hash(k), k, g) for k, g in groups.items()), key=itemgetter(0))
+    ordered, i = [], 0
+    while i < len(hashed):
+        j = i + 1
+        while j < len(hashed) and hashed[j][0] == hashed[i][0]:
+            j += 1
+        tied = hashed[i:j]
+        if len(tied) > 1:  # -1 and -2 hash alike, among others
+            tied.sort(key=lambda t: sorted(map(repr, t[2][1])))
+        ordered.extend((k, g) for _, k, g in tied)
+        i = j
+    return ordered
 
 
 def _alone(pair: Any) -> tuple:
