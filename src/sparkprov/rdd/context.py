@@ -36,7 +36,7 @@ from pyspark.sql.types import StringType, StructField, StructType
 from pyspark.sql.utils import AnalysisException
 
 from ..api import LineageSession
-from ..errors import InputNotFound, InvalidArgument, UnsupportedOperation
+from ..errors import InputNotFound, InvalidArgument
 from ..executors import check_workers
 from ..sources.identity import RID, SourceInfo, file_fingerprint, rid_column, safe_id, snapshot_column
 from ..sources.text import COMPRESSED, number_lines
@@ -118,7 +118,6 @@ class LineageContext:
             session = LineageSession(spark, store=store)
         self.session = session
         self.sc = sc
-        _check_no_speculation(sc)
         check_workers(sc)  # traced records go through sparkprov's code in the Python workers
         self._state = RddState(StoreFolders(session.store.root).rdd_context(uuid.uuid4().hex).root)
 
@@ -246,20 +245,6 @@ class LineageContext:
         # one file: a row's index in it is its position in ``c``, and so its rid
         records = self.sc.parallelize(list(enumerate(data)), numSlices).map(lambda iv: ((iv[0],), iv[1]))
         return LineageRDD(self, records, [state.slot("source", number)])
-
-
-def _check_no_speculation(sc: SparkContext) -> None:
-    # a task writes its side file as it runs, numbering its groups in the order its
-    # records come; records read after a shuffle come in any order, so a speculative
-    # copy of such a task, finishing after the attempt whose output Spark keeps, would
-    # leave a side file that numbers the groups otherwise: a wrong answer, unseen
-    if sc.getConf().get("spark.speculation", "false").strip().lower() == "true":
-        raise UnsupportedOperation(
-            "speculative task attempts (spark.speculation=true)",
-            reason="a speculative copy of an RDD task can leave lineage that does not match the output Spark kept; "
-            "start the SparkContext with spark.speculation=false to capture RDD programs (DataFrame capture "
-            "keeps lineage in the query's own output and works with speculation)",
-        )
 
 
 def _path_name(path: str) -> str:
