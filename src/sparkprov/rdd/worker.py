@@ -140,9 +140,13 @@ def combine_partition(
                     group[0] = merge(group[0], v)
                 group[1].append(member)
         ordered = in_stable_order(groups)
+        for n, (_, group) in enumerate(ordered):
+            group.append(base | n)
         write_side(path, partition, slot_kinds, slot_names, [group[1] for _, group in ordered])
-        for n, (key, (combined, _)) in enumerate(ordered):
-            yield key, (combined, [base | n])
+        # in the order the keys came, as Spark's own combine gives them (a script's
+        # printed results keep their order when captured)
+        for key, (combined, _, h) in groups.items():
+            yield key, (combined, [h])
 
     return run
 
