@@ -34,3 +34,21 @@ def test_a_task_run_again_on_reordered_records_numbers_its_groups_as_before(tmp_
     handles, side = first
     assert sorted(handles.values()) == [(3 << 33) | n for n in range(len(keys))]
     assert len(side) == 62  # every (group, record) once: rid 5 is in None's group, -1's and -2's
+
+
+def test_groups_whose_keys_hash_alike_are_numbered_by_their_records_whatever_their_order(tmp_path, monkeypatch):
+    monkeypatch.setenv("PYTHONHASHSEED", "0")
+    # records read after a shuffle: a slot lists its partial groups' handles in the
+    # order they were merged, which differs between attempts as the records' order does
+    records = [(([10 + n, 20 + n, 30 + n],), (-1 if n % 2 else -2, 1)) for n in range(8)]
+    combine = worker.combine_partition
+    seen = set()
+    for attempt in range(6):
+        rnd = random.Random(attempt)
+        shuffled = [((rnd.sample(s[0], 3),), kv) for s, kv in rnd.sample(records, len(records))]
+        run = combine(str(tmp_path / str(attempt)), ["g"], ["group"], lambda v: v, lambda a, b: a + b)
+        handles = {key: h for key, (_, [h]) in run(0, iter(shuffled))}
+        side = pq.read_table(tmp_path / str(attempt) / "part-00000.parquet").to_pylist()
+        held = {h: sorted(tuple(sorted(r["g"])) for r in side if r["__sp_h"] == h) for h in handles.values()}
+        seen.add(tuple(sorted((key, tuple(held[h])) for key, h in handles.items())) + tuple(sorted(handles.items())))
+    assert len(seen) == 1

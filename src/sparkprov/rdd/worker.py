@@ -174,10 +174,18 @@ def in_stable_order(groups: dict) -> list:
             j += 1
         tied = hashed[i:j]
         if len(tied) > 1:  # -1 and -2 hash alike, among others
-            tied.sort(key=lambda t: sorted(map(repr, t[2][1])))
+            tied.sort(key=lambda t: sorted(repr(_canonical(m)) for m in t[2][1]))
         ordered.extend((k, g) for _, k, g in tied)
         i = j
     return ordered
+
+
+def _canonical(member: Any) -> Any:
+    # a slot's list of handles is in the order partial groups were merged, which
+    # differs between attempts as the records' order does
+    if isinstance(member, tuple):
+        return tuple(sorted(s) if isinstance(s, list) else s for s in member)
+    return member
 
 
 def _alone(pair: Any) -> tuple:
