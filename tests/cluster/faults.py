@@ -1,4 +1,4 @@
-"""What the fault scripts (``retries.py``, ``executor_loss.py``) share: their session,
+"""What the fault scripts (``retries.py``, ``on_executors.py``) share: their session,
 sources, query and word count, and what they compare between a clean run and one with
 faults (the lineage found, the files left in the store)."""
 
@@ -14,8 +14,10 @@ from pyspark.sql import functions as F
 import sparkprov as sp
 
 
-def session(master: str) -> SparkSession:
-    os.environ["PYSPARK_PYTHON"] = sys.executable  # Python workers with this environment's packages
+def session(master: str, python: str = sys.executable) -> SparkSession:
+    """A session on ``master`` whose Python workers run ``python`` (by default this
+    environment's, with its packages)."""
+    os.environ["PYSPARK_PYTHON"] = python  # read when the SparkContext starts
     spark = (
         SparkSession.builder.master(master)
         .config("spark.sql.shuffle.partitions", "2")

@@ -20,20 +20,9 @@ import threading
 import time
 from pathlib import Path
 
-from faults import files, lineage, query, word_lineage, write_sources
-from pyspark.sql import SparkSession
+from faults import files, lineage, query, session, word_lineage, write_sources
 
 import sparkprov as sp
-
-
-def session(python: str, master: str) -> SparkSession:
-    os.environ["PYSPARK_PYTHON"] = python  # read when the SparkContext starts
-    return (
-        SparkSession.builder.master(master)
-        .config("spark.sql.shuffle.partitions", "2")
-        .config("spark.ui.enabled", "false")
-        .getOrCreate()
-    )
 
 
 def stalling(marks: Path | None):
@@ -79,7 +68,7 @@ def kill_executor_when_stalled(marks: Path) -> threading.Thread:
 lacking, bare, store, folder = sys.argv[1:5]
 # the check runs in a Python worker, started alike by an executor JVM or by local mode's
 # one JVM: local mode spares the executors' start-up here
-spark = session(lacking, "local[1]")
+spark = session("local[1]", lacking)
 try:
     sp.LineageSession(spark, store=store).rdd.parallelize(["a b"]).collect()
     print(json.dumps({"refused": None}))
@@ -87,14 +76,14 @@ except sp.SparkprovError as exc:
     print(json.dumps({"refused": type(exc).__name__, "message": str(exc)}))
 spark.stop()
 
-spark = session(bare, "local-cluster[2,1,1024]")
-session = sp.LineageSession(spark, store=store)
-lines = session.rdd.parallelize(["a b a", "b c", "a"], 2)
+spark = session("local-cluster[2,1,1024]", bare)
+lineage_session = sp.LineageSession(spark, store=store)
+lines = lineage_session.rdd.parallelize(["a b a", "b c", "a"], 2)
 counts = lines.flatMap(str.split).map(lambda w: (w, 1)).reduceByKey(lambda x, y: x + y)
 result = sorted(counts.collect(name="words"))
 behind = sorted(r.value for r in counts.get_lineage("_1 = 'a'").go_back_all().collect())
 df = spark.createDataFrame([("a", 1), ("a", 2), ("b", 5)], "k string, v int")
-cap = session.capture(session.source(df, "numbers").groupBy("k").sum("v"), name="sums")
+cap = lineage_session.capture(lineage_session.source(df, "numbers").groupBy("k").sum("v"), name="sums")
 numbers = sorted(r.v for r in cap.backward("k = 'a'", "numbers").collect())
 print(json.dumps({"counts": result, "behind_a": behind, "numbers_behind_a": numbers}))
 

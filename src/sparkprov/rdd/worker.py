@@ -24,7 +24,7 @@ import uuid
 from array import array
 from collections.abc import Callable, Iterable, Iterator
 from functools import partial
-from itertools import chain
+from itertools import chain, groupby
 from operator import itemgetter
 from typing import Any
 
@@ -167,16 +167,12 @@ def in_stable_order(groups: dict) -> list:
     ([-1, -2, 5], [-1, -2, 5])
     """
     hashed = sorted(((portable_hash(k), k, g) for k, g in groups.items()), key=itemgetter(0))
-    ordered, i = [], 0
-    while i < len(hashed):
-        j = i + 1
-        while j < len(hashed) and hashed[j][0] == hashed[i][0]:
-            j += 1
-        tied = hashed[i:j]
+    ordered = []
+    for _, alike in groupby(hashed, key=itemgetter(0)):
+        tied = list(alike)
         if len(tied) > 1:  # -1 and -2 hash alike, among others
             tied.sort(key=lambda t: sorted(repr(_canonical(m)) for m in t[2][1]))
         ordered.extend((k, g) for _, k, g in tied)
-        i = j
     return ordered
 
 
