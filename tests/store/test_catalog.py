@@ -11,6 +11,8 @@ import pytest
 
 import sparkprov as sp
 from sparkprov.store.catalog import Store
+from sparkprov.store.check import check_store
+from sparkprov.store.collect import collect_garbage, find_orphans
 
 from ..conftest import ROOT
 from .worker import capture_numbers
@@ -92,6 +94,37 @@ def test_killed_capture_is_invisible(spark, tmp_path, mode):
     with pytest.raises(sp.CaptureNotFound):
         session.load("killed")
     assert not any(p.name.endswith(".json") for p in (store / "catalog").rglob("*"))
+    # what it left is an orphan whose writer is gone, not damage; gc removes it
+    opened = Store(store)
+    (orphan,) = [o for o in find_orphans(opened) if o.path.parent == opened.folders.data]
+    assert orphan.writer == "gone" and orphan.bytes > 0
+    assert check_store(opened).ok
+    assert str(orphan.path) in {r["path"] for r in collect_garbage(opened, grace=0).removed}
+    assert check_store(opened).orphans == [] and list(opened.folders.data.iterdir()) == []
+
+
+def test_gc_never_removes_what_a_live_capture_will_commit(spark, tmp_path):
+    store = tmp_path / "store"
+    proc = run_worker(store, "slow", 5, "wait-before-commit")
+    ready, go = tmp_path / "store.ready", tmp_path / "store.go"
+    collections = 0
+    while proc.poll() is None:  # collect garbage all the while the other process captures
+        if collections and ready.exists() and not go.exists():
+            # made and not committed: its data directory is what no entry names yet
+            opened = Store(store)
+            (pending,) = [o for o in find_orphans(opened) if o.path.parent == opened.folders.data]
+            assert pending.writer == "alive"
+            assert pending.path.exists() and check_store(opened).ok
+            go.touch()
+        collect_garbage(Store(store), grace=0)
+        collections += 1
+    out, err = proc.communicate()
+    assert proc.returncode == 0 and "committed" in out, err[-2000:]
+    assert go.exists() and collections > 2
+    session = sp.LineageSession(spark, store=store)
+    back = session.load("slow").backward("g = 1", source="numbers").collect()
+    assert {r["v"] for r in back} == {5} and len(back) == 3
+    assert check_store(session.store).orphans == []
 
 
 def test_concurrent_captures_from_two_processes(spark, tmp_path):

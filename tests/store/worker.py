@@ -1,6 +1,9 @@
 """A separate process that captures into a store (used by the store tests).
 
-usage: python -m tests.store.worker STORE NAME VALUE [kill-before-commit|kill-at-link]
+usage: python -m tests.store.worker STORE NAME VALUE [kill-before-commit|kill-at-link|wait-before-commit]
+
+wait-before-commit: once the capture is made, create ``STORE.ready`` and wait for
+``STORE.go`` before committing it.
 """
 
 from __future__ import annotations
@@ -8,6 +11,8 @@ from __future__ import annotations
 import os
 import signal
 import sys
+import time
+from pathlib import Path
 
 import sparkprov as sp
 from sparkprov.local import local_session
@@ -23,6 +28,16 @@ def main() -> None:
         catalog.Store.commit = lambda *a, **k: os.kill(os.getpid(), signal.SIGKILL)
     elif mode == "kill-at-link":
         catalog.os.link = lambda *a, **k: os.kill(os.getpid(), signal.SIGKILL)
+    elif mode == "wait-before-commit":
+        commit = catalog.Store.commit
+
+        def waiting(self, *args, **kwargs):
+            Path(f"{store}.ready").touch()
+            while not Path(f"{store}.go").exists():
+                time.sleep(0.05)
+            return commit(self, *args, **kwargs)
+
+        catalog.Store.commit = waiting
     capture_numbers(session, name, value)
     print("committed", flush=True)
 

@@ -32,8 +32,10 @@ from ..plan.catalyst import Bridge
 from ..plan.written import read_written
 from ..query import drill_down
 from ..store.catalog import Store, check_name
+from ..store.collect import Garbage, collect_garbage, remove
 from ..store.entry import CaptureEntry
 from ..store.layout import StoreFolders
+from ..store.lease import claim, release
 from . import front_ends
 from .capture import Capture
 
@@ -217,7 +219,11 @@ class LineageSession:
         ['stage/dataframe_0']
         """
         path = StoreFolders(self.store.root).checkpoint(check_name(name), uuid.uuid4().hex)
-        self.capture(df, name, path=path)
+        claim(self.store.root, path)  # rows no entry names yet: not garbage while this process writes them
+        try:
+            self.capture(df, name, path=path)
+        finally:
+            release(path)
         return read_written(self.spark, path)
 
     def _capture(
@@ -305,6 +311,38 @@ class LineageSession:
     def captures(self) -> list[str]:
         """Names of the captures in the store."""
         return self.store.names()
+
+    def remove(self, name: str, version: int | None = None, force: bool = False, dry_run: bool = False) -> Garbage:
+        """Remove capture ``name`` (every version, or ``version``) and its files, as
+        ``sparkprov rm`` does. A capture other captures read (their traces continue
+        through it) or a workflow names is kept unless ``force``; the result says what
+        was removed and kept. Version numbers are never given again.
+
+        >>> session.remove("sums", 1).removed  # doctest: +SKIP
+        [{'version': 'sums@1', 'bytes': 20480, 'why': 'removed by request'}]
+        """
+        if version is not None and (isinstance(version, bool) or not isinstance(version, int)):
+            raise InvalidArgument(f"a capture version is a whole number from 1, not {version!r}")
+        return remove(self.store, name if version is None else f"{name}@{version}", force=force, dry_run=dry_run)
+
+    def collect_garbage(
+        self,
+        keep_versions: int | None = None,
+        older_than: float | None = None,
+        dry_run: bool = False,
+        force: bool = False,
+    ) -> Garbage:
+        """Remove what killed captures left in the store and, by policy, old versions:
+        all but each name's newest ``keep_versions``, those made more than
+        ``older_than`` seconds ago (never a name's newest), as ``sparkprov gc`` does.
+        Nothing a live process is writing is touched.
+
+        >>> session.collect_garbage(keep_versions=2, dry_run=True).to_text()  # doctest: +SKIP
+        'would remove 0 item(s), 0 B'
+        """
+        return collect_garbage(
+            self.store, keep_versions=keep_versions, older_than=older_than, dry_run=dry_run, force=force
+        )
 
 
 def _leaves(bridge: Bridge, plan: Any) -> list:

@@ -29,6 +29,7 @@ from ..plan.catalyst import Bridge, JPlan
 from ..plan.written import read_written
 from ..store.catalog import check_name
 from ..store.layout import StoreFolders
+from ..store.lease import claim
 
 _PREFIX = "__sp_mark__"
 
@@ -84,6 +85,8 @@ def capture_marks(
         mark_name = alias[len(_PREFIX) :]
         if mark_name not in done:
             path = str(StoreFolders(store_root).mark(name, mark_name, uuid.uuid4().hex))
+            # kept until this process ends: the outer capture that names these rows commits later
+            claim(Path(store_root), Path(path))
             (sub,) = new_kids
             capture(bridge.to_dataframe(sub), f"{name}.{mark_name}", named, path)
             done[mark_name] = path

@@ -125,7 +125,7 @@ def run_capture(
             read_elsewhere,
         )
     except BaseException as e:
-        shutil.rmtree(data, ignore_errors=True)
+        store.discard(capture_id)
         wrong = declaration_error(e)
         if wrong is not None:  # a declared function's lineage does not hold: say so, not Spark's trace
             raise wrong from e

@@ -108,7 +108,7 @@ def _commit(ctx: LineageContext, slots: list, action: str, name: str | None, wri
         entry = _lineage_entry(ctx, capture_id, data, slots, action)
         entry["written"] = written
     except BaseException:
-        shutil.rmtree(data, ignore_errors=True)
+        store.discard(capture_id)
         raise
     entry["seconds"] = round(time.time() - started, 3)
     return result, Capture(session, store.commit(name, entry))

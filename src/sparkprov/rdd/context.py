@@ -42,6 +42,7 @@ from ..sources.identity import RID, SourceInfo, file_fingerprint, rid_column, sa
 from ..sources.text import COMPRESSED, number_lines
 from ..store.format import Slot
 from ..store.layout import RddFolders, StoreFolders
+from ..store.lease import claim
 from . import worker
 from .frames import dataframe_from_rdd, rdd_from_dataframe
 from .lineage_rdd import LineageRDD
@@ -119,7 +120,9 @@ class LineageContext:
         self.session = session
         self.sc = sc
         check_workers(sc)  # traced records go through sparkprov's code in the Python workers
-        self._state = RddState(StoreFolders(session.store.root).rdd_context(uuid.uuid4().hex).root)
+        root = StoreFolders(session.store.root).rdd_context(uuid.uuid4().hex).root
+        claim(session.store.root, root)  # its sources and sides: not garbage while this process lives
+        self._state = RddState(root)
 
     def textFile(self, name: str, minPartitions: int | None = None, use_unicode: bool = True) -> LineageRDD:
         """The lines of the text file(s) at ``name``, as ``sc.textFile`` reads them, each

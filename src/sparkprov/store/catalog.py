@@ -23,6 +23,10 @@ columns, a forward index) then goes to a cache outside the store
 (``$SPARKPROV_CACHE``, default ``~/.cache/sparkprov``, one folder per store path),
 which ``load`` points the entry at (``lineage.path``, ``lineage.forward``).
 
+A version removed (``sparkprov rm``, ``sparkprov gc``; ``store/collect.py``) keeps its
+entry, so its number is never given again, beside a marker ``v000001.removed``: it is
+no longer listed, and loading it says it was removed.
+
 An entry with ``failed`` records a capture that was attempted and not made (by
 ``sparkprov run``), with the reason; ``load`` refuses it with ``CaptureFailed``.
 
@@ -55,6 +59,7 @@ from ..errors import CaptureFailed, CaptureNotFound, EmbeddedUnsupported, Invali
 from .entry import CaptureEntry
 from .files import listing, verify, write_atomic, write_manifest
 from .layout import StoreFolders, inside_store, local_path, relative_to_store
+from .lease import claim, release
 from .links import Links
 
 log = logging.getLogger("sparkprov")
@@ -63,6 +68,7 @@ _SAID_READ_ONLY: set[Path] = set()  # stores this process said it reads through 
 FORMAT_VERSION = 1
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$")
 _ENTRY = re.compile(r"^v(\d{6,})\.json$")
+_REMOVED = re.compile(r"^v(\d{6,})\.removed$")
 
 
 def publish_dir(tmp: Path, path: Path) -> None:
@@ -162,10 +168,19 @@ class Store:
             return False
 
     def new_data_dir(self) -> tuple[str, Path]:
+        """A fresh data directory for a capture, claimed by this process until its entry
+        is committed (``commit``) or it is given up (``discard``)."""
         capture_id = uuid.uuid4().hex
         path = self.folders.capture(capture_id).root
+        claim(self.root, path)  # first: a collector never sees it unclaimed
         path.mkdir()
         return capture_id, path
+
+    def discard(self, capture_id: str) -> None:
+        """Remove the data directory of a capture that will not be committed."""
+        path = self.folders.capture(capture_id).root
+        shutil.rmtree(path, ignore_errors=True)
+        release(path)
 
     def commit(self, name: str, entry: dict) -> CaptureEntry:
         """Publish ``entry`` (the JSON a capture made) as the next version of ``name``,
@@ -175,7 +190,7 @@ class Store:
         folder = self.folders.versions(name)
         folder.mkdir(parents=True, exist_ok=True)
         tmp = folder / f".tmp-{uuid.uuid4().hex}"
-        version = self.latest_version(name) + 1
+        version = max(self._taken(name), default=0) + 1  # removed versions' numbers too
         if entry.get("id"):
             entry = {**entry, "files": listing(self.folders.capture(entry["id"]).root)}
         entry = {**entry, "format_version": FORMAT_VERSION, "name": name, "version": version}
@@ -187,9 +202,12 @@ class Store:
                 self.links.record(typed)  # first: an index file whose entry did not commit is ignored
                 try:
                     os.link(tmp, self.folders.entry(name, version))  # fails if another writer won
-                    return typed
                 except FileExistsError:
                     version += 1
+                    continue
+                if typed.id:  # named by the entry now
+                    release(self.folders.capture(typed.id).root)
+                return typed
         finally:
             tmp.unlink(missing_ok=True)
 
@@ -209,11 +227,30 @@ class Store:
         return max(self.versions(name), default=0)
 
     def versions(self, name: str) -> list[int]:
-        """The versions of ``name`` in the catalog, oldest first."""
+        """The versions of ``name`` in the catalog, oldest first (removed ones left out)."""
+        removed = set(self.removed(name))
+        return [v for v in self._taken(name) if v not in removed]
+
+    def _taken(self, name: str) -> list[int]:
+        """Every version number of ``name`` committed, removed ones too."""
+        return self._numbered(name, _ENTRY)
+
+    def removed(self, name: str) -> list[int]:
+        """The versions of ``name`` that were removed, oldest first."""
+        return self._numbered(name, _REMOVED)
+
+    def _numbered(self, name: str, pattern: re.Pattern) -> list[int]:
         folder = self.folders.versions(name)
         if not folder.is_dir():
             return []
-        return sorted(int(m.group(1)) for p in folder.iterdir() if (m := _ENTRY.match(p.name)))
+        return sorted(int(m.group(1)) for p in folder.iterdir() if (m := pattern.match(p.name)))
+
+    def mark_removed(self, name: str, version: int, reason: str) -> None:
+        """Say that version ``version`` of ``name`` is removed: no longer listed or
+        loaded (its files are removed after this, by the caller)."""
+        marker = self.folders.entry(name, version).with_suffix(".removed")
+        when = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+        write_atomic(marker, json.dumps({"removed": when, "reason": reason}))
 
     def load(
         self, name: str, version: int | None = None, failed_ok: bool = False, verify_files: bool = True
@@ -227,10 +264,28 @@ class Store:
         versions = self.versions(name)
         if not versions:
             known = ", ".join(self.names()) or "none"
-            raise CaptureNotFound(f"no capture named {name!r} in store {self.root} (captures: {known})")
+            gone = " (every version was removed)" if self.removed(name) else ""
+            raise CaptureNotFound(f"no capture named {name!r} in store {self.root}{gone} (captures: {known})")
         version = version or versions[-1]
         if version not in versions:
+            if version in self.removed(name):
+                raise CaptureNotFound(f"capture {name!r} version {version} was removed (versions: {_spans(versions)})")
             raise CaptureNotFound(f"capture {name!r} has no version {version} (versions: {_spans(versions)})")
+        typed = self.read_entry(name, version)
+        if typed.failed and not failed_ok:
+            raise CaptureFailed(
+                f"capture {name!r} version {version} was not made: {typed.failed.get('reason')}"
+                + (f" (version {version - 1} is the one before)" if version > 1 else "")
+            )
+        if typed.id:
+            if verify_files:
+                self.verify(typed)
+            typed = self._built_elsewhere(typed)
+        return typed
+
+    def read_entry(self, name: str, version: int) -> CaptureEntry:
+        """The entry of ``name`` version ``version`` as its file holds it, removed or not,
+        its files unchecked (``StoreCorrupt`` if it cannot be read or is not that version)."""
         path = self.folders.entry(name, version)
         try:
             entry = json.loads(path.read_text())
@@ -246,17 +301,7 @@ class Store:
                 f"not {name!r} version {version}"
             )
         # every field it knows present and of its type
-        typed = CaptureEntry.from_json(inside_store(entry, self.root), str(path))
-        if typed.failed and not failed_ok:
-            raise CaptureFailed(
-                f"capture {name!r} version {version} was not made: {typed.failed.get('reason')}"
-                + (f" (version {version - 1} is the one before)" if version > 1 else "")
-            )
-        if typed.id:
-            if verify_files:
-                self.verify(typed)
-            typed = self._built_elsewhere(typed)
-        return typed
+        return CaptureEntry.from_json(inside_store(entry, self.root), str(path))
 
     def verify(self, entry: CaptureEntry) -> None:
         """Raise ``StoreCorrupt`` unless the files of capture ``entry`` are as written."""

@@ -57,7 +57,7 @@ def fingerprint(path: str | Path) -> list[int]:
         return [size, zlib.crc32(f.read(_TAIL))]
 
 
-def _files(directory: Path):
+def kept_files(directory: Path):
     """The paths of the files a listing holds, under ``directory``."""
     for dirpath, dirnames, filenames in os.walk(directory):
         dirnames[:] = [d for d in dirnames if not d.startswith(".")]
@@ -66,12 +66,12 @@ def _files(directory: Path):
 
 def listing(directory: Path) -> dict[str, list[int]]:
     """``{path relative to directory: fingerprint}`` of the files under ``directory``."""
-    return {os.path.relpath(path, directory): fingerprint(path) for path in _files(directory)}
+    return {os.path.relpath(path, directory): fingerprint(path) for path in kept_files(directory)}
 
 
 def total_bytes(directory: Path) -> int:
     """The bytes of the files a listing of ``directory`` holds (their sizes alone)."""
-    return sum(os.stat(path).st_size for path in _files(directory))
+    return sum(os.stat(path).st_size for path in kept_files(directory))
 
 
 def write_manifest(directory: Path) -> None:
@@ -131,3 +131,12 @@ def write_atomic(path: Path, text: str) -> None:
     tmp = path.with_name(f".{path.name}.{uuid.uuid4().hex}")
     tmp.write_text(text)
     os.replace(tmp, path)
+
+
+def human_bytes(n: int) -> str:
+    """``1536`` as ``'1.5 KiB'``."""
+    for unit in ("B", "KiB", "MiB", "GiB"):
+        if n < 1024 or unit == "GiB":
+            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
+        n /= 1024
+    return f"{n:.1f} TiB"

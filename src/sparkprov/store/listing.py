@@ -3,24 +3,56 @@
 A damaged entry or file does not stop the listing: that version is shown as damaged,
 with the reason, and every other one as usual.
 
->>> human_bytes(1536)
-'1.5 KiB'
+>>> table([{"name": "sums", "version": 1, "damaged": "no entry"}]).splitlines()[-1]
+'sums v1 damaged: no entry'
 """
 
 from __future__ import annotations
 
+import os
+from pathlib import Path
+
 from ..errors import CaptureFailed, StoreCorrupt
 from .catalog import Store
+from .contents import local
 from .entry import CaptureEntry
-from .files import parquet_files, total_bytes
+from .files import human_bytes, kept_files, parquet_files, total_bytes
 from .layout import StoreFolders
 
 COLUMNS = ("name", "version", "created", "strategy", "seconds", "rows", "size", "sources")
+# what a capture keeps, by the folder of its data directory it is in
+PARTS = {
+    "output": "output",
+    "lineage": "lineage",
+    "shared": "lineage",
+    "sides": "witnesses",
+    "snapshots": "snapshots",
+    "forward": "indexes",
+    "drill": "indexes",
+    "partitioned": "indexes",
+}
+PART_COLUMNS = ("output", "lineage", "witnesses", "snapshots", "indexes", "written")
 
 
-def describe(store: Store, name: str, version: int) -> dict:
+def parts(store: Store, entry: CaptureEntry) -> dict[str, int]:
+    """Bytes of what capture ``entry`` keeps, by part (``PART_COLUMNS``): its data
+    directory's folders, and the files it wrote into the store for the user (a
+    checkpoint's rows, a mark's)."""
+    sizes = dict.fromkeys(PART_COLUMNS, 0)
+    data = StoreFolders(store.root).capture(entry.id).root
+    for path in kept_files(data):
+        top = Path(os.path.relpath(path, data)).parts[0]
+        sizes[PARTS.get(top, "indexes")] += os.stat(path).st_size
+    written = local((entry.written or {}).get("path") or "")
+    if written is not None and written.is_relative_to(store.root) and written != store.root:
+        sizes["written"] = total_bytes(written)
+    return sizes
+
+
+def describe(store: Store, name: str, version: int, sizes: bool = False) -> dict:
     """One listing row: name, version, created, strategy, seconds, output rows, bytes in
-    the store and sources; ``failed`` or ``damaged`` (the reason) instead when so."""
+    the store and sources (``sizes``: bytes by part too); ``failed`` or ``damaged`` (the
+    reason) instead when so."""
     try:
         entry = store.load(name, version, failed_ok=True)
     except (StoreCorrupt, CaptureFailed) as exc:
@@ -33,7 +65,29 @@ def describe(store: Store, name: str, version: int) -> dict:
     row["seconds"] = entry.seconds
     row["rows"] = _output_rows(entry)
     row["bytes"] = total_bytes(data)  # load checked the files: their sizes alone here
+    if sizes:
+        row["parts"] = parts(store, entry)
+        row["bytes"] += row["parts"]["written"]
     return row
+
+
+def totals(store: Store) -> dict:
+    """The store's bytes in all, in its captures' data directories, and in its orphans
+    (``store/collect.py``)."""
+    from .collect import find_orphans
+
+    orphans = find_orphans(store)
+    return {
+        "bytes": sum(os.lstat(p).st_size for p in _all_files(store.root)),
+        "captures": sum(os.lstat(p).st_size for p in _all_files(store.folders.data)),
+        "orphans": sum(o.bytes for o in orphans),
+        "orphan_count": len(orphans),
+    }
+
+
+def _all_files(root: Path):
+    for dirpath, _, filenames in os.walk(root):
+        yield from (os.path.join(dirpath, name) for name in filenames)
 
 
 def _output_rows(entry: CaptureEntry) -> int | None:
@@ -45,25 +99,20 @@ def _output_rows(entry: CaptureEntry) -> int | None:
         return None
 
 
-def human_bytes(n: int) -> str:
-    for unit in ("B", "KiB", "MiB", "GiB"):
-        if n < 1024 or unit == "GiB":
-            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
-        n /= 1024
-    return f"{n:.1f} TiB"
-
-
-def table(rows: list[dict]) -> str:
-    """The rows as an aligned text table; failed and damaged versions say why."""
-    lines = [list(COLUMNS)]
+def table(rows: list[dict], sizes: bool = False) -> str:
+    """The rows as an aligned text table (``sizes``: a column per part before the
+    sources); failed and damaged versions say why."""
+    columns = [*COLUMNS[:-1], *(PART_COLUMNS if sizes else ()), COLUMNS[-1]]
+    lines = [columns]
     notes = []
     for r in rows:
         if "failed" in r or "damaged" in r:
             status = "FAILED" if "failed" in r else "DAMAGED"
             reason = r["failed"]["reason"] if "failed" in r else r["damaged"]
-            lines.append([r["name"], f"v{r['version']}", r.get("created") or "", status, "", "", "", ""])
+            lines.append([r["name"], f"v{r['version']}", r.get("created") or "", status] + [""] * (len(columns) - 4))
             notes.append(f"{r['name']} v{r['version']} {status.lower()}: {reason}")
             continue
+        by_part = [human_bytes(r["parts"][p]) if r["parts"][p] else "" for p in PART_COLUMNS] if sizes else []
         lines.append(
             [
                 r["name"],
@@ -73,9 +122,10 @@ def table(rows: list[dict]) -> str:
                 "" if r["seconds"] is None else f"{r['seconds']:.1f}",
                 "" if r["rows"] is None else f"{r['rows']:,}",
                 human_bytes(r["bytes"]),
+                *by_part,
                 ", ".join(r["sources"]),
             ]
         )
-    widths = [max(len(line[i]) for line in lines) for i in range(len(COLUMNS))]
+    widths = [max(len(line[i]) for line in lines) for i in range(len(columns))]
     text = ["  ".join(cell.ljust(w) for cell, w in zip(line, widths)).rstrip() for line in lines]
     return "\n".join(text + ([""] + notes if notes else []))

@@ -1,0 +1,138 @@
+"""What a store's catalog names: every entry read once (committed, removed or damaged),
+the paths inside the store each names, which captures read what another wrote, and
+which capture versions a workflow's records name. ``sparkprov check`` and the garbage
+collector (``store/collect.py``) both start here.
+
+>>> import tempfile
+>>> contents = read_contents(Store(tempfile.mkdtemp()))
+>>> contents.live, contents.damaged
+({}, {})
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from ..errors import EmbeddedUnsupported, StoreCorrupt
+from .catalog import Store
+from .entry import CaptureEntry
+from .layout import StoreFolders, local_path
+from .links import dataset_files
+from .workflow_record import initial_state, records
+
+Version = tuple[str, int]  # (capture name, version)
+
+
+@dataclass
+class Contents:
+    """The catalog of one store, read at one moment."""
+
+    root: Path
+    live: dict[Version, CaptureEntry] = field(default_factory=dict)  # committed and not removed (failed ones too)
+    removed: dict[Version, CaptureEntry] = field(default_factory=dict)
+    damaged: dict[Version, str] = field(default_factory=dict)  # entries that cannot be read: why
+    # capture versions the records of a workflow name: who names them ("workflow w execution 2")
+    in_workflows: dict[Version, list[str]] = field(default_factory=dict)
+    workflow_damage: list[str] = field(default_factory=list)
+
+    def named(self, keep=lambda version: True) -> tuple[set[str], list[Path]]:
+        """The data directories (capture ids) and the paths inside the store that the
+        live entries ``keep`` accepts name."""
+        ids: set[str] = set()
+        paths: list[Path] = []
+        for version, entry in self.live.items():
+            if keep(version):
+                if entry.id:
+                    ids.add(entry.id)
+                paths.extend(paths_named(entry, self.root))
+        return ids, paths
+
+    def readers(self, version: Version) -> list[Version]:
+        """The live captures that read what capture ``version`` keeps or wrote (its output,
+        its written files, in the store or not): removing it cuts their traces short."""
+        entry = self.live.get(version) or self.removed.get(version)
+        if entry is None or entry.id is None:
+            return []
+        inside = [StoreFolders(self.root).capture(entry.id).root]
+        written = entry.written or {}
+        if written.get("path"):
+            path = local(written["path"])
+            if path is not None and path.is_relative_to(self.root):
+                inside.append(path)
+        dataset = dataset_files(written.get("files") or [])
+        found = []
+        for other, reader in self.live.items():
+            if other == version or reader.failed:
+                continue
+            reads = any(
+                (source.kind == "parquet" and dataset and dataset_files(source.original) == dataset)
+                or any(p.is_relative_to(d) for p in _source_paths(source) for d in inside)
+                for source in reader.sources.values()
+            )
+            if reads:
+                found.append(other)
+        return sorted(found)
+
+
+def local(path: str) -> Path | None:
+    """The local path a stored path or ``file:`` URI names; None for another file system's."""
+    try:
+        return Path(local_path(path))
+    except EmbeddedUnsupported:  # another file system's: never inside a local store
+        return None
+
+
+def _source_paths(source) -> list[Path]:
+    spelled = [f[0] for f in source.files] + [f[0] for f in source.original] + list(source.roots)
+    return [p for p in map(local, spelled) if p is not None]
+
+
+def paths_named(entry: CaptureEntry, root: Path) -> list[Path]:
+    """The paths inside the store at ``root`` that ``entry`` names: its output, lineage
+    and written files, and its sources' files (an RDD context's copies, checkpoints)."""
+    spelled: list[str] = []
+    if entry.output:
+        spelled.append(entry.output.path)
+    if entry.lineage:
+        spelled += [p for p in (entry.lineage.path, entry.lineage.shared) if p]
+    written = entry.written or {}
+    if written.get("path"):
+        spelled.append(written["path"])
+    spelled += [f[0] for f in written.get("files") or []]
+    found = [p for p in map(local, spelled) if p is not None]
+    for source in entry.sources.values():
+        found += _source_paths(source)
+    return [Path(os.path.normpath(p)) for p in found if p.is_relative_to(root)]
+
+
+def read_contents(store: Store) -> Contents:
+    """Every entry of ``store``'s catalog, and what its workflows' records name."""
+    contents = Contents(store.root)
+    catalog = store.folders.catalog
+    names = sorted(p.name for p in catalog.iterdir() if p.is_dir()) if catalog.is_dir() else []
+    for name in names:
+        removed = set(store.removed(name))
+        for version in store._taken(name):
+            try:
+                entry = store.read_entry(name, version)
+            except StoreCorrupt as exc:
+                contents.damaged[(name, version)] = str(exc)
+                continue
+            (contents.removed if version in removed else contents.live)[(name, version)] = entry
+    workflows = store.root / "workflows"
+    for folder in sorted(workflows.iterdir()) if workflows.is_dir() else []:
+        wf = StoreFolders(store.root).workflow(folder.name)
+        try:
+            for name, version in initial_state(wf).values():
+                contents.in_workflows.setdefault((name, version), []).append(f"workflow {folder.name}'s initial state")
+            for record in records(wf):
+                who = f"workflow {folder.name} execution {record.execution}"
+                named = list(record.inputs.values()) + [w[1:] for i in record.invocations for w in i.writes.values()]
+                for name, version in named:
+                    if version:
+                        contents.in_workflows.setdefault((name, version), []).append(who)
+        except (StoreCorrupt, ValueError, TypeError) as exc:
+            contents.workflow_damage.append(f"workflow {folder.name}: {exc}")
+    return contents
