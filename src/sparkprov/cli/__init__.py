@@ -10,7 +10,6 @@
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import sys
 import warnings
@@ -25,10 +24,9 @@ def build_parser() -> argparse.ArgumentParser:
     demo = sub.add_parser("demo", help="run Titian's running example end to end")
     demo.add_argument("--store", help="keep the demo's captures in this store (default: a temporary one)")
 
-    caps = sub.add_parser("captures", help="list the captures in a store")
-    caps.add_argument("--store", default=None, help="store directory (default $SPARKPROV_STORE or ./.sparkprov)")
-    caps.add_argument("--all-versions", action="store_true", help="every version, not only the newest")
-    caps.add_argument("--json", action="store_true", help="print JSON")
+    from .store import add_parser as add_store_parser
+
+    add_store_parser(sub)
 
     run = sub.add_parser("run", help="run an unchanged PySpark script with every action captured")
     run.add_argument("--store", default=None, help="store directory (default $SPARKPROV_STORE or ./.sparkprov)")
@@ -279,24 +277,6 @@ def _trace(args: argparse.Namespace) -> int:
     return 0
 
 
-def _captures(args: argparse.Namespace) -> int:
-    from ..store.listing import describe, table
-
-    store = _store(args)
-    rows = []
-    for name in store.names():
-        versions = store.versions(name)
-        for version in versions if args.all_versions else versions[-1:]:
-            rows.append(describe(store, name, version))
-    if args.json:
-        print(json.dumps(rows, indent=1))
-    elif not rows:
-        print(f"no captures in {store.root}")
-    else:
-        print(table(rows))
-    return 0
-
-
 def _warn(message, category, filename, lineno, file=None, line=None) -> None:
     print(f"sparkprov: warning: {message}", file=sys.stderr)
 
@@ -320,8 +300,10 @@ def _main(args: argparse.Namespace) -> int:
             from ..demo import main as demo_main
 
             return demo_main(args.store)
-        if args.command == "captures":
-            return _captures(args)
+        if args.command in ("captures", "check", "gc", "rm"):
+            from .store import main as store_main
+
+            return store_main(args, _store(args))
         if args.command == "run":
             from ..script.runner import run_script
 
