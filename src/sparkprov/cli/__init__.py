@@ -185,6 +185,13 @@ def build_parser() -> argparse.ArgumentParser:
     fn.add_argument("--replicas", type=int, default=100, help="genomics: copies of the 96 patients (default 100)")
     fn.add_argument("--max-disk-mb", default="1,5,10,20,50,100", help="genomics: the optimizer's disk budgets (MB)")
     fn.add_argument("--json", dest="json_out", help="write the results as JSON to this file")
+    fa = bench_sub.add_parser("faults", help="a capturing driver killed with SIGKILL at random moments: check, traces")
+    fa.add_argument("--kills", type=int, default=20, help="workers killed (default 20)")
+    fa.add_argument("--sf", type=float, default=0.01, help="TPC-H scale factor of Q3 and Q18 (default 0.01)")
+    fa.add_argument("--seed", type=int, default=0, help="the kill moments' seed")
+    fa.add_argument("--data", default="data/tpch", help="where TPC-H data is generated (default data/tpch)")
+    fa.add_argument("--work", default="data/faults", help="where the store and the word count's text go")
+    fa.add_argument("--json", dest="json_out", help="write the results as JSON to this file")
     gb = bench_sub.add_parser("graph", help="the lineage graph: build time, storage, RQ / CCProv / CSProv traces")
     gb.add_argument("--edges", default="1M", help="comma-separated graph sizes in triples (default 1M)")
     gb.add_argument("--threshold", type=int, default=25_000, help="nodes from which a component is split into sets")
@@ -340,6 +347,10 @@ def _main(args: argparse.Namespace) -> int:
             from ..bench.functions import main as functions_main
 
             return functions_main(args)
+        if args.command == "bench" and args.bench_command == "faults":
+            from ..bench.faults import main as faults_main
+
+            return faults_main(args)
         if args.command == "bench" and args.bench_command == "graph":
             from ..bench.graph import main as graph_bench_main
 
