@@ -23,6 +23,10 @@ columns, a forward index) then goes to a cache outside the store
 (``$SPARKPROV_CACHE``, default ``~/.cache/sparkprov``, one folder per store path),
 which ``load`` points the entry at (``lineage.path``, ``lineage.forward``).
 
+Each entry carries the SHA-256 of the rest of its JSON (``digest``), checked when it is
+read: a byte changed anywhere in it (a path, a source's number) would otherwise read
+as an entry that loads and answers wrongly. Entries of an earlier sparkprov have none.
+
 A version removed (``sparkprov rm``, ``sparkprov gc``; ``store/collect.py``) keeps its
 entry, so its number is never given again, beside a marker ``v000001.removed``: it is
 no longer listed, and loading it says it was removed.
@@ -69,6 +73,12 @@ FORMAT_VERSION = 1
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$")
 _ENTRY = re.compile(r"^v(\d{6,})\.json$")
 _REMOVED = re.compile(r"^v(\d{6,})\.removed$")
+
+
+def _digest(entry: dict) -> str:
+    """The SHA-256 of ``entry``'s JSON without its ``digest``, keys sorted."""
+    body = {k: v for k, v in entry.items() if k != "digest"}
+    return hashlib.sha256(json.dumps(body, sort_keys=True, separators=(",", ":")).encode()).hexdigest()
 
 
 def publish_dir(tmp: Path, path: Path) -> None:
@@ -198,7 +208,9 @@ class Store:
         try:
             while True:
                 typed = replace(typed, version=version)
-                tmp.write_text(json.dumps(relative_to_store(typed.to_json(), self.root), indent=1))
+                stored = relative_to_store(typed.to_json(), self.root)
+                stored["digest"] = _digest(stored)
+                tmp.write_text(json.dumps(stored, indent=1))
                 self.links.record(typed)  # first: an index file whose entry did not commit is ignored
                 try:
                     os.link(tmp, self.folders.entry(name, version))  # fails if another writer won
@@ -293,6 +305,9 @@ class Store:
             raise StoreCorrupt(f"catalog entry {path} cannot be read: {exc}") from None
         if not isinstance(entry, dict):
             raise StoreCorrupt(f"catalog entry {path} is not a capture's entry")
+        digest = entry.pop("digest", None)
+        if digest is not None and digest != _digest(entry):
+            raise StoreCorrupt(f"catalog entry {path} is not as written: its digest does not match its contents")
         if entry.get("format_version") != FORMAT_VERSION:
             raise StoreCorrupt(f"{path} has format version {entry.get('format_version')}")
         if entry.get("name") != name or entry.get("version") != version:
