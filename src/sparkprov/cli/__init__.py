@@ -17,8 +17,26 @@ import warnings
 from ..errors import SourceChangedWarning, SparkprovError
 
 
+def printable(text: str) -> str:
+    r"""``text`` on one line: characters a terminal would not show as they are (a
+    newline in a predicate, a NUL) written as escapes.
+
+    >>> printable("one" + chr(10) + "two")
+    'one\\ntwo'
+    """
+    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse's parser, its usage errors on one line whatever the arguments held."""
+
+    def error(self, message: str):
+        self.print_usage(sys.stderr)
+        self.exit(2, f"{self.prog}: error: {printable(message)}\n")
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="sparkprov", description="Record-level lineage for PySpark.")
+    parser = _Parser(prog="sparkprov", description="Record-level lineage for PySpark.")
     sub = parser.add_subparsers(dest="command", required=True)
 
     demo = sub.add_parser("demo", help="run Titian's running example end to end")
@@ -297,7 +315,7 @@ def main(argv: list[str] | None = None) -> int:
         try:
             return _main(args)
         except SourceChangedWarning as exc:
-            print(f"sparkprov: error: {exc}", file=sys.stderr)
+            print(f"sparkprov: error: {printable(str(exc))}", file=sys.stderr)
             return 1
 
 
@@ -381,7 +399,7 @@ def _main(args: argparse.Namespace) -> int:
 
             return bench_main(args)
     except (SparkprovError, ValueError, FileNotFoundError) as exc:
-        print(f"sparkprov: error: {exc}", file=sys.stderr)
+        print(f"sparkprov: error: {printable(str(exc))}", file=sys.stderr)
         return 1
     return 2
 
