@@ -2,10 +2,10 @@
 
 A worker process (this module run as a script) captures TPC-H Q3 and Q18 and an RDD
 word count into one store, one after the other. The first worker runs to the end: its
-captures are the clean ones every later answer is compared with. Each later worker is
-killed at a moment drawn uniformly over the time the clean one took (its session
-started: planning, the query, lineage being written, the catalog's commit), and after
-each kill:
+captures are the clean ones every later answer is compared with, and the time each
+took is measured. Each later worker is killed while making a capture drawn at random,
+at a moment drawn uniformly over the time the clean worker took to make it (planning,
+the query, lineage being written, the catalog's commit), and after each kill:
 
 - the store passes ``sparkprov check`` (what the kill left are orphans, not damage);
 - every version committed so far loads (its files checked), and the versions the
@@ -14,7 +14,8 @@ each kill:
 - the capture being made when the kill came is invisible or complete (no entry names
   a half-written capture, or the check above fails).
 
-At the end ``gc`` removes every orphan and the store checks whole with none left.
+At the end ``gc`` removes every orphan, the store checks whole with none left, and
+each capture's newest version traces as the clean one.
 
 >>> sorted(CAPTURES)
 ['q18', 'q3', 'words']
@@ -42,7 +43,7 @@ def _worker(store: str, tpch_dir: str, text: str) -> None:
     from ..local import local_session
     from . import tpch
 
-    spark = local_session("sparkprov-faults-worker", shuffle_partitions=2, driver_memory="1g", quiet=True)
+    spark = local_session("sparkprov-faults-worker", 2, "1g", quiet=True, **{"spark.ui.showConsoleProgress": "false"})
     session = sp.LineageSession(spark, store=store)
     tpch.register(spark, tpch_dir)
     print("started", flush=True)
@@ -75,26 +76,37 @@ class Killer:
         self.args = [sys.executable, "-m", "sparkprov.bench.faults", "--worker", str(store), str(tpch_dir), str(text)]
         self.said = store.with_name(store.name + ".said")  # what a worker printed (a file: read while it runs)
 
-    def run(self, kill_after: float | None) -> tuple[list[str], float, bool]:
-        """One worker; killed ``kill_after`` seconds after its session started (None:
-        not). Returns what it said, the seconds from its start to its end, and
-        whether it was killed."""
-        with open(self.said, "w") as out:
-            proc = subprocess.Popen(self.args, stdout=out, stderr=subprocess.PIPE, text=True)
-        while proc.poll() is None and "started" not in self.said.read_text():
-            time.sleep(0.02)
-        started = time.monotonic()
-        if kill_after is not None:
-            try:
-                proc.wait(timeout=kill_after)
-            except subprocess.TimeoutExpired:
+    def run(self, kill: tuple[str, float] | None) -> tuple[dict[str, float], bool]:
+        """One worker; with ``kill`` = (capture, seconds), killed that long after it
+        began that capture. Returns each line it said with the seconds since its session
+        started when it was seen, and whether it was killed."""
+        errors = self.said.with_suffix(".err")  # a file, not a pipe: nothing it writes can block it
+        with open(self.said, "w") as out, open(errors, "w") as err:
+            proc = subprocess.Popen(self.args, stdout=out, stderr=err, text=True)
+        seen: dict[str, float] = {}
+        started = None
+        deadline = None
+        while proc.poll() is None:
+            now = time.monotonic()
+            for line in self.said.read_text().splitlines():
+                if line.strip() and line.strip() not in seen:
+                    started = started if started is not None else now
+                    seen[line.strip()] = now - started
+            if kill is not None and deadline is None and f"begin {kill[0]}" in seen:
+                deadline = now + kill[1]
+            if deadline is not None and now >= deadline:
                 os.kill(proc.pid, signal.SIGKILL)
-        err = proc.communicate()[1]
+                break
+            time.sleep(0.01)
+        proc.wait()
         killed = proc.returncode == -signal.SIGKILL
         if proc.returncode != 0 and not killed:
-            raise RuntimeError(f"the worker failed ({proc.returncode}): {err[-2000:]}")
-        said = [line.strip() for line in self.said.read_text().splitlines() if line.strip()]
-        return said, time.monotonic() - started, killed
+            raise RuntimeError(f"the worker failed ({proc.returncode}): {errors.read_text()[-2000:]}")
+        end = time.monotonic() - (started or time.monotonic())
+        for line in self.said.read_text().splitlines():  # what it said after the last look
+            if line.strip():
+                seen.setdefault(line.strip(), end)
+        return seen, killed
 
 
 def run(session, store: Path, tpch_dir: Path, text: Path, kills: int, seed: int = 0, progress=print) -> dict:
@@ -106,13 +118,15 @@ def run(session, store: Path, tpch_dir: Path, text: Path, kills: int, seed: int 
 
     rng = random.Random(seed)
     killer = Killer(store, tpch_dir, text)
-    said, clean_seconds, _ = killer.run(None)
+    said, _ = killer.run(None)
     clean = {line.split()[1]: int(line.split()[2]) for line in said if line.startswith("committed")}
+    took = {n: said[f"committed {n} {v}"] - said[f"begin {n}"] for n, v in clean.items()}
     expected = {name: answers(session, name, version) for name, version in clean.items()}
     runs, differences, damaged = [], [], []
     for i in range(kills):
-        moment = rng.uniform(0, clean_seconds)
-        said, seconds, killed = killer.run(moment)
+        target = rng.choice(CAPTURES)
+        moment = rng.uniform(0, took[target])
+        said, killed = killer.run((target, moment))
         opened = Store(store)
         report = check_store(opened)
         if not report.ok:
@@ -132,6 +146,7 @@ def run(session, store: Path, tpch_dir: Path, text: Path, kills: int, seed: int 
         orphans = [o for o in report.orphans if o.path.parent == opened.folders.data]
         runs.append(
             {
+                "target": target,
                 "after": round(moment, 2),
                 "killed": killed,
                 "during": during,
@@ -142,10 +157,14 @@ def run(session, store: Path, tpch_dir: Path, text: Path, kills: int, seed: int 
         )
         progress(f"kill {i + 1}/{kills}: {json.dumps(runs[-1])}")
     garbage = collect_garbage(Store(store), grace=0)
+    for name in CAPTURES:  # what gc removed (the RDD contexts' folders too) was nothing a capture needs
+        version = Store(store).latest_version(name)
+        if answers(session, name, version) != expected[name]:
+            differences.append({"kill": "after gc", "capture": f"{name}@{version}"})
     final = check_store(Store(store))
     versions = {n: Store(store).versions(n) for n in CAPTURES}
     return {
-        "clean_seconds": round(clean_seconds, 2),
+        "clean_seconds": {n: round(s, 2) for n, s in took.items()},
         "kills": sum(r["killed"] for r in runs),
         "runs": runs,
         "differences": differences,

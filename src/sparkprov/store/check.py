@@ -79,6 +79,7 @@ def check_store(store: Store, deep: bool = False, progress: Callable[[int, int, 
     contents = read_contents(store)
     report.errors += [message for message in contents.damaged.values()]
     report.errors += contents.workflow_damage
+    report.errors += _gaps(store)
     made = {v: e for v, e in contents.live.items() if e.id}
     report.entries = len(contents.live)
     for done, (version, entry) in enumerate(sorted(made.items()), 1):
@@ -96,6 +97,20 @@ def check_store(store: Store, deep: bool = False, progress: Callable[[int, int, 
             progress(done, len(made), label)
     report.orphans = find_orphans(store, contents)
     return report
+
+
+def _gaps(store: Store) -> list[str]:
+    """Versions are numbered without gaps (a removed one keeps its entry): one missing
+    below the newest is an entry lost."""
+    found = []
+    catalog = store.folders.catalog
+    for folder in sorted(p for p in catalog.iterdir() if p.is_dir()) if catalog.is_dir() else []:
+        taken = store._taken(folder.name)
+        missing = sorted(set(range(1, max(taken, default=0) + 1)) - set(taken))
+        if missing:
+            lost = ", ".join(f"v{v}" for v in missing)
+            found.append(f"capture {folder.name!r}: the catalog entries of {lost} are missing (later versions exist)")
+    return found
 
 
 def _read_parquet(store: Store, entry: CaptureEntry, label: str, deep: bool, report: Report) -> None:
