@@ -163,7 +163,7 @@ class Planner:
         self.store.verify(self.entry)
 
     def check_source(self, source: Any) -> None:
-        if source not in self.infos:
+        if not isinstance(source, str) or source not in self.infos:
             raise no_such_source(self.entry, source)
 
     def output(self, ordered: bool = False) -> DataFrame:
