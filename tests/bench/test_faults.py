@@ -18,3 +18,12 @@ def test_a_killed_driver_leaves_a_whole_store(spark, tpch_dir, tmp_path):
     assert all(1 <= len(result["versions"][name]) <= 3 for name in CAPTURES)
     assert sum(r["traced"] for r in result["runs"]) >= 1
     assert result["final_check"] == {"ok": True, "orphans": 0}
+
+
+def test_writers_and_readers_at_once(tmp_path):
+    from sparkprov.bench.concurrency import run as concurrently
+
+    result = concurrently(tmp_path / "store", writers=2, readers=1, seconds=0, least=3)
+    assert result["problems"] == [] and result["orphans"] == 0
+    assert result["captures"] == 6 and result["versions"] == {"shared": 4, "own0": 1, "own1": 1}
+    assert result["reads"][0] > result["captures"]  # it read while they wrote, again and again

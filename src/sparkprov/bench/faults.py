@@ -201,10 +201,20 @@ def main(args: argparse.Namespace) -> int:
     finally:
         spark.stop()
     result = {"sf": args.sf, "seed": args.seed, **result}
+    if args.concurrency_seconds:
+        from .concurrency import run as concurrently
+
+        seconds = args.concurrency_seconds
+        print(f"concurrency: {args.writers} writers, {args.readers} readers, {seconds:g} s", flush=True)
+        result["concurrency"] = concurrently(
+            work / f"concurrent-{int(time.time())}", args.writers, args.readers, args.concurrency_seconds
+        )
     print(json.dumps({k: v for k, v in result.items() if k != "runs"}, indent=1))
     if args.json_out:
         Path(args.json_out).write_text(json.dumps(result, indent=1))
-    return 0 if not result["differences"] and not result["damaged"] and result["final_check"]["ok"] else 1
+    concurrent = result.get("concurrency", {"problems": []})
+    fine = not result["differences"] and not result["damaged"] and result["final_check"]["ok"]
+    return 0 if fine and not concurrent["problems"] else 1
 
 
 if __name__ == "__main__":

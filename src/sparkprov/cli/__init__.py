@@ -209,6 +209,14 @@ def build_parser() -> argparse.ArgumentParser:
     fa.add_argument("--seed", type=int, default=0, help="the kill moments' seed")
     fa.add_argument("--data", default="data/tpch", help="where TPC-H data is generated (default data/tpch)")
     fa.add_argument("--work", default="data/faults", help="where the store and the word count's text go")
+    fa.add_argument(
+        "--concurrency-seconds",
+        type=float,
+        default=180,
+        help="writers capturing this long while readers trace (default 180; 0: skip)",
+    )
+    fa.add_argument("--writers", type=int, default=4, help="processes capturing into one store at once (default 4)")
+    fa.add_argument("--readers", type=int, default=2, help="processes listing, loading and tracing (default 2)")
     fa.add_argument("--json", dest="json_out", help="write the results as JSON to this file")
     gb = bench_sub.add_parser("graph", help="the lineage graph: build time, storage, RQ / CCProv / CSProv traces")
     gb.add_argument("--edges", default="1M", help="comma-separated graph sizes in triples (default 1M)")
