@@ -141,3 +141,14 @@ def test_gc_reads_every_entry_before_removing_anything(session, spark):
         session.collect_garbage(keep_versions=1)
     report = check_store(session.store)
     assert not report.ok and "v000001.json cannot be read" in report.errors[0]
+
+
+def test_a_store_this_process_cannot_write_is_not_collected(session, spark, monkeypatch):
+    capture_numbers(session, "a", 1)
+    monkeypatch.setattr(type(session.store), "writable", property(lambda self: False))
+    with pytest.raises(sp.InvalidArgument, match="cannot be written by this process"):
+        session.remove("a")
+    with pytest.raises(sp.InvalidArgument, match="cannot be written by this process"):
+        session.collect_garbage()
+    assert [r["version"] for r in session.remove("a", dry_run=True).removed] == ["a@1"]
+    assert session.store.versions("a") == [1]

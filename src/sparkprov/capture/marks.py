@@ -29,7 +29,7 @@ from ..plan.catalyst import Bridge, JPlan
 from ..plan.written import read_written
 from ..store.catalog import check_name
 from ..store.layout import StoreFolders
-from ..store.lease import claim
+from ..store.lease import claim, release
 
 _PREFIX = "__sp_mark__"
 
@@ -85,10 +85,12 @@ def capture_marks(
         mark_name = alias[len(_PREFIX) :]
         if mark_name not in done:
             path = str(StoreFolders(store_root).mark(name, mark_name, uuid.uuid4().hex))
-            # kept until this process ends: the outer capture that names these rows commits later
-            claim(Path(store_root), Path(path))
+            claim(store_root, Path(path))  # not garbage while the mark's capture writes them
             (sub,) = new_kids
-            capture(bridge.to_dataframe(sub), f"{name}.{mark_name}", named, path)
+            try:
+                capture(bridge.to_dataframe(sub), f"{name}.{mark_name}", named, path)
+            finally:
+                release(Path(path))  # named by the mark's entry now, or given up
             done[mark_name] = path
         # a fresh read per occurrence (fresh attributes), renamed to the ids the plan above uses
         leaf = bridge.analyzed(read_written(bridge.spark, done[mark_name]))

@@ -215,6 +215,11 @@ def _parse_version(spec: str) -> tuple[str, int | None]:
     return name, int(version)
 
 
+def _writable(store: Store, dry_run: bool) -> None:
+    if not dry_run and not store.writable:
+        raise InvalidArgument(f"store {store.root} cannot be written by this process: nothing can be removed")
+
+
 def _drop(
     store: Store, contents: Contents, version: Version, why: str, garbage: Garbage, force: bool, together: set
 ) -> None:
@@ -250,6 +255,7 @@ def remove(store: Store, spec: str, force: bool = False, dry_run: bool = False) 
     """Remove capture ``spec`` (``name``: every version; ``name@version``: that one),
     unless another capture reads it or a workflow names it (``force``: anyway)."""
     name, version = _parse_version(spec)
+    _writable(store, dry_run)
     contents = read_contents(store)
     versions = [version] if version is not None else store.versions(name)
     if version is not None and version not in store.versions(name):
@@ -286,6 +292,7 @@ def collect_garbage(
         raise InvalidArgument(
             f"keep_versions is a whole number from 1 (the newest is always kept), not {keep_versions!r}"
         )
+    _writable(store, dry_run)
     contents = read_contents(store)
     if contents.damaged:
         raise StoreCorrupt(
