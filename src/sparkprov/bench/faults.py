@@ -209,12 +209,21 @@ def main(args: argparse.Namespace) -> int:
         result["concurrency"] = concurrently(
             work / f"concurrent-{int(time.time())}", args.writers, args.readers, args.concurrency_seconds
         )
+    if args.resources_rows:
+        from .resources import run as resources
+
+        print(f"resources: {args.resources_rows:,} rows under a {args.driver_memory} driver", flush=True)
+        spark = local_session("sparkprov-bench-resources", quiet=True, **{"spark.ui.showConsoleProgress": "false"})
+        try:
+            result["resources"] = resources(work, args.resources_rows, 100, args.driver_memory, spark)
+        finally:
+            spark.stop()
     print(json.dumps({k: v for k, v in result.items() if k != "runs"}, indent=1))
     if args.json_out:
         Path(args.json_out).write_text(json.dumps(result, indent=1))
     concurrent = result.get("concurrency", {"problems": []})
     fine = not result["differences"] and not result["damaged"] and result["final_check"]["ok"]
-    return 0 if fine and not concurrent["problems"] else 1
+    return 0 if fine and not concurrent["problems"] and "failed" not in result.get("resources", {}) else 1
 
 
 if __name__ == "__main__":

@@ -217,6 +217,8 @@ def build_parser() -> argparse.ArgumentParser:
     )
     fa.add_argument("--writers", type=int, default=4, help="processes capturing into one store at once (default 4)")
     fa.add_argument("--readers", type=int, default=2, help="processes listing, loading and tracing (default 2)")
+    fa.add_argument("--resources-rows", type=int, default=0, help="an aggregate over this many rows' lineage (0: skip)")
+    fa.add_argument("--driver-memory", default="2g", help="the driver's memory for --resources-rows (default 2g)")
     fa.add_argument("--json", dest="json_out", help="write the results as JSON to this file")
     gb = bench_sub.add_parser("graph", help="the lineage graph: build time, storage, RQ / CCProv / CSProv traces")
     gb.add_argument("--edges", default="1M", help="comma-separated graph sizes in triples (default 1M)")
