@@ -135,6 +135,11 @@ def _units(root: Path) -> list[tuple[Path, str]]:
     return found
 
 
+def _units_of(root: Path, paths: list[Path]) -> set[Path]:
+    """The top-level directories (``data/<id>``, ``checkpoints/<name>``...) ``paths`` lie in."""
+    return {root.joinpath(*p.relative_to(root).parts[:2]) for p in paths if len(p.relative_to(root).parts) >= 2}
+
+
 def find_orphans(store: Store, contents: Contents | None = None, now: float | None = None) -> list[Orphan]:
     """Everything in ``store`` that no live entry names (see the module's docstring)."""
     contents = contents or read_contents(store)
@@ -143,11 +148,12 @@ def find_orphans(store: Store, contents: Contents | None = None, now: float | No
     ids, paths = contents.named()
     removed_ids = {e.id for e in contents.removed.values() if e.id}
     found: list[Orphan] = []
-    whole: list[Path] = []  # orphans removed whole: nothing inside them is listed again
+    whole = {root / "leases"}  # not looked into: orphans removed whole, and the leases
+    named_units = _units_of(root, paths)
     for unit, what in _units(root):
         in_data = unit.parent == store.folders.data
         # a data directory is named by its entry, or read as a source by another capture
-        if (in_data and unit.name in ids) or any(p.is_relative_to(unit) for p in paths):
+        if (in_data and unit.name in ids) or unit in named_units:
             continue
         alive = owner_alive(root, unit)
         if in_data and unit.name in removed_ids:
@@ -156,12 +162,10 @@ def find_orphans(store: Store, contents: Contents | None = None, now: float | No
             why = f"{what} no entry names"
             writer = "unknown" if alive is None else "alive" if alive else "gone"
         found.append(Orphan(unit, _size(unit), why, writer, _age(unit, now)))
-        whole.append(unit)
+        whole.add(unit)
     for dirpath, dirnames, filenames in os.walk(root):
         here = Path(dirpath)
-        if here == root / "leases" or any(here.is_relative_to(w) for w in whole):
-            dirnames[:] = []
-            continue
+        dirnames[:] = [d for d in dirnames if here / d not in whole]
         for name in list(dirnames) + filenames:
             path = here / name
             temporary = _TEMPORARY.match(name) and not CLAIM.match(name)
@@ -310,9 +314,11 @@ def collect_garbage(
     # what an entry committed since names is no longer an orphan (a writer may commit
     # between the listing and the check of its lease, never after it is found gone)
     ids, paths = read_contents(store).named()
+    units = _units_of(store.root, paths)
     for orphan in orphans:
         path = orphan.path
-        if path.name in ids or any(p.is_relative_to(path) for p in paths):
+        top = len(path.relative_to(store.root).parts) == 2  # a unit: compared by the units paths lie in
+        if path.name in ids or (path in units if top else any(p.is_relative_to(path) for p in paths)):
             garbage.kept.append({"path": str(path), "why": "an entry committed meanwhile names it"})
             continue
         garbage.removed.append({"path": str(path), "bytes": orphan.bytes, "why": orphan.why})
