@@ -10,7 +10,7 @@ from pyspark.sql import functions as F
 
 import sparkprov as sp
 from sparkprov.bench import tpch
-from sparkprov.capture import row_lineage
+from sparkprov.capture import row_lineage, writing
 from sparkprov.capture.rules import join
 from sparkprov.capture.strategy import INJECT_MAX_INPUT_BYTES, STRATEGIES
 from sparkprov.sources.identity import RID
@@ -264,3 +264,25 @@ def test_tpch_aggregates_reduced_to_the_keys_a_join_meets_keep_their_lineage(spa
         pairs = _pairs(cap)
         assert sum(len(p) for p in pairs.values()) > 0
         assert _pairs(session.capture(spark.sql(tpch.query(n)), f"q{n}_unreduced")) == pairs, n
+
+
+def test_a_pair_table_from_large_rid_arrays_is_read_a_few_rows_at_a_time(spark, tmp_path, monkeypatch):
+    # an aggregate's groups of many rids each: the vectorized reader would reserve one
+    # vector for 4,096 rows' arrays (a 100M-row aggregate under a 2g driver ran out of
+    # memory building its pair table), so a batch holds BATCH_VALUES rids at most
+    session = sp.LineageSession(spark, store=tmp_path / "store")
+    df = session.source(spark.range(30_000).selectExpr("id % 3 AS g", "id"), "numbers")
+    cap = session.capture(df.groupBy("g").count(), "big", strategy="inject")
+    assert cap._entry.lineage.in_output
+    batches = []
+    real = writing.publish_pairs
+
+    def spied(spark, *args, **kwargs):
+        batches.append(spark.conf.get(row_lineage._BATCH))
+        return real(spark, *args, **kwargs)
+
+    monkeypatch.setattr(writing, "publish_pairs", spied)
+    group = cap.output.where("g = 0").first()[RID]
+    assert cap.backward([group], "numbers", engine="spark").count() == 10_000
+    assert batches == [str(row_lineage.BATCH_VALUES // 10_000)]
+    assert spark.conf.get(row_lineage._BATCH, None) is None  # the session's setting as it was

@@ -28,6 +28,11 @@ if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
 ROW_GROUP = 64 * 1024  # rows per row group of a pair table built in this process
+# values of the rid arrays one batch of Spark's vectorized Parquet reader may hold: it
+# reserves one contiguous vector for a batch's values (4,096 rows by default), and an
+# aggregate's groups of a million rids each would need gigabytes
+BATCH_VALUES = 1 << 20
+_BATCH = "spark.sql.parquet.columnarReaderBatchSize"
 
 
 def _pending(entry: CaptureEntry) -> tuple[Path, dict, list[Slot]] | None:
@@ -55,7 +60,29 @@ def ensure_pairs(spark: SparkSession, entry: CaptureEntry) -> None:
     path, kept, slots = pending
     rows = read_written(spark, entry.output.path).select(F.col(RID).alias(OUT), *[s.name for s in slots])
     graph = SideGraph(sides=[], relation=lambda k: None, source_of=lambda i: i)
-    publish_pairs(spark, source_pairs(rows, slots, graph), path, distinct=not kept["unique"])
+    before = spark.conf.get(_BATCH, None)
+    spark.conf.set(_BATCH, str(_batch_rows(entry, slots, int(before or 4096))))
+    try:
+        publish_pairs(spark, source_pairs(rows, slots, graph), path, distinct=not kept["unique"])
+    finally:
+        if before is None:
+            spark.conf.unset(_BATCH)
+        else:
+            spark.conf.set(_BATCH, before)
+
+
+def _batch_rows(entry: CaptureEntry, slots: list[Slot], default: int) -> int:
+    """Output rows per batch of the vectorized reader, so that a batch holds at most
+    ``BATCH_VALUES`` rids (the footers say how many values each row has on average)."""
+    import pyarrow.parquet as pq
+
+    from ..store.files import parquet_files
+    from ..store.parquet import column_chunk_sum
+
+    files = parquet_files(entry.output.path)
+    rows = sum(pq.ParquetFile(f).metadata.num_rows for f in files)
+    per_row = column_chunk_sum(files, {s.name for s in slots}, "num_values") / max(1, rows)
+    return max(1, min(default, int(BATCH_VALUES // max(1.0, per_row))))
 
 
 def build_locally(entry: CaptureEntry, within_limit: Callable[[int], None]) -> None:
