@@ -11,7 +11,7 @@ from pyspark.sql import functions as F
 
 import sparkprov as sp
 from sparkprov.store.check import check_store
-from sparkprov.store.collect import collect_garbage, find_orphans, parse_age
+from sparkprov.store.collect import MIN_AGE, collect_garbage, find_orphans, parse_age
 from sparkprov.store.lease import claim, claim_file
 
 from .worker import capture_numbers
@@ -128,6 +128,10 @@ def test_orphans_go_when_their_writer_is_gone_or_they_are_old(session, spark):
     assert removed == {str(p) for p in (dead, unclaimed_old, temp, never)}
     assert not dead.exists() and not claim_file(dead).exists()
     assert live.exists() and unclaimed_new.exists()
+    # whatever the grace asked, nothing unclaimed younger than a minute: a live writer's
+    # temporary file (a commit's entry before its link) must not vanish under it
+    assert collect_garbage(store, grace=0).removed == []
+    _old(unclaimed_new, 2 * MIN_AGE)
     assert collect_garbage(store, grace=0).removed[0]["path"] == str(unclaimed_new)
     assert live.exists()  # its writer lives, whatever the grace
     assert session.load("kept").output.count() == 3

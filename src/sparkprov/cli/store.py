@@ -40,8 +40,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     gc.add_argument(
         "--grace",
         default="1h",
-        help="leave unclaimed directories and temporary files younger than this (default 1h); what a live "
-        "process is writing is always left",
+        help="leave unclaimed directories and temporary files younger than this (default 1h; never less "
+        "than a minute); what a live process is writing is always left",
     )
     gc.add_argument("--force", action="store_true", help="remove versions other captures or workflows read too")
     gc.add_argument("--dry-run", action="store_true", help="list what would be removed, remove nothing")

@@ -9,7 +9,8 @@ Garbage (an **orphan**) is what no live entry names: a data directory, a checkpo
 or a mark's rows or an RDD context's folder whose writer is gone (``store/lease.py``:
 its claim's lease is free) or whose version was removed; an unclaimed one, or a
 temporary file a writer left (``.tmp-*``, a directory being published, an answer's
-``work/``), once older than the grace period. A directory whose writer lives is never
+``work/``), once older than the grace period (and never younger than a minute: a
+live writer's temporary files last milliseconds to seconds). A directory whose writer lives is never
 garbage: it is what a capture being made will name. After deciding, the collector
 reads the catalog again and keeps whatever an entry committed meanwhile names.
 
@@ -42,6 +43,9 @@ from .layout import StoreFolders
 from .lease import CLAIM, claim_file, lease_held, leases, owner_alive
 
 GRACE = 3600.0  # seconds an unclaimed directory or a temporary file is left be
+# ... and never less, whatever the grace asked: a live writer's temporary file lives for
+# milliseconds to seconds (a commit's entry before its link, a claim before its rename)
+MIN_AGE = 60.0
 # what writers leave while they write: a commit's or an index record's file (.tmp-*), a
 # directory being published (.<name>-<32 hex>), a file written whole (.<name>.<32 hex>)
 _TEMPORARY = re.compile(r"^\.(tmp-.+|.+[-.][0-9a-f]{32})$")
@@ -58,7 +62,7 @@ class Orphan:
     age: float  # seconds since it last changed
 
     def removable(self, grace: float) -> bool:
-        return self.writer == "gone" or (self.writer == "unknown" and self.age >= grace)
+        return self.writer == "gone" or (self.writer == "unknown" and self.age >= max(grace, MIN_AGE))
 
     def to_json(self) -> dict:
         return {"path": str(self.path), "bytes": self.bytes, "why": self.why, "writer": self.writer, "age": self.age}
@@ -91,8 +95,12 @@ class Garbage:
 
 
 def _size(path: Path) -> int:
-    if path.is_file():
-        return path.stat().st_size
+    """Bytes under ``path``; what a writer removes or renames meanwhile counts nothing."""
+    try:
+        if not path.is_dir():
+            return path.lstat().st_size
+    except FileNotFoundError:
+        return 0
     total = 0
     for dirpath, _, filenames in os.walk(path):
         for name in filenames:
@@ -168,7 +176,7 @@ def find_orphans(store: Store, contents: Contents | None = None, now: float | No
         dirnames[:] = [d for d in dirnames if here / d not in whole]
         for name in list(dirnames) + filenames:
             path = here / name
-            temporary = _TEMPORARY.match(name) and not CLAIM.match(name)
+            temporary = _TEMPORARY.match(name) and not CLAIM.match(name) and ".owner." not in name
             work = name == "work" and here.parent == store.folders.data and here.name in ids
             if temporary or work:
                 if name in dirnames:
