@@ -26,7 +26,7 @@ from pathlib import Path
 from ..errors import StoreCorrupt
 from .catalog import Store
 from .collect import Orphan, find_orphans
-from .contents import local, read_contents
+from .contents import Contents, local, read_contents
 from .entry import CaptureEntry
 from .files import human_bytes, kept_files
 from .links import datasets
@@ -79,7 +79,7 @@ def check_store(store: Store, deep: bool = False, progress: Callable[[int, int, 
     contents = read_contents(store)
     report.errors += [message for message in contents.damaged.values()]
     report.errors += contents.workflow_damage
-    report.errors += _gaps(store)
+    report.errors += _gaps(contents)
     made = {v: e for v, e in contents.live.items() if e.id}
     report.entries = len(contents.live)
     for done, (version, entry) in enumerate(sorted(made.items()), 1):
@@ -99,17 +99,18 @@ def check_store(store: Store, deep: bool = False, progress: Callable[[int, int, 
     return report
 
 
-def _gaps(store: Store) -> list[str]:
+def _gaps(contents: Contents) -> list[str]:
     """Versions are numbered without gaps (a removed one keeps its entry): one missing
     below the newest is an entry lost."""
+    taken: dict[str, set[int]] = {}
+    for name, version in [*contents.live, *contents.removed, *contents.damaged]:
+        taken.setdefault(name, set()).add(version)
     found = []
-    catalog = store.folders.catalog
-    for folder in sorted(p for p in catalog.iterdir() if p.is_dir()) if catalog.is_dir() else []:
-        taken = store._taken(folder.name)
-        missing = sorted(set(range(1, max(taken, default=0) + 1)) - set(taken))
+    for name, versions in sorted(taken.items()):
+        missing = sorted(set(range(1, max(versions) + 1)) - versions)
         if missing:
             lost = ", ".join(f"v{v}" for v in missing)
-            found.append(f"capture {folder.name!r}: the catalog entries of {lost} are missing (later versions exist)")
+            found.append(f"capture {name!r}: the catalog entries of {lost} are missing (later versions exist)")
     return found
 
 

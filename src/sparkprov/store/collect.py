@@ -40,7 +40,7 @@ from .catalog import Store, check_name
 from .contents import Contents, Version, local, read_contents
 from .files import human_bytes
 from .layout import StoreFolders
-from .lease import CLAIM, claim_file, lease_held, leases, owner_alive
+from .lease import CLAIM, lease_held, leases, owner_alive, release
 
 GRACE = 3600.0  # seconds an unclaimed directory or a temporary file is left be
 # ... and never less, whatever the grace asked: a live writer's temporary file lives for
@@ -94,7 +94,7 @@ class Garbage:
         return "\n".join([*lines, total])
 
 
-def _size(path: Path) -> int:
+def size_of(path: Path) -> int:
     """Bytes under ``path``; what a writer removes or renames meanwhile counts nothing."""
     try:
         if not path.is_dir():
@@ -169,7 +169,7 @@ def find_orphans(store: Store, contents: Contents | None = None, now: float | No
         else:
             why = f"{what} no entry names"
             writer = "unknown" if alive is None else "alive" if alive else "gone"
-        found.append(Orphan(unit, _size(unit), why, writer, _age(unit, now)))
+        found.append(Orphan(unit, size_of(unit), why, writer, _age(unit, now)))
         whole.add(unit)
     for dirpath, dirnames, filenames in os.walk(root):
         here = Path(dirpath)
@@ -182,7 +182,7 @@ def find_orphans(store: Store, contents: Contents | None = None, now: float | No
                 if name in dirnames:
                     dirnames.remove(name)
                 why = "intermediate results of an answer" if work else "a temporary file a writer left"
-                found.append(Orphan(path, _size(path), why, "unknown", _age(path, now)))
+                found.append(Orphan(path, size_of(path), why, "unknown", _age(path, now)))
     found += _stale_links(store, contents, now)
     return found
 
@@ -201,7 +201,7 @@ def _stale_links(store: Store, contents: Contents, now: float) -> list[Orphan]:
             continue
         removed = version in contents.removed
         why = "index record of a removed version" if removed else "index record of a version never committed"
-        found.append(Orphan(record, _size(record), why, "gone" if removed else "unknown", _age(record, now)))
+        found.append(Orphan(record, size_of(record), why, "gone" if removed else "unknown", _age(record, now)))
     return found
 
 
@@ -250,7 +250,7 @@ def _drop(
     written = local((entry.written or {}).get("path") or "")
     if written is not None and written != Path("") and written.is_relative_to(store.root):
         files.append(written)
-    garbage.removed.append({"version": label, "bytes": sum(_size(p) for p in files if p.exists()), "why": why})
+    garbage.removed.append({"version": label, "bytes": sum(size_of(p) for p in files if p.exists()), "why": why})
     if garbage.dry_run:
         return
     store.mark_removed(*version, reason=why)
@@ -260,7 +260,7 @@ def _drop(
         record.unlink(missing_ok=True)
     for path in files:
         _remove(path)
-        claim_file(path).unlink(missing_ok=True)
+        release(path)
 
 
 def remove(store: Store, spec: str, force: bool = False, dry_run: bool = False) -> Garbage:
@@ -332,7 +332,7 @@ def collect_garbage(
         garbage.removed.append({"path": str(path), "bytes": orphan.bytes, "why": orphan.why})
         if not dry_run:
             _remove(path)
-            claim_file(path).unlink(missing_ok=True)
+            release(path)
     return garbage
 
 

@@ -37,16 +37,11 @@ class Contents:
     in_workflows: dict[Version, list[str]] = field(default_factory=dict)
     workflow_damage: list[str] = field(default_factory=list)
 
-    def named(self, keep=lambda version: True) -> tuple[set[str], list[Path]]:
+    def named(self) -> tuple[set[str], list[Path]]:
         """The data directories (capture ids) and the paths inside the store that the
-        live entries ``keep`` accepts name."""
-        ids: set[str] = set()
-        paths: list[Path] = []
-        for version, entry in self.live.items():
-            if keep(version):
-                if entry.id:
-                    ids.add(entry.id)
-                paths.extend(paths_named(entry, self.root))
+        live entries name."""
+        ids = {entry.id for entry in self.live.values() if entry.id}
+        paths = [p for entry in self.live.values() for p in paths_named(entry, self.root)]
         return ids, paths
 
     def readers(self, version: Version) -> list[Version]:

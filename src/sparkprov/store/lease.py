@@ -32,6 +32,8 @@ import re
 import uuid
 from pathlib import Path
 
+from .files import write_atomic
+
 _HELD: dict[tuple[Path, int], tuple[str, int]] = {}  # (store, pid): (token, locked fd)
 CLAIM = re.compile(r"^\.(?P<name>.+)\.owner$")
 
@@ -65,9 +67,7 @@ def claim(root: Path, path: Path) -> None:
     token = lease_token(root)
     target = claim_file(path)
     target.parent.mkdir(parents=True, exist_ok=True)
-    tmp = target.with_name(f"{target.name}.{uuid.uuid4().hex}")
-    tmp.write_text(token)
-    os.replace(tmp, target)
+    write_atomic(target, token)
 
 
 def release(path: Path) -> None:

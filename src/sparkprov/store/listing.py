@@ -74,20 +74,15 @@ def describe(store: Store, name: str, version: int, sizes: bool = False) -> dict
 def totals(store: Store) -> dict:
     """The store's bytes in all, in its captures' data directories, and in its orphans
     (``store/collect.py``)."""
-    from .collect import find_orphans
+    from .collect import find_orphans, size_of
 
     orphans = find_orphans(store)
     return {
-        "bytes": sum(os.lstat(p).st_size for p in _all_files(store.root)),
-        "captures": sum(os.lstat(p).st_size for p in _all_files(store.folders.data)),
+        "bytes": size_of(store.root),
+        "captures": size_of(store.folders.data),
         "orphans": sum(o.bytes for o in orphans),
         "orphan_count": len(orphans),
     }
-
-
-def _all_files(root: Path):
-    for dirpath, _, filenames in os.walk(root):
-        yield from (os.path.join(dirpath, name) for name in filenames)
 
 
 def _output_rows(entry: CaptureEntry) -> int | None:
