@@ -7,8 +7,10 @@ import datetime as dt
 from decimal import Decimal
 
 import pyarrow.parquet as pq
+import pytest
 from pyspark.sql import functions as F
 
+from sparkprov.plan import small_writes
 from sparkprov.plan.small_writes import small_rows, write_parquet
 from sparkprov.plan.written import read_written
 from sparkprov.store.files import parquet_files
@@ -63,3 +65,22 @@ def test_the_file_appears_whole(spark, tmp_path):
     names = [p.name for p in (tmp_path / "t").iterdir()]
     assert len(names) == 1 and names[0].startswith("part-00000-") and names[0].endswith(".parquet")
     assert pq.read_table(tmp_path / "t" / names[0]).num_rows == 3
+
+
+@pytest.mark.parametrize("limit", [0, None], ids=["spark", "arrow"])
+def test_rows_of_large_arrays_make_bounded_row_groups(spark, tmp_path, limit, monkeypatch):
+    # Parquet's defaults made a hundred rows of a million rids one 400 MB row group,
+    # which its reader holds whole; here 40 rows of 50,000 rids (16 MB) and 1 MB groups
+    if limit is not None:
+        monkeypatch.setattr(small_writes, "SMALL_BYTES", limit)
+    monkeypatch.setattr(small_writes, "ROW_GROUP_BYTES", 1 << 20)
+    arrays = spark.range(40).selectExpr("id", "transform(sequence(1, 50000), x -> x * 7919 % 100003) AS rids")
+    assert write_parquet(arrays.coalesce(1), tmp_path / "a") == ("spark" if limit == 0 else "arrow")
+    (file,) = parquet_files(tmp_path / "a")
+    meta = pq.ParquetFile(file).metadata
+    held = [
+        sum(g.column(c).total_compressed_size for c in range(g.num_columns))
+        for g in map(meta.row_group, range(meta.num_row_groups))
+    ]
+    assert len(held) >= 8 and max(held) < 3 << 20, held
+    assert read_written(spark, tmp_path / "a").selectExpr("sum(size(rids))").first()[0] == 2_000_000

@@ -61,6 +61,12 @@ from pyspark.sql.types import (
 from .written import SPARK_SCHEMA, stored_schema
 
 SMALL_BYTES = 10 * 1024 * 1024
+# Parquet measures a row group's size first after page.size.row.check.max rows (10,000
+# by default): a hundred rows of an aggregate's rid arrays (a million rids each) made
+# one 400 MB row group, which a reader holds whole, beyond a 2g driver's heap. Rows
+# holding collections are measured after 16 rows, and then as Parquet's estimate says
+# (of their compressed size: the size a reader holds).
+ROW_GROUP_BYTES = 32 << 20
 # nodes whose output may hold more rows than Catalyst's estimate (it keeps their input's)
 _UNBOUNDED = re.compile(r"^[\s:+\-!]*(Generate|MapInPandas|MapInArrow|PythonMapInArrow|FlatMapGroupsIn"
                         r"|FlatMapCoGroupsIn)", re.MULTILINE)  # fmt: skip
@@ -68,9 +74,11 @@ _EXACT = (BooleanType, ByteType, ShortType, IntegerType, LongType, FloatType, Do
           VarcharType, BinaryType, DateType, TimestampType, TimestampNTZType, DecimalType)  # fmt: skip
 
 
-def small_rows(df: DataFrame, limit: int = SMALL_BYTES) -> pa.Table | None:
+def small_rows(df: DataFrame, limit: int | None = None) -> pa.Table | None:
     """``df``'s rows as an Arrow table (one Spark job), if they are small by the rules
-    above; None otherwise (nothing run)."""
+    above (at most ``limit`` bytes, ``SMALL_BYTES`` by default); None otherwise (nothing
+    run)."""
+    limit = SMALL_BYTES if limit is None else limit
     if not all(_kept_exactly(f.dataType) for f in df.schema.fields):
         return None
     # estimated on the analyzed plan: optimizing it here would optimize it twice when
@@ -92,7 +100,9 @@ def write_table(table: pa.Table, schema: StructType, path: str | os.PathLike) ->
     folder.mkdir(parents=True)
     kept = table.replace_schema_metadata({**(table.schema.metadata or {}), SPARK_SCHEMA: stored_schema(schema).json()})
     name = f"part-00000-{uuid.uuid4()}-c000.snappy.parquet"
-    pq.write_table(kept, folder / f".{name}")
+    # row groups of at most ROW_GROUP_BYTES, as Spark's writes of collections are
+    rows = max(1, table.num_rows * ROW_GROUP_BYTES // max(table.nbytes, 1))
+    pq.write_table(kept, folder / f".{name}", row_group_size=min(rows, 1 << 20))
     os.replace(folder / f".{name}", folder / name)
 
 
@@ -105,7 +115,16 @@ def write_parquet(df: DataFrame, path: str | os.PathLike) -> str:
         if table is not None:
             write_table(table, df.schema, path)
             return "arrow"
-    df.write.parquet(str(path))
+    writer = df.write
+    if any(isinstance(f.dataType, (ArrayType, MapType)) for f in df.schema.fields):
+        writer = writer.options(
+            **{
+                "parquet.page.size.row.check.max": "16",
+                "parquet.page.size.row.check.min": "1",
+                "parquet.block.size": str(ROW_GROUP_BYTES),
+            }
+        )
+    writer.parquet(str(path))
     return "spark"
 
 
