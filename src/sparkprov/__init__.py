@@ -30,6 +30,7 @@ from .errors import (
     SparkUnsupported,
     StoreCorrupt,
     StoreNotFound,
+    StoreUnsupported,
     UnsupportedOperation,
     WitnessesNotKept,
 )
@@ -99,6 +100,7 @@ __all__ = [
     "SparkprovError",
     "StoreCorrupt",
     "StoreNotFound",
+    "StoreUnsupported",
     "UnsupportedOperation",
     "WitnessesNotKept",
     "Workload",

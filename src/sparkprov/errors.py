@@ -89,6 +89,12 @@ class StoreNotFound(SparkprovError, FileNotFoundError):
     """No sparkprov store exists at the given location."""
 
 
+class StoreUnsupported(SparkprovError):
+    """The store's location is on a file system whose guarantees the catalog commit
+    needs are not given there (``docs/store.md``): refused before anything is written,
+    rather than risking a lost or half-seen capture. The message says what is missing."""
+
+
 class InputNotFound(SparkprovError, FileNotFoundError):
     """A file or directory a traced program reads does not exist."""
 

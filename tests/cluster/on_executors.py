@@ -77,7 +77,7 @@ except sp.SparkprovError as exc:
 spark.stop()
 
 spark = session("local-cluster[2,1,1024]", bare)
-lineage_session = sp.LineageSession(spark, store=store)
+lineage_session = sp.LineageSession(spark, store=Path(store).as_uri())  # a store named by a file: URI
 lines = lineage_session.rdd.parallelize(["a b a", "b c", "a"], 2)
 counts = lines.flatMap(str.split).map(lambda w: (w, 1)).reduceByKey(lambda x, y: x + y)
 result = sorted(counts.collect(name="words"))

@@ -59,10 +59,18 @@ from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 
-from ..errors import CaptureFailed, CaptureNotFound, EmbeddedUnsupported, InvalidArgument, StoreCorrupt, StoreNotFound
+from ..errors import (
+    CaptureFailed,
+    CaptureNotFound,
+    EmbeddedUnsupported,
+    InvalidArgument,
+    StoreCorrupt,
+    StoreNotFound,
+    StoreUnsupported,
+)
 from .entry import CaptureEntry
 from .files import listing, verify, write_atomic, write_manifest
-from .layout import StoreFolders, inside_store, local_path, relative_to_store
+from .layout import StoreFolders, inside_store, local_path, relative_to_store, store_path
 from .lease import claim, release
 from .links import Links
 
@@ -79,6 +87,31 @@ def _digest(entry: dict) -> str:
     """The SHA-256 of ``entry``'s JSON without its ``digest``, keys sorted."""
     body = {k: v for k, v in entry.items() if k != "digest"}
     return hashlib.sha256(json.dumps(body, sort_keys=True, separators=(",", ":")).encode()).hexdigest()
+
+
+_PROBED: set[Path] = set()  # stores whose file system this process found to link files
+
+
+def _without_links(root: Path, exc: OSError) -> StoreUnsupported:
+    return StoreUnsupported(
+        f"{root}: the catalog commit links each entry into place (link(2), which never overwrites), and "
+        f"this file system refuses it ({exc.strerror}); without it two writers could give one version "
+        "twice. Keep the store on a file system with hard links: a local disk, NFS (docs/store.md)"
+    )
+
+
+def _probe_links(root: Path) -> None:
+    """Refuse a writable store on a file system without hard links when it is opened,
+    not when a capture that ran for an hour commits."""
+    if root in _PROBED:
+        return
+    probe = root / f".link-probe-{uuid.uuid4().hex}"
+    try:
+        os.link(root / "FORMAT", probe)
+    except OSError as exc:
+        raise _without_links(root, exc) from exc
+    probe.unlink()
+    _PROBED.add(root)
 
 
 def publish_dir(tmp: Path, path: Path) -> None:
@@ -120,10 +153,12 @@ class Store:
     """A local directory holding captures."""
 
     def __init__(self, root: str | os.PathLike, create: bool = True) -> None:
-        """Open the store at ``root``, creating it unless ``create`` is false (``StoreNotFound``)."""
+        """Open the store at ``root`` (a path or a ``file:`` URI), creating it unless
+        ``create`` is false (``StoreNotFound``); a URI of another file system raises
+        ``StoreUnsupported``."""
         if not isinstance(root, (str, os.PathLike)):
             raise InvalidArgument(f"a store is a directory's path, not {type(root).__name__}")
-        self.root = Path(root).expanduser().resolve()
+        self.root = Path(store_path(root)).expanduser().resolve()
         if self.root.exists() and not self.root.is_dir():
             raise StoreNotFound(f"{self.root} is a file, not a sparkprov store (a store is a directory)")
         if not create and not (self.root / "FORMAT").is_file():
@@ -142,6 +177,8 @@ class Store:
         self.folders.catalog.mkdir(exist_ok=True)
         self.folders.data.mkdir(exist_ok=True)
         self.links = Links(self.root)
+        if self.writable:
+            _probe_links(self.root)
         if not self.names() and self.writable and not self.links.complete:
             self.links.mark_complete()  # a new store: its index holds every entry from the first
 
@@ -217,6 +254,8 @@ class Store:
                 except FileExistsError:
                     version += 1
                     continue
+                except OSError as exc:  # a file system without hard links: no create-if-absent
+                    raise _without_links(self.root, exc) from exc
                 if typed.id:  # named by the entry now
                     release(self.folders.capture(typed.id).root)
                 return typed

@@ -12,17 +12,19 @@ percent-encoded spelling), and the local paths behind the URIs Spark reports.
 
 from __future__ import annotations
 
+import os
 import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 from urllib.parse import quote, unquote
 
-from ..errors import EmbeddedUnsupported, InvalidArgument
+from ..errors import EmbeddedUnsupported, InvalidArgument, StoreUnsupported
 
 if TYPE_CHECKING:
     from .entry import CaptureEntry
 
+_SCHEME = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*)://")
 STORE, STORE_URI = "{store}", "{store-uri}"  # the store's root, in paths the store writes
 # characters a URI path keeps as they are (Hadoop encodes the others, a space as %20)
 _URI_SAFE = "/~!$&'()*+,;=:@-._"
@@ -35,6 +37,30 @@ def local_path(uri: str) -> str:
     if "://" in uri:
         raise EmbeddedUnsupported(f"{uri} is not a local file")
     return uri
+
+
+def store_path(root: str | os.PathLike) -> str:
+    """The local path of a store given as a path or a ``file:`` URI. A URI of another
+    file system (``s3a://``, ``hdfs://``) raises ``StoreUnsupported``: the catalog
+    commit needs an atomic create-if-absent and locks that live with a process, which
+    sparkprov reaches only through a mounted file system (``docs/store.md``).
+
+    >>> store_path("file:///tmp/my%20store")
+    '/tmp/my store'
+    """
+    text = os.fspath(root)
+    if not isinstance(text, str):
+        raise InvalidArgument(f"a store is a directory's path, not {type(text).__name__}")
+    if text.startswith("file:"):
+        return local_path(text)
+    scheme = _SCHEME.match(text)
+    if scheme is None:
+        return text
+    raise StoreUnsupported(
+        f"a store at {text}: sparkprov keeps stores on mounted file systems (a local disk, NFS, HDFS through "
+        f"its NFS gateway or FUSE), since the catalog commit needs an atomic create-if-absent and locks that "
+        f"end with their process, which {scheme.group(1)}:// does not give it (docs/store.md)"
+    )
 
 
 def capture_dir(entry: CaptureEntry) -> Path:

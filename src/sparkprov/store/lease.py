@@ -32,6 +32,7 @@ import re
 import uuid
 from pathlib import Path
 
+from ..errors import StoreUnsupported
 from .files import write_atomic
 
 _HELD: dict[tuple[Path, int], tuple[str, int]] = {}  # (store, pid): (token, locked fd)
@@ -51,7 +52,15 @@ def lease_token(root: Path) -> str:
         path = _lease_file(root, token)
         path.parent.mkdir(parents=True, exist_ok=True)
         fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
-        fcntl.flock(fd, fcntl.LOCK_EX)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+        except OSError as exc:  # NFS without its lock service, some FUSE file systems
+            os.close(fd)
+            raise StoreUnsupported(
+                f"{root}: a writer holds a lock on the store for as long as it lives (flock(2)), so that "
+                f"gc never takes what it is writing, and this file system refuses it ({exc.strerror}). "
+                "Keep the store on a file system with locks (docs/store.md)"
+            ) from exc
         _HELD[key] = (token, fd)
     return _HELD[key][0]
 
