@@ -46,14 +46,18 @@ def _capture(store: str, data: str, memory: str) -> None:
 
 
 def _trace(store: str) -> None:
+    from ..errors import LineageTooLarge
     from ..query.embedded import EmbeddedEngine
     from ..store.catalog import Store
 
     started = time.monotonic()
     engine = EmbeddedEngine(Store(store).load("big"))
-    ids = engine.backward_ids(engine.output_rids("g = 0"), "rows")
+    try:
+        found = {"embedded_trace_rows": len(engine.backward_ids(engine.output_rids("g = 0"), "rows"))}
+    except LineageTooLarge as exc:  # the engine's bound on what it reads, said before reading it
+        found = {"embedded_refused": str(exc)}
     seconds = time.monotonic() - started
-    print(json.dumps({"embedded_trace_s": seconds, "embedded_trace_rows": len(ids), "peak_rss_mib": peak_rss_mib()}))
+    print(json.dumps({"embedded_trace_s": seconds, **found, "peak_rss_mib": peak_rss_mib()}))
 
 
 def run(work: Path, rows: int, groups: int, memory: str, spark) -> dict:
@@ -66,16 +70,17 @@ def run(work: Path, rows: int, groups: int, memory: str, spark) -> dict:
     made = subprocess.run([*me, "--capture", str(store), str(data), memory], capture_output=True, text=True)
     if made.returncode:
         return {"rows": rows, "memory": memory, "failed": made.stderr[-3000:]}
+    captured = json.loads(made.stdout.strip().splitlines()[-1])
     traced = subprocess.run([*me, "--trace", str(store)], capture_output=True, text=True)
     if traced.returncode:
-        return {"rows": rows, "memory": memory, "failed": traced.stderr[-3000:]}
+        return {"rows": rows, "memory": memory, **captured, "failed": traced.stderr[-3000:]}
     kept = sum(p.stat().st_size for p in (store / "data").rglob("*") if p.is_file())
     return {
         "rows": rows,
         "groups": groups,
         "memory": memory,
         "store_bytes": kept,  # the output with its rids and the pair table
-        **json.loads(made.stdout.strip().splitlines()[-1]),
+        **captured,
         **json.loads(traced.stdout.strip().splitlines()[-1]),
     }
 
