@@ -296,11 +296,14 @@ def _every_mode(session, t, o, kind: str, strategy: str) -> None:
         plain = sorted((r.k, tuple(r.used)) for r in q.collect())
         assert sorted((r.k, tuple(r.used)) for r in rows) == plain  # capture on and off agree
         assert len(rows) > 5, (kind, mode)
-        for row in rows:
-            want = {("o" if k >= 100 else "t", k) for k in row.used}
-            back = cap.backward([row._sp_rid])
+        # every row at once, then rows one by one: those with the fewest and the most
+        # inputs and one between (a trace per row and source is a Spark job each)
+        by_size = sorted(rows, key=lambda r: (len(r.used), r.k))
+        for traced in ([r for r in rows], *([r] for r in (by_size[0], by_size[len(rows) // 2], by_size[-1]))):
+            want = {("o" if k >= 100 else "t", k) for r in traced for k in r.used}
+            back = cap.backward([r._sp_rid for r in traced])
             got = {(name, r.k) for name, df in back.items() for r in df.collect()}
-            assert got == want, (kind, mode, row)
+            assert got == want, (kind, mode, traced)
         first = cap.explain().splitlines()
         assert "all exact" in first[0] and f"exact as declared: {mode.split('-')[0]} lineage" in first[1], first
         assert strategy in first[1], first
