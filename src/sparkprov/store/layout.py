@@ -57,8 +57,8 @@ def store_path(root: str | os.PathLike) -> str:
     if scheme is None:
         return text
     raise StoreUnsupported(
-        f"a store at {text}: sparkprov keeps stores on mounted file systems (a local disk, NFS, HDFS through "
-        f"its NFS gateway or FUSE), since the catalog commit needs an atomic create-if-absent and locks that "
+        f"a store at {text}: sparkprov keeps stores on a local disk or a file system mounted at the same path "
+        f"on every machine (NFS), since the catalog commit needs an atomic create-if-absent and locks that "
         f"end with their process, which {scheme.group(1)}:// does not give it (docs/store.md)"
     )
 
