@@ -17,7 +17,7 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
 from ..plan.catalyst import Bridge
-from ..plan.small_writes import write_parquet
+from ..plan.small_writes import bounded_writer, write_parquet
 from ..plan.written import read_written
 from ..store.catalog import publish_written
 from ..store.format import IN, OUT, PAIRS_SCHEMA, REF, SHARED_REF, SHARED_SCHEMA, SRC, Slot, ref_source
@@ -137,7 +137,7 @@ def materializer(spark, work: Path) -> Callable[[DataFrame], DataFrame]:
 
     def keep(df: DataFrame) -> DataFrame:
         path = str(work / f"step{next(kept)}")
-        df.write.parquet(path)
+        bounded_writer(df).parquet(path)  # an aggregate's side holds rid arrays
         return read_written(spark, path, df.schema)
 
     return keep

@@ -34,7 +34,7 @@ from pathlib import Path
 
 import pyarrow as pa
 import pyarrow.parquet as pq
-from pyspark.sql import DataFrame
+from pyspark.sql import DataFrame, DataFrameWriter
 from pyspark.sql.types import (
     ArrayType,
     BinaryType,
@@ -100,7 +100,8 @@ def write_table(table: pa.Table, schema: StructType, path: str | os.PathLike) ->
     folder.mkdir(parents=True)
     kept = table.replace_schema_metadata({**(table.schema.metadata or {}), SPARK_SCHEMA: stored_schema(schema).json()})
     name = f"part-00000-{uuid.uuid4()}-c000.snappy.parquet"
-    # row groups of at most ROW_GROUP_BYTES, as Spark's writes of collections are
+    # row groups of at most ROW_GROUP_BYTES in memory (Spark's writes of collections
+    # bound their compressed size: these are no larger)
     rows = max(1, table.num_rows * ROW_GROUP_BYTES // max(table.nbytes, 1))
     pq.write_table(kept, folder / f".{name}", row_group_size=min(rows, 1 << 20))
     os.replace(folder / f".{name}", folder / name)
@@ -115,17 +116,22 @@ def write_parquet(df: DataFrame, path: str | os.PathLike) -> str:
         if table is not None:
             write_table(table, df.schema, path)
             return "arrow"
-    writer = df.write
-    if any(isinstance(f.dataType, (ArrayType, MapType)) for f in df.schema.fields):
-        writer = writer.options(
-            **{
-                "parquet.page.size.row.check.max": "16",
-                "parquet.page.size.row.check.min": "1",
-                "parquet.block.size": str(ROW_GROUP_BYTES),
-            }
-        )
-    writer.parquet(str(path))
+    bounded_writer(df).parquet(str(path))
     return "spark"
+
+
+def bounded_writer(df: DataFrame) -> DataFrameWriter:
+    """``df.write``, its row groups bounded to about ``ROW_GROUP_BYTES`` (compressed)
+    when its rows hold collections (see ``ROW_GROUP_BYTES``)."""
+    if not any(isinstance(f.dataType, (ArrayType, MapType)) for f in df.schema.fields):
+        return df.write
+    return df.write.options(
+        **{
+            "parquet.page.size.row.check.max": "16",
+            "parquet.page.size.row.check.min": "1",
+            "parquet.block.size": str(ROW_GROUP_BYTES),
+        }
+    )
 
 
 def _nullable(t: DataType) -> DataType:
