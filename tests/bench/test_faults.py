@@ -20,10 +20,23 @@ def test_a_killed_driver_leaves_a_whole_store(spark, tpch_dir, tmp_path):
     assert result["final_check"]["ok"] and result["final_check"]["orphans"] == 0
 
 
-def test_writers_and_readers_at_once(tmp_path):
+def test_writers_and_readers_at_once(spark, tmp_path):
+    from sparkprov.bench.concurrency import expected_sums
     from sparkprov.bench.concurrency import run as concurrently
 
     result = concurrently(tmp_path / "store", writers=2, readers=1, seconds=0, least=3)
     assert result["problems"] == [] and result["orphans"] == 0
     assert result["captures"] == 6 and result["versions"] == {"shared": 4, "own0": 1, "own1": 1}
     assert result["reads"][0] > result["captures"]  # it read while they wrote, again and again
+    # the lineage the other processes wrote, traced by this one's Spark to their own rows
+    session = sp.LineageSession(spark, store=tmp_path / "store")
+    values = set()
+    for version in range(1, 5):
+        cap = session.load("shared", version)
+        sums = {r["g"]: r["sum(v)"] for r in cap.output.collect()}
+        value = sums[0] // 3
+        assert sums == expected_sums(value)
+        back = cap.backward("g = 0", source="numbers", engine="spark").collect()
+        assert len(back) == 3 and {r["v"] for r in back} == {value}
+        values.add(value)
+    assert len(values) == 4  # each version its writer's and round's

@@ -4,6 +4,7 @@ of lineage-semantics.md; wrong declarations caught with the function and row nam
 
 from __future__ import annotations
 
+import functools
 import random
 from collections.abc import Iterator
 from typing import Any
@@ -284,29 +285,36 @@ def test_blackbox_elsewhere_lazy_and_not_reproduced(session, inputs, monkeypatch
 
 
 def _every_mode(session, t, o, kind: str, strategy: str) -> None:
-    for mode in MODES:
-        func = declared(kind, mode)
-        q = query(kind, func, t, o)
-        if kind.startswith("cogroup") and mode == "rowwise":
-            with pytest.raises(sp.InvalidArgument, match="rowwise lineage, which needs one input"):
-                session.capture(q, f"{kind}-{mode}")
-            continue
-        cap = session.capture(q, f"{kind}-{mode}")
-        rows = cap.output.collect()
-        plain = sorted((r.k, tuple(r.used)) for r in q.collect())
-        assert sorted((r.k, tuple(r.used)) for r in rows) == plain  # capture on and off agree
-        assert len(rows) > 5, (kind, mode)
+    if kind.startswith("cogroup"):
+        with pytest.raises(sp.InvalidArgument, match="rowwise lineage, which needs one input"):
+            session.capture(query(kind, declared(kind, "rowwise"), t, o), f"{kind}-rowwise")
+    modes = [m for m in MODES if not (kind.startswith("cogroup") and m == "rowwise")]
+    # every mode's function in one capture, a union whose rows say their mode (a capture
+    # of a Python function is a second or more: its source copied, its output written by Spark)
+    branches = [query(kind, declared(kind, mode), t, o).withColumn("mode", F.lit(mode)) for mode in modes]
+    q = functools.reduce(lambda a, b: a.unionByName(b), branches)
+    cap = session.capture(q, kind)
+    rows = cap.output.collect()
+    plain = sorted((r.mode, r.k, tuple(r.used)) for r in q.collect())
+    assert sorted((r.mode, r.k, tuple(r.used)) for r in rows) == plain  # capture on and off agree
+    lines = cap.explain().splitlines()
+    assert "all exact" in lines[0], lines[0]
+    declarations = [line for line in lines if "as declared:" in line]
+    assert len(declarations) == len(modes), declarations
+    for mode, line in zip(modes, declarations):  # the union's branches in order
+        assert f"exact as declared: {mode.split('-')[0]} lineage" in line and strategy in line, (mode, line)
+        assert ("vectorized" in line) == mode.endswith("vectorized"), (mode, line)
+    for mode in modes:
+        of_mode = [r for r in rows if r.mode == mode]
+        assert len(of_mode) > 5, (kind, mode)
         # every row at once, then rows one by one: those with the fewest and the most
         # inputs and one between (a trace per row and source is a Spark job each)
-        by_size = sorted(rows, key=lambda r: (len(r.used), r.k))
-        for traced in ([r for r in rows], *([r] for r in (by_size[0], by_size[len(rows) // 2], by_size[-1]))):
+        by_size = sorted(of_mode, key=lambda r: (len(r.used), r.k))
+        for traced in (of_mode, *([r] for r in (by_size[0], by_size[len(of_mode) // 2], by_size[-1]))):
             want = {("o" if k >= 100 else "t", k) for r in traced for k in r.used}
             back = cap.backward([r._sp_rid for r in traced])
             got = {(name, r.k) for name, df in back.items() for r in df.collect()}
             assert got == want, (kind, mode, traced)
-        first = cap.explain().splitlines()
-        assert "all exact" in first[0] and f"exact as declared: {mode.split('-')[0]} lineage" in first[1], first
-        assert strategy in first[1], first
 
 
 def test_declared_functions_over_an_outer_join(session, inputs):

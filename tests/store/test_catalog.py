@@ -16,7 +16,6 @@ from sparkprov.store.check import check_store
 from sparkprov.store.collect import MIN_AGE, collect_garbage, find_orphans
 
 from ..conftest import ROOT
-from .worker import capture_numbers
 
 
 def run_worker(store, name, value, mode=""):
@@ -135,29 +134,3 @@ def test_gc_never_removes_what_a_live_capture_will_commit(spark, tmp_path):
     back = session.load("slow").backward("g = 1", source="numbers").collect()
     assert {r["v"] for r in back} == {5} and len(back) == 3
     assert check_store(session.store).orphans == []
-
-
-def test_concurrent_captures_from_two_processes(spark, tmp_path):
-    store = tmp_path / "store"
-    procs = [run_worker(store, "shared", value) for value in (10, 20)]
-    # this process commits a third capture to the same store meanwhile (a third writer,
-    # without a third JVM to start)
-    session = sp.LineageSession(spark, store=store)
-    capture_numbers(session, "other", 30)
-    for p in procs:
-        out, err = p.communicate(timeout=300)
-        assert p.returncode == 0, err[-2000:]
-        assert "committed" in out
-    assert session.captures() == ["other", "shared"]
-    assert session.store.latest_version("shared") == 2
-    totals = set()
-    for version in (1, 2):
-        cap = session.load("shared", version)
-        rows = {r["g"]: r["sum(v)"] for r in cap.output.collect()}
-        assert len(set(rows.values())) == 1
-        totals.add(next(iter(rows.values())))
-        # the lineage written by the other process traces back to its own rows
-        back = cap.backward("g = 0", source="numbers").collect()
-        assert len(back) == 3 and {r["v"] for r in back} == {rows[0] // 3}
-    assert totals == {30, 60}
-    assert os.path.isdir(store / "data")
