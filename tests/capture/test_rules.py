@@ -290,6 +290,47 @@ def test_python_functions_over_groups_and_partitions(session, keyed):
         assert "1 coarse" in cap.explain().splitlines()[0]
 
 
+def test_partition_functions_under_a_union_and_a_coalesce(spark, session, keyed):
+    # a task's partition number is not its input's above a union (the second input's
+    # partitions come after the first's) or a coalesce (one task, several inputs): each
+    # output row's lineage is still its own input partition, never another's or none
+    two = keyed.repartition(2, "g")
+    parts = {}
+    for r in two.select("k", F.spark_partition_id().alias("p")).collect():
+        parts.setdefault(r["p"], set()).add(r["k"])
+
+    def tagged(tag):
+        def f(batches):
+            for pdf in batches:
+                yield pdf[["k"]].assign(tag=tag)
+
+        return f
+
+    def arrow_tagged(batches):
+        for batch in batches:
+            yield pa.RecordBatch.from_arrays([batch.column("k"), pa.array(["ma"] * batch.num_rows)], ["k", "tag"])
+
+    spark.udtf.register("sp_counted_u", F.udtf(Counted, returnType="v int, n int"))
+    two.createOrReplaceTempView("sp_two_u")
+    queries = {
+        "union": two.mapInPandas(tagged("mp"), "k int, tag string")
+        .unionByName(two.mapInPandas(tagged("mp2"), "k int, tag string"))
+        .unionByName(two.mapInArrow(arrow_tagged, "k int, tag string")),
+        "coalesced": two.mapInPandas(tagged("mp"), "k int, tag string").coalesce(1),
+        "udtfs": spark.sql(
+            "SELECT u.v AS k, 'a' AS tag FROM sp_two_u t, LATERAL sp_counted_u(t.k) u WHERE u.v >= 0 "
+            "UNION ALL SELECT u.v AS k, 'b' AS tag FROM sp_two_u t, LATERAL sp_counted_u(t.k) u WHERE u.v >= 0"
+        ),
+    }
+    for name, query in queries.items():
+        cap = session.capture(query, name=f"parts_{name}")
+        got = lineage_by_output(cap)
+        assert len(got) == {"union": 15, "coalesced": 5, "udtfs": 10}[name], got
+        for (k, tag), lineage in got.items():
+            (part,) = [ks for ks in parts.values() if k in ks]
+            assert lineage == {("t", x) for x in part}, (name, k, tag)
+
+
 def test_python_functions_in_arrow_and_iterator_forms(spark, session, keyed):
     # applyInArrow, and both APIs' iterator forms (chosen by PySpark from the type
     # hints): each output row's lineage is its whole group, as for applyInPandas

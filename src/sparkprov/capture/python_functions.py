@@ -7,8 +7,10 @@ output row one column naming the rows it may depend on:
 * applyInPandas / applyInArrow (and their cogroup and iterator forms): the group (a
   handle computed in Spark and the same for all the group's rows, copied from the
   input), so the lineage is every row of the group;
-* mapInPandas / mapInArrow: the partition number, so the lineage is every row of the
-  input partition (coarse, and ``explain()`` says so).
+* mapInPandas / mapInArrow: the number of the input partition, which the input rows
+  carry (numbered when capture kept them: the task's number differs above a union or
+  a coalesce), so the lineage is every row of the input partition (coarse, and
+  ``explain()`` says so).
 
 The wrappers hand the user's function exactly the columns (names and order) it got
 in the user's query: slot columns never reach Python.
@@ -120,29 +122,57 @@ def cogrouped_map(
     return wrapped
 
 
-def pandas_batches(func: Callable, part: str) -> Callable:
-    """``func`` of mapInPandas; output rows get the partition number in column ``part``."""
+def _numbered(batches: Iterator, number: str, rows: Callable, first: Callable, without: Callable):
+    """The partition's number, read from column ``number`` of its first rows, and its
+    batches without that column (the batches read to find it are handed on first)."""
+    import itertools
+
+    batches = iter(batches)
+    read, found = [], None
+    for batch in batches:
+        read.append(batch)
+        if rows(batch):
+            found = int(first(batch))
+            break
+    return found, (without(batch) for batch in itertools.chain(read, batches))
+
+
+def pandas_batches(func: Callable, number: str, part: str) -> Callable:
+    """``func`` of mapInPandas; its input rows hold their partition's number in column
+    ``number`` (dropped before ``func`` sees them), which its output rows get in column
+    ``part``.
+
+    The number is the one the input had when capture kept it, not the task's: above a
+    union or a coalesce a task's number is not its input's (None: an empty partition).
+
+    >>> import pandas as pd
+    >>> f = pandas_batches(lambda bs: (b.assign(y=b.x * 2) for b in bs), "n", "p")
+    >>> [b.to_dict("list") for b in f(iter([pd.DataFrame({"x": [1, 2], "n": [3, 3]})]))]
+    [{'x': [1, 2], 'y': [2, 4], 'p': [3, 3]}]
+    """
 
     def wrapped(batches: Iterator) -> Iterator:
-        from pyspark import TaskContext
+        import pandas as pd
 
-        number = TaskContext.get().partitionId()
-        for out in func(batches):
-            yield out.assign(**{part: number})
+        found, inputs = _numbered(batches, number, len, lambda b: b[number].iloc[0], lambda b: b.drop(columns=number))
+        for out in func(inputs):
+            yield out.assign(**{part: pd.Series([found] * len(out), index=out.index, dtype="Int32")})
 
     return wrapped
 
 
-def arrow_batches(func: Callable, part: str) -> Callable:
-    """``func`` of mapInArrow; output batches get the partition number in column ``part``."""
+def arrow_batches(func: Callable, number: str, part: str) -> Callable:
+    """``func`` of mapInArrow; as :func:`pandas_batches`, over Arrow record batches."""
 
     def wrapped(batches: Iterator) -> Iterator:
         import pyarrow as pa
-        from pyspark import TaskContext
 
-        number = TaskContext.get().partitionId()
-        for out in func(batches):
-            column = pa.array([number] * out.num_rows, pa.int32())
+        def without(batch):
+            return batch.drop_columns([number])
+
+        found, inputs = _numbered(batches, number, len, lambda b: b.column(number)[0].as_py(), without)
+        for out in func(inputs):
+            column = pa.array([found] * out.num_rows, pa.int32())
             yield pa.RecordBatch.from_arrays([*out.columns, column], names=[*out.schema.names, part])
 
     return wrapped

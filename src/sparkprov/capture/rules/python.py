@@ -38,6 +38,7 @@ if TYPE_CHECKING:
     from ..context import CaptureContext
 
 _HANDLE = "__sp_handle"
+_PARTITION = "__sp_partition"
 _ROW = "__sp_row"  # a declared function's input rows: the row's id in the kept input
 _GROUPED_ITER = (PythonEvalType.SQL_GROUPED_MAP_PANDAS_ITER_UDF, PythonEvalType.SQL_GROUPED_MAP_ARROW_ITER_UDF)
 
@@ -131,17 +132,17 @@ def map_in_batches(cx: CaptureContext, node: JPlan) -> Rewritten:
     if decl is not None and not _stored_coarse(cx, node, decl, 1):
         return _declared_batches(cx, node, decl.traced(), args)
     inner = cx.rewrite(child)
-    kept = cx.kept(b.project(args + [s.attr for s in inner.slots], inner.plan))
+    kept = _numbered_kept(cx, args + [s.attr for s in inner.slots], inner.plan)
     out = b.output(kept)
-    moved = [Slot(s.name, s.kind, s.ref, a) for s, a in zip(inner.slots, out[len(args) :])]
-    slot = cx.new_slot("group", cx.side(b.node_name(node), b.partition_id(), Rewritten(kept, moved)))
+    moved = [Slot(s.name, s.kind, s.ref, a) for s, a in zip(inner.slots, out[len(args) : -1])]
+    slot = cx.new_slot("group", cx.side(b.node_name(node), out[-1], Rewritten(kept, moved)))
     schema = _python_schema(cx, node, IntegerType())
-    data = b.to_dataframe(b.project(out[: len(args)], kept))
+    data = b.to_dataframe(b.project(out[: len(args)] + out[-1:], kept))
     barrier = bool(node.isBarrier())
     if b.node_name(node) == "MapInPandas":
-        result = data.mapInPandas(P.pandas_batches(func, f"{_HANDLE}0"), schema, barrier=barrier)
+        result = data.mapInPandas(P.pandas_batches(func, _PARTITION, f"{_HANDLE}0"), schema, barrier=barrier)
     else:
-        result = data.mapInArrow(P.arrow_batches(func, f"{_HANDLE}0"), schema, barrier=barrier)
+        result = data.mapInArrow(P.arrow_batches(func, _PARTITION, f"{_HANDLE}0"), schema, barrier=barrier)
     return _blackbox(cx, node, decl, _python_output(cx, node, result, [slot]))
 
 
@@ -166,10 +167,14 @@ def python_udtf(cx: CaptureContext, node: JPlan) -> Rewritten:
     if not whole:
         passed = b.udtf_passed_columns(node) + [s.attr for s in inner.slots]
         return Rewritten(b.udtf_generate(node, passed, inner.plan), inner.slots)
-    kept = cx.kept(inner.plan)
-    slot = cx.new_slot("group", cx.side(b.node_name(node), b.partition_id(), Rewritten(kept, inner.slots)))
-    called = b.udtf_generate(node, b.udtf_passed_columns(node), kept)
-    plan = b.project(b.output(called) + [b.alias(b.partition_id(), slot.name)], called)
+    kept = _numbered_kept(cx, b.output(inner.plan), inner.plan)
+    number = b.output(kept)[-1]
+    slot = cx.new_slot("group", cx.side(b.node_name(node), number, Rewritten(kept, inner.slots)))
+    # the number comes through with the row eval() was called on (terminate()'s rows:
+    # the partition's last row)
+    called = b.udtf_generate(node, b.udtf_passed_columns(node) + [number], kept)
+    own = [a for a in b.output(called) if b.expr_id(a) != b.expr_id(number)]
+    plan = b.project(own + [b.alias(number, slot.name)], called)
     slot.attr = b.output(plan)[-1]
     why = "takes a table argument" if takes_table else "has terminate()"
     return _blackbox(cx, node, decl, Rewritten(plan, [slot], coarse=UDTF_COARSE.format(why)))
@@ -199,6 +204,15 @@ def _declared_udtf(cx: CaptureContext, node: JPlan, decl: Declaration, inner: Re
     for slot, attr in zip(slots, b.output(plan)[user:]):
         slot.attr = attr
     return Rewritten(plan, slots, strategy=f"declared: {how}", declared=decl.describe())
+
+
+def _numbered_kept(cx: CaptureContext, columns: list[JExpr], plan: JPlan) -> JPlan:
+    """``columns`` of ``plan`` and each row's partition number (``_PARTITION``, last),
+    computed once and kept: the side relation and the function above both read the
+    number from the rows. Spark's partition number where the function runs is not the
+    input's above a union or a coalesce (the union's second input starts after the first's)."""
+    b = cx.bridge
+    return cx.kept(b.project(columns + [b.alias(b.partition_id(), _PARTITION)], plan))
 
 
 def _python_output(cx: CaptureContext, node: JPlan, result, slots: list[Slot]) -> Rewritten:
