@@ -60,21 +60,6 @@ def test_what_is_left_to_spark(spark, tmp_path):
     assert sorted(r.id for r in read_written(spark, tmp_path / "w").collect()) == sorted([0, 1, 2, 3, 4] * 2)
 
 
-def test_rows_of_an_rdd_are_tried_where_asked(spark, tmp_path, monkeypatch):
-    # rows made in Python (an RDD's: no estimate) go to Spark unless tried; tried, the
-    # first TRY_ROWS and one tell whether they are all
-    monkeypatch.setattr(small_writes, "TRY_ROWS", 4)
-    few, many = (spark.createDataFrame([(i, f"r{i}") for i in range(n)], "x long, s string") for n in (4, 5))
-    assert write_parquet(few, tmp_path / "plain") == "spark"
-    assert write_parquet(few, tmp_path / "few", try_rows=True) == "arrow"
-    assert write_parquet(many, tmp_path / "many", try_rows=True) == "spark"
-    for folder, df in (("few", few), ("many", many)):
-        assert sorted(read_written(spark, tmp_path / folder).collect()) == sorted(df.collect())
-    assert write_parquet(spark.range(50), tmp_path / "range", try_rows=True) == "arrow"  # sized by Catalyst
-    monkeypatch.setattr(small_writes, "SMALL_BYTES", 0)  # tried rows are small by the same bound
-    assert write_parquet(few, tmp_path / "limited", try_rows=True) == "spark"
-
-
 def test_the_file_appears_whole(spark, tmp_path):
     write_parquet(spark.range(3), tmp_path / "t")
     names = [p.name for p in (tmp_path / "t").iterdir()]

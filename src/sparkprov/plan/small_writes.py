@@ -4,19 +4,15 @@ written on the driver, others by Spark.
 Spark's own write costs about 200 ms on this machine however few the rows (every
 task opens a Parquet writer, the job commits through a temporary folder); collecting
 the same rows as Arrow costs one job and no commit. Captures write several small
-files each (the store's copy of the output, side relations, a copy of a source held
-in memory, a workflow's datasets), so on small data that fixed cost was most of what
-tracking added.
+files each (the store's copy of the output, side relations, a workflow's datasets), so
+on small data that fixed cost was most of what tracking added.
 
 Rows count as small when Catalyst's estimate of the analyzed plan's size is at most
 ``SMALL_BYTES`` (Spark's own threshold for broadcasting a join's side) and no node in
 the plan can make more rows than its estimate says (a generator, a Python function
 over batches or groups); their types must be ones Arrow and Parquet keep exactly. The
 file written holds Spark's schema in its footer, as Spark's files do, so
-``plan.written.read_written`` reads it back as it reads those. Catalyst cannot size
-an RDD's rows (a DataFrame made from local data is one): where asked, their first
-``TRY_ROWS`` and one are collected (a job over the first partitions) and written
-through Arrow when that is all of them, by Spark otherwise.
+``plan.written.read_written`` reads it back as it reads those.
 
 >>> import tempfile
 >>> from pyspark.sql import SparkSession
@@ -74,9 +70,6 @@ ROW_GROUP_BYTES = 32 << 20
 # nodes whose output may hold more rows than Catalyst's estimate (it keeps their input's)
 _UNBOUNDED = re.compile(r"^[\s:+\-!]*(Generate|MapInPandas|MapInArrow|PythonMapInArrow|FlatMapGroupsIn"
                         r"|FlatMapCoGroupsIn)", re.MULTILINE)  # fmt: skip
-# an RDD's rows: Catalyst's estimate is spark.sql.defaultSizeInBytes, whatever they hold
-_RDD = re.compile(r"^[\s:+\-!]*(LogicalRDD|ExternalRDD)\b", re.MULTILINE)
-TRY_ROWS = 10_000
 _EXACT = (BooleanType, ByteType, ShortType, IntegerType, LongType, FloatType, DoubleType, StringType, CharType,
           VarcharType, BinaryType, DateType, TimestampType, TimestampNTZType, DecimalType)  # fmt: skip
 
@@ -114,30 +107,17 @@ def write_table(table: pa.Table, schema: StructType, path: str | os.PathLike) ->
     os.replace(folder / f".{name}", folder / name)
 
 
-def write_parquet(df: DataFrame, path: str | os.PathLike, try_rows: bool = False) -> str:
+def write_parquet(df: DataFrame, path: str | os.PathLike) -> str:
     """``df`` written as Parquet to the new folder ``path``: through Arrow when its rows
     are small and ``path`` is local, else by Spark. Returns which wrote it (``"arrow"``
-    or ``"spark"``). ``try_rows``: rows of an RDD are tried (``TRY_ROWS``); where they
-    are more, the first partitions are computed again by Spark's write."""
+    or ``"spark"``)."""
     if "://" not in str(path).removeprefix("file://"):
         table = small_rows(df)
-        if table is None and try_rows:
-            table = _first_rows(df)
         if table is not None:
             write_table(table, df.schema, path)
             return "arrow"
     bounded_writer(df).parquet(str(path))
     return "spark"
-
-
-def _first_rows(df: DataFrame) -> pa.Table | None:
-    # the rows of an RDD, when they are few: Catalyst bounds a limit's estimate
-    if not _RDD.search(df._jdf.queryExecution().analyzed().treeString()):
-        return None
-    table = small_rows(df.limit(TRY_ROWS + 1))
-    if table is None or table.num_rows > TRY_ROWS or table.nbytes > SMALL_BYTES:
-        return None
-    return table
 
 
 def bounded_writer(df: DataFrame) -> DataFrameWriter:

@@ -23,7 +23,6 @@ from pyspark.sql import functions as F
 
 from ...errors import InvalidArgument
 from ...plan.catalyst import JPlan, quiet_analysis
-from ...plan.small_writes import write_parquet
 from ...plan.written import read_written
 from ...sources import identity as S
 from ...store.format import Slot
@@ -169,9 +168,7 @@ def _snapshot(cx: CaptureContext, leaf, name, fmt, roots, original, schema, tabl
     path = f"{cx.snapshot_dir}/{len(cx.sources)}-{S.safe_id(name)}"
     data = b.to_dataframe(leaf)
     # positional names: the leaf's may repeat or be names Parquet refuses
-    # small rows written through Arrow (Spark's write costs about 200 ms however few);
-    # the query then reads the rows written, whichever wrote them
-    write_parquet(data.toDF(*[S.snapshot_column(i) for i in range(len(data.columns))]), path, try_rows=True)
+    data.toDF(*[S.snapshot_column(i) for i in range(len(data.columns))]).write.parquet(path)
     snap = read_written(b.spark, path)
     files = sorted(b.files(b.file_relation(b.analyzed(snap))))
     info = S.SourceInfo(name, "snapshot", fmt, files, roots, original, schema, table)
