@@ -26,6 +26,14 @@ def lineage_by_output(cap: sp.Capture, key: str = "k") -> dict[tuple, set]:
     return out
 
 
+def _partition_keys(df) -> dict[int, set]:
+    """{partition number: the keys k of its rows} of ``df``."""
+    parts: dict[int, set] = {}
+    for r in df.select("k", F.spark_partition_id().alias("p")).collect():
+        parts.setdefault(r["p"], set()).add(r["k"])
+    return parts
+
+
 @pytest.fixture
 def keyed(spark, session):
     rows = [(0, None, 1.0), (1, None, -0.0), (2, "a", 0.0), (3, "a", float("nan")), (4, "b", float("nan"))]
@@ -266,9 +274,7 @@ def test_python_functions_over_groups_and_partitions(session, keyed):
 
     # a partition function: every output row depends on its whole input partition
     two = keyed.repartition(2, "g")
-    parts = {}
-    for r in two.select("k", F.spark_partition_id().alias("p")).collect():
-        parts.setdefault(r["p"], set()).add(r["k"])
+    parts = _partition_keys(two)
 
     def evens(batches):
         for pdf in batches:
@@ -295,9 +301,7 @@ def test_partition_functions_under_a_union_and_a_coalesce(spark, session, keyed)
     # partitions come after the first's) or a coalesce (one task, several inputs): each
     # output row's lineage is still its own input partition, never another's or none
     two = keyed.repartition(2, "g")
-    parts = {}
-    for r in two.select("k", F.spark_partition_id().alias("p")).collect():
-        parts.setdefault(r["p"], set()).add(r["k"])
+    parts = _partition_keys(two)
 
     def tagged(tag):
         def f(batches):
@@ -410,9 +414,7 @@ def test_python_udtfs(spark, session, keyed):
     spark.udtf.register("sp_groups", F.udtf(Groups, returnType="first int, n int"))
     two = keyed.repartition(2, "g")
     two.createOrReplaceTempView("sp_two")
-    parts = {}
-    for r in two.select("k", F.spark_partition_id().alias("p")).collect():
-        parts.setdefault(r["p"], set()).add(r["k"])
+    parts = _partition_keys(two)
 
     # LATERAL without terminate(): every output row comes from the row it was called on
     spark.udtf.register("sp_tens_rows", F.udtf(Tens, returnType="v int", useArrow=False))

@@ -122,7 +122,7 @@ def cogrouped_map(
     return wrapped
 
 
-def _numbered(batches: Iterator, number: str, rows: Callable, first: Callable, without: Callable):
+def _numbered(batches: Iterator, number: str, first: Callable, without: Callable):
     """The partition's number, read from column ``number`` of its first rows, and its
     batches without that column (the batches read to find it are handed on first)."""
     import itertools
@@ -131,7 +131,7 @@ def _numbered(batches: Iterator, number: str, rows: Callable, first: Callable, w
     read, found = [], None
     for batch in batches:
         read.append(batch)
-        if rows(batch):
+        if len(batch):  # a pandas DataFrame's rows or an Arrow batch's
             found = int(first(batch))
             break
     return found, (without(batch) for batch in itertools.chain(read, batches))
@@ -154,7 +154,7 @@ def pandas_batches(func: Callable, number: str, part: str) -> Callable:
     def wrapped(batches: Iterator) -> Iterator:
         import pandas as pd
 
-        found, inputs = _numbered(batches, number, len, lambda b: b[number].iloc[0], lambda b: b.drop(columns=number))
+        found, inputs = _numbered(batches, number, lambda b: b[number].iloc[0], lambda b: b.drop(columns=number))
         for out in func(inputs):
             yield out.assign(**{part: pd.Series([found] * len(out), index=out.index, dtype="Int32")})
 
@@ -170,7 +170,7 @@ def arrow_batches(func: Callable, number: str, part: str) -> Callable:
         def without(batch):
             return batch.drop_columns([number])
 
-        found, inputs = _numbered(batches, number, len, lambda b: b.column(number)[0].as_py(), without)
+        found, inputs = _numbered(batches, number, lambda b: b.column(number)[0].as_py(), without)
         for out in func(inputs):
             column = pa.array([found] * out.num_rows, pa.int32())
             yield pa.RecordBatch.from_arrays([*out.columns, column], names=[*out.schema.names, part])
