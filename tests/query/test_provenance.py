@@ -175,3 +175,26 @@ def test_errors_are_clear(spark, session, shop):
         p.witnesses(limit=2)
     with pytest.raises(ValueError, match="nope"):
         cap.how("nope = 1")
+
+
+@pytest.mark.parametrize("query", ["join then group", "distinct over a join", "union distinct"])
+def test_sides_gathered_by_the_query_read_as_sides_run_alone(spark, session, shop, query, monkeypatch):
+    # small side relations are gathered by the query's own job (plan/observed.py), not
+    # run again: the polynomials are those of sides run by a job of their own
+    import sparkprov.capture.context as context
+    import sparkprov.capture.writing as writing
+
+    run_alone = []
+    write = writing.write_parquet
+    monkeypatch.setattr(writing, "write_parquet", lambda df, path: (run_alone.append(path), write(df, path))[1])
+    gathered = session.capture(QUERIES[query](*shop, spark), name="gathered", witnesses=True)
+    assert run_alone == []
+    monkeypatch.setattr(context, "observed_rows", lambda bridge, rows: None)
+    alone = session.capture(QUERIES[query](*shop, spark), name="alone", witnesses=True)
+    assert run_alone
+    rids = [r["_sp_rid"] for r in alone.output.collect()]
+    assert sorted(r["_sp_rid"] for r in gathered.output.collect()) == sorted(rids)
+    tag = labels(alone)
+    assert {rid: canonical(p, tag) for rid, p in gathered.polynomials(rids).items()} == {
+        rid: canonical(p, tag) for rid, p in alone.polynomials(rids).items()
+    }

@@ -36,6 +36,7 @@ from pyspark import StorageLevel
 
 from ..errors import InvalidArgument, UnsupportedOperation
 from ..plan.catalyst import Bridge, JExpr, JPlan
+from ..plan.observed import observed_rows
 from ..store.format import Slot
 from . import explain, lazy_check, prepare, support
 from .explain import ORDER_WHEN_READ, SUBQUERY_STRATEGY
@@ -357,6 +358,17 @@ class CaptureContext:
             )
         )
         return len(self.sides) - 1
+
+    def observed_input(self, k: int, inner: Rewritten) -> JPlan:
+        """``inner.plan``, the input of side relation ``k``'s operator; with witnesses,
+        when the side's rows are small (``plan.observed``), the same rows under a node
+        that gathers the side's rows in the query's own job, not by running its input
+        again (Smoke's inject, for the side relations why and how read)."""
+        side = self.sides[k]
+        if not self.witnesses or side.narrow is not None:
+            return inner.plan
+        side.observed = observed_rows(self.bridge, side.plan)
+        return inner.plan if side.observed is None else side.observed.plan
 
     def rewrite_stable(self, child: JPlan, parent: JPlan) -> Rewritten:
         """``child`` rewritten, computed once and kept if two runs could give other rows."""

@@ -60,6 +60,8 @@ class SideGraph:
     repeated in the plans built on it. ``narrow(k)``, if not None, gives the same rows
     with the join inside the relation broadcasting its left side (a semi join's
     matches): the plan for a few handles, which leave few left rows to broadcast.
+    ``observed(k)``, if not None, is side k's rows as the query's job gathered them
+    (``SideRelation.observed``), to be written without running the side again.
     """
 
     sides: Sequence
@@ -67,6 +69,8 @@ class SideGraph:
     source_of: Callable[[int], int]
     keep: Callable[[DataFrame], DataFrame] = lambda df: df
     narrow: Callable[[int], DataFrame | None] = lambda k: None
+    # the rows of side k as the query's own job gathered them, if it did (an Arrow table)
+    observed: Callable[[int], object | None] = lambda k: None
 
 
 def source_pairs(rows: DataFrame, slots: list[Slot], graph: SideGraph) -> dict[int, list[DataFrame]]:

@@ -26,6 +26,7 @@ from pyspark.sql.types import LongType, StructField, StructType
 from ..errors import CaptureFailed, EmbeddedUnsupported, InvalidArgument
 from ..functions.tracer import declaration_error
 from ..plan.catalyst import Bridge, JPlan
+from ..plan.observed import WatchedJobs
 from ..plan.small_writes import small_rows, write_parquet, write_table
 from ..plan.written import read_written, stored_schema
 from ..sources.identity import RID, ROW_BITS
@@ -42,6 +43,7 @@ from .lineage import (
 from .shapes import PRUNED
 from .workload import Workload, check_partition_column
 from .writing import (
+    describe_sides,
     in_output_slots,
     lineage_settings,
     names_rows,
@@ -49,6 +51,7 @@ from .writing import (
     store_lineage,
     unique_pairs,
     write_shared,
+    write_side_rows,
     write_sides,
 )
 
@@ -245,6 +248,8 @@ def _run_rewritten(
     # once, from the row kept before the query ran): no pair table until one is needed
     referenced = {s.ref for s in slots if rewriter.refers_to_shared(s)} if in_rows else set()
     log.info("sparkprov: running %r with capture", name)
+    # the jobs that run the query: whether they ran once says if side rows they gathered hold
+    jobs = WatchedJobs(spark)
     started = time.perf_counter()
     with ThreadPoolExecutor(max_workers=1, thread_name_prefix="sparkprov-shared") as pool:
         # the subqueries' lineage is read from their kept rows while the query runs: a
@@ -256,17 +261,23 @@ def _run_rewritten(
             shared = pool.submit(write_shared, spark, graph, referenced, shared_path)
         elif pairs_later:
             # why and how read the side relations alone; the pair table is made from them in
-            # the process that first needs it (query/provenance.py), without Spark. They
-            # are written while the output is: on small data most of a write's time is
-            # the driver's (planning, committing files), which the other write overlaps.
-            sides = pool.submit(write_sides, side_graph(bridge, rewriter, folders.work), slots, data / "sides")
-        output_path, display, staged, written = _write_output(bridge, out, len(slot_names), data, write)
+            # the process that first needs it (query/provenance.py), without Spark. Those
+            # the query's job does not gather are written while the output is: on small
+            # data most of a write's time is the driver's (planning, committing files),
+            # which the other write overlaps.
+            graph = side_graph(bridge, rewriter, folders.work, jobs)
+            structure, paths = describe_sides(graph, slots, data / "sides")
+            now = {k: p for k, p in paths.items() if rewriter.sides[k].observed is None}
+            sides = pool.submit(write_side_rows, graph, now)
+        with jobs:
+            output_path, display, staged, written = _write_output(bridge, out, len(slot_names), data, write)
         output_done = time.perf_counter()
         if shared is not None:
             shared.result()
             shutil.rmtree(folders.work, ignore_errors=True)
         if sides is not None:
-            structure = sides.result()
+            sides.result()
+            write_side_rows(graph, {k: p for k, p in paths.items() if k not in now})
     if in_rows:
         in_output = {"slots": slots_json(in_output_slots(rewriter)), "unique": unique_pairs(rewriter)}
     elif rewriter.strategy == "defer" and not witnesses:
@@ -286,7 +297,7 @@ def _run_rewritten(
         shutil.rmtree(folders.work, ignore_errors=True)
         shared_path, deferred = None, {"later": "witnesses"}
     else:
-        shared_path, structure = _resolve(bridge, rewriter, output_path, lineage_path, witnesses, data)
+        shared_path, structure = _resolve(bridge, rewriter, output_path, lineage_path, witnesses, data, jobs)
     # what dominates a capture's cost: the query with slots, or resolving them into pairs
     timings = {"output_s": round(output_done - started, 3), "lineage_s": round(time.perf_counter() - output_done, 3)}
     lineage = {"path": lineage_path, "shared": shared_path, **({"in_output": in_output} if in_output else deferred)}
@@ -427,13 +438,16 @@ def _entry(
     }
 
 
-def _resolve(bridge, rewriter, output_path: str, lineage_path: str, witnesses: bool, data: Path):
+def _resolve(
+    bridge, rewriter, output_path: str, lineage_path: str, witnesses: bool, data: Path, jobs: WatchedJobs | None = None
+):
     """Resolve the output's slots into the pair table (and shared lineage, and with
-    ``witnesses`` the side relations); returns (shared lineage path, witnesses)."""
+    ``witnesses`` the side relations); returns (shared lineage path, witnesses).
+    ``jobs``: those that ran the query (side rows they gathered are written as they are)."""
     slots = rewriter.root.slots
     spark = bridge.spark
     work = data / "work"
-    graph = side_graph(bridge, rewriter, work)
+    graph = side_graph(bridge, rewriter, work, jobs)
     # Pair tables can be much larger than the query's own shuffles (an output row
     # times its inputs): more, smaller partitions to start with keep each task's
     # distinct within memory, and adaptive execution merges the small ones again.
@@ -483,8 +497,8 @@ def write_for_user(bridge: Bridge, staged: DataFrame, display: list[str], write:
         write_table(rows.select(range(len(display))).rename_columns(display), user_schema, write.path)
         positions = pa.array(np.arange(rows.num_rows, dtype=np.int64))
         write_table(rows.append_column(RID, positions), _stored_schema(staged), output_path)
-        fs = _file_relation(bridge, read_written(spark, write.path, user_schema))
-        return {"path": write.path, "table": None, "roots": bridge.root_paths(fs), "files": sorted(bridge.files(fs))}
+        root, files = bridge.folder_files(write.path)  # as reading the folder would report them
+        return {"path": write.path, "table": None, "roots": [root], "files": sorted(files)}
     kept, with_rows = _checkpointed(staged)
     try:
         user = kept.select(*[F.col(f"`{c}`").alias(d) for c, d in zip(kept.columns, display)])

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..plan.catalyst import JPlan
+from ..plan.observed import ObservedRows
 from ..sources import identity as S
 from ..store.format import Slot
 
@@ -38,6 +39,8 @@ class SideRelation:
     # the same relation with the join inside it broadcasting its left side (a semi join's
     # matches): for resolving a few handles, which reduce that side to a few rows first
     narrow: JPlan | None = None
+    # its rows gathered by the query's own job (plan/observed.py), where small
+    observed: ObservedRows | None = None
 
 
 @dataclass

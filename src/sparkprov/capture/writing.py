@@ -17,7 +17,8 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
 from ..plan.catalyst import Bridge
-from ..plan.small_writes import bounded_writer, write_parquet
+from ..plan.observed import WatchedJobs
+from ..plan.small_writes import bounded_writer, write_parquet, write_table
 from ..plan.written import read_written
 from ..store.catalog import publish_written
 from ..store.format import IN, OUT, PAIRS_SCHEMA, REF, SHARED_REF, SHARED_SCHEMA, SRC, Slot, ref_source
@@ -42,13 +43,21 @@ def in_output_slots(rewriter: CaptureContext) -> list[Slot]:
     ]
 
 
-def side_graph(bridge, rewriter, work: Path) -> SideGraph:
+def side_graph(bridge, rewriter, work: Path, jobs: WatchedJobs | None = None) -> SideGraph:
+    """The capture's side relations; ``jobs``: those that ran the query, if watched
+    (the rows some sides gathered there are taken only if they ran once)."""
+
+    def observed(k: int):
+        seen = rewriter.sides[k].observed
+        return seen.table(jobs) if seen is not None and jobs is not None else None
+
     return SideGraph(
         sides=rewriter.sides,
         relation=lambda k: bridge.to_dataframe(rewriter.sides[k].plan),
         narrow=lambda k: bridge.to_dataframe(rewriter.sides[k].narrow) if rewriter.sides[k].narrow else None,
         source_of=lambda i: rewriter.instances[i].source,
         keep=materializer(bridge.spark, work),
+        observed=observed,
     )
 
 
@@ -168,6 +177,13 @@ def write_sides(graph: SideGraph, slots, root: Path) -> dict:
     The result is the catalog's ``witnesses`` entry: the output's slots and, per
     side, its rows' location and slots (a source slot names its source by number).
     """
+    structure, paths = describe_sides(graph, slots, root)
+    write_side_rows(graph, paths)
+    return structure
+
+
+def describe_sides(graph: SideGraph, slots, root: Path) -> tuple[dict, dict[int, str]]:
+    """``write_sides``'s result, and the folder each side's rows go to (nothing written)."""
 
     def described(side_slots) -> list[dict]:
         return [
@@ -176,14 +192,14 @@ def write_sides(graph: SideGraph, slots, root: Path) -> dict:
         ]
 
     sides: dict[str, dict] = {}
+    paths: dict[int, str] = {}
     todo = [s.ref for s in slots if s.kind != "source"]
     while todo:
         k = todo.pop()
         if str(k) in sides:
             continue
         side = graph.sides[k]
-        path = str(root / str(k))
-        write_parquet(graph.relation(k), path)
+        path = paths[k] = str(root / str(k))
         sides[str(k)] = {
             "operator": side.operator,
             "combine": side.combine,
@@ -192,7 +208,18 @@ def write_sides(graph: SideGraph, slots, root: Path) -> dict:
             "slots": described(side.slots),
         }
         todo.extend(s.ref for s in side.slots if s.kind != "source")
-    return {"output": described(slots), "sides": sides}
+    return {"output": described(slots), "sides": sides}, paths
+
+
+def write_side_rows(graph: SideGraph, paths: dict[int, str]) -> None:
+    """Side ``k``'s rows written to ``paths[k]``: those the query's job gathered as it
+    ran, else by running the side relation."""
+    for k, path in paths.items():
+        table = graph.observed(k)
+        if table is not None:
+            write_table(table, graph.sides[k].observed.schema, path)
+        else:
+            write_parquet(graph.relation(k), path)
 
 
 _INITIAL_PARTITIONS = "spark.sql.adaptive.coalescePartitions.initialPartitionNum"

@@ -101,6 +101,13 @@ class Files:
             return [_uri(p) for p in self.to_list(fs_relation.location().rootPaths())]
         return [_spelled(uri) for _, (uri,) in found]
 
+    def folder_files(self, folder: str) -> tuple[str, list[tuple[str, int, int]]]:
+        """The root path and the files Spark's reading of the Parquet folder ``folder``
+        would report (:meth:`root_paths`, :meth:`files`), without reading it."""
+        jpath = self.jvm.org.apache.hadoop.fs.Path(folder)
+        root = _uri(jpath.getFileSystem(self.jsession.sessionState().newHadoopConf()).makeQualified(jpath))
+        return root, self.list_files([root])
+
     def list_files(self, paths: list[str]) -> list[tuple[str, int, int]]:
         """Files under ``paths`` now, as :meth:`files` reports them (for change checks)."""
         hconf = self.jsession.sessionState().newHadoopConf()

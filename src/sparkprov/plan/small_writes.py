@@ -78,18 +78,22 @@ def small_rows(df: DataFrame, limit: int | None = None) -> pa.Table | None:
     """``df``'s rows as an Arrow table (one Spark job), if they are small by the rules
     above (at most ``limit`` bytes, ``SMALL_BYTES`` by default); None otherwise (nothing
     run)."""
-    limit = SMALL_BYTES if limit is None else limit
-    if not all(_kept_exactly(f.dataType) for f in df.schema.fields):
-        return None
     # estimated on the analyzed plan: optimizing it here would optimize it twice when
     # Spark writes it (the write plans its query anew), seconds for a large plan
-    analyzed = df._jdf.queryExecution().analyzed()
-    if int(str(analyzed.stats().sizeInBytes())) > limit or _UNBOUNDED.search(analyzed.treeString()):
+    if not small_plan(df._jdf.queryExecution().analyzed(), df.schema, SMALL_BYTES if limit is None else limit):
         return None
     # a null struct's fields hold nulls, whatever the schema says, which PySpark's
     # conversion refuses where it says they cannot: collected as nullable
     nullable = StructType([StructField(f.name, _nullable(f.dataType), f.nullable, f.metadata) for f in df.schema])
     return (df if nullable == df.schema else df.to(nullable)).toArrow()
+
+
+def small_plan(plan, schema: StructType, limit: int) -> bool:
+    """Whether the rows of the resolved logical ``plan`` (of ``schema``) are small by
+    the rules above: at most ``limit`` bytes."""
+    if not all(_kept_exactly(f.dataType) for f in schema.fields):
+        return False
+    return int(str(plan.stats().sizeInBytes())) <= limit and not _UNBOUNDED.search(plan.treeString())
 
 
 def write_table(table: pa.Table, schema: StructType, path: str | os.PathLike) -> None:

@@ -309,7 +309,9 @@ def _members(side: dict, k: int, values: dict[Any, Any], rows: list[dict]) -> di
     """Side rows per wanted slot value: those with its handle (and, for a window, at
     the positions of its range)."""
     by_handle: dict[Any, list[dict]] = defaultdict(list)
-    for r in rows:
+    # in an order of their own, not the files': a polynomial reads the same however the
+    # side was written (by its own job, or gathered by the query's, plan/observed.py)
+    for r in sorted(rows, key=_row_order):
         by_handle[_frozen(r[_HANDLE])].append(r)
     if not side["ranged"]:
         return {(k, key): by_handle.get(key, []) for key in values}
@@ -321,6 +323,18 @@ def _members(side: dict, k: int, values: dict[Any, Any], rows: list[dict]) -> di
 
 
 _NAN = ("__sp_nan",)
+
+
+def _row_order(row: dict) -> tuple:
+    return tuple(_value_order(v) for k, v in row.items() if k != _HANDLE)
+
+
+def _value_order(value: Any) -> tuple:
+    if value is None:
+        return (0, 0)
+    if isinstance(value, (bool, int, float)) and value == value:
+        return (1, value)
+    return (2, repr(_frozen(value)))
 
 
 def _frozen(value: Any) -> Any:

@@ -63,7 +63,7 @@ def _aggregate(cx: CaptureContext, node: JPlan, inner: Rewritten, grouping: list
     )
     slot = cx.group_slot("Aggregate", handle, inner, "values" if computes else "distinct")
     out_alias = b.alias(handle, slot.name)
-    plan = b.aggregate_like(node, b.aggregate_expressions(node) + [out_alias], inner.plan)
+    plan = b.aggregate_like(node, b.aggregate_expressions(node) + [out_alias], cx.observed_input(slot.ref, inner))
     slot.attr = b.output(plan)[-1]
     return Rewritten(plan, [slot], strategy=f"{STRATEGY['Aggregate']}: {logical}")
 

@@ -40,7 +40,7 @@ def _dedup(cx: CaptureContext, node: JPlan, child: JPlan, keys: list[JExpr]) -> 
     b = cx.bridge
     inner = cx.rewrite_stable(child, node)
     slot = cx.group_slot(b.node_name(node), b.struct(keys), inner, "distinct")
-    dedup = b.deduplicate(keys, inner.plan)
+    dedup = b.deduplicate(keys, cx.observed_input(slot.ref, inner))
     user = b.output(child)
     plan = b.project(user + [b.alias(b.struct(keys), slot.name)], dedup)
     slot.attr = b.output(plan)[-1]
