@@ -452,11 +452,18 @@ def _resolve(
     # times its inputs): more, smaller partitions to start with keep each task's
     # distinct within memory, and adaptive execution merges the small ones again.
     with lineage_settings(bridge):
+        structure = None
+        if witnesses:
+            # kept first: the pairs then read each side's rows from its files, not by
+            # running its input again
+            structure = write_sides(graph, slots, data / "sides")
+            written = {int(k): side["path"] for k, side in structure["sides"].items()}
+            run = graph.relation
+            graph = replace(graph, relation=lambda k: read_written(spark, written[k]) if k in written else run(k))
         rows = read_written(spark, output_path).select(F.col(RID).alias(OUT), *[s.name for s in slots])
         pairs = source_pairs(rows, slots, graph)
         distinct = not unique_pairs(rewriter)
         shared_path = store_lineage(spark, pairs, graph, Path(lineage_path), data / "shared", distinct)
-        structure = write_sides(graph, slots, data / "sides") if witnesses else None
     shutil.rmtree(work, ignore_errors=True)
     return shared_path, structure
 

@@ -57,7 +57,7 @@ class ObservedRows:
 
     def __init__(self, bridge, rows: JPlan, schema: StructType | None = None) -> None:
         jvm, e = bridge.jvm, bridge._expr
-        self._spark = bridge.spark
+        self._utils = jvm.org.apache.spark.sql.api.python.PythonSQLUtils  # looked up once per bridge
         self.name = f"sparkprov_rows_{uuid.uuid4().hex}"
         self.schema = schema or StructType.fromJson(json.loads(rows.schema().json()))
         (child,) = bridge.children(rows)
@@ -80,8 +80,7 @@ class ObservedRows:
             if time.monotonic() > waited:
                 return None
             time.sleep(0.01)
-        utils = self._spark._jvm.org.apache.spark.sql.api.python.PythonSQLUtils
-        found = CPickleSerializer().loads(utils.toPyRow(self._observation.getRow()))
+        found = CPickleSerializer().loads(self._utils.toPyRow(self._observation.getRow()))
         if found is None or found["rows"] is None:
             return None
         rows = [_plain(r) for r in found["rows"]]
