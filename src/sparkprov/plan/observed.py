@@ -41,6 +41,7 @@ from .small_writes import small_plan
 
 OBSERVED_BYTES = 1 << 20  # at most this many bytes by Catalyst's estimate are gathered so
 _WAIT_S = 2.0  # Spark completes an observation as its action ends; a little slack
+_WAIT_MS = 5000  # for Spark's listener bus to catch up
 
 
 def observed_rows(bridge, rows: JPlan, limit: int = OBSERVED_BYTES) -> ObservedRows | None:
@@ -124,8 +125,15 @@ class WatchedJobs:
         return self._once
 
     def _ran_once(self) -> bool:
+        scala = self._sc._jsc.sc()
+        try:
+            # the status store is fed by Spark's listener bus, behind the scheduler: its
+            # events so far handled, no retry of the watched jobs is left unseen
+            scala.listenerBus().waitUntilEmpty(_WAIT_MS)
+        except Exception:  # too busy to tell: the rows are not taken
+            return False
         tracker = self._sc.statusTracker()
-        jobs = list(self._sc._jsc.sc().statusTracker().getJobIdsForTag(self.tag))
+        jobs = list(scala.statusTracker().getJobIdsForTag(self.tag))
         if not jobs:
             return False
         for job in jobs:
