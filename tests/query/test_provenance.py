@@ -198,3 +198,30 @@ def test_sides_gathered_by_the_query_read_as_sides_run_alone(spark, session, sho
     assert {rid: canonical(p, tag) for rid, p in gathered.polynomials(rids).items()} == {
         rid: canonical(p, tag) for rid, p in alone.polynomials(rids).items()
     }
+
+
+@pytest.mark.parametrize("query", ["scalar subquery", "limit under a group"])
+def test_sides_computed_apart_from_the_query_are_not_waited_for(spark, session, shop, query, monkeypatch):
+    # a side inside a scalar subquery (a cached relation) or below a LIMIT (a
+    # checkpoint) is not gathered by the query's job: it runs alone, with no wait for
+    # rows that never come (plan/observed.py waits 2 s for them)
+    from sparkprov.plan.observed import ObservedRows
+
+    asked = []
+    table = ObservedRows.table
+    monkeypatch.setattr(
+        ObservedRows,
+        "table",
+        lambda self, jobs: (asked.append(self._observation.future().isCompleted()), table(self, jobs))[1],
+    )
+    o, i = shop
+    df = (
+        QUERIES[query](o, i, spark)
+        if query in QUERIES
+        else i.groupBy("oid").agg(F.sum("price").alias("s")).orderBy("oid").limit(2).groupBy().agg(F.sum("s"))
+    )
+    cap = session.capture(df, name="apart", witnesses=True)
+    # the group below the LIMIT runs alone; the one above it is gathered, by the query's job
+    assert asked == ([] if query in QUERIES else [True])
+    rids = [r["_sp_rid"] for r in cap.output.collect()]
+    assert all(p.variables() for p in cap.polynomials(rids).values())

@@ -382,6 +382,7 @@ class CaptureContext:
     def kept(self, plan: JPlan) -> JPlan:
         """``plan`` computed now and kept (localCheckpoint keeps the attribute ids, so
         the operators above still resolve); released after the capture."""
+        self._computed_apart(plan)
         df = self.bridge.to_dataframe(plan).localCheckpoint(eager=True)
         self.checkpoints.append(df)
         return self.bridge.analyzed(df)
@@ -393,9 +394,21 @@ class CaptureContext:
         read from the same row. Only for deterministic plans: a cache evicted and
         computed again gives a deterministic plan's row again (released after the
         capture)."""
+        self._computed_apart(plan)
         df = self.bridge.to_dataframe(plan).persist(StorageLevel.MEMORY_AND_DISK)
         self.checkpoints.append(df)
         return self.bridge.cached_relation(df)
+
+    def _computed_apart(self, plan: JPlan) -> None:
+        # sides gathered inside ``plan`` would be gathered by a job the capture does not
+        # watch (a checkpoint's, a cached relation's, which Spark does not report with
+        # the query's): they run alone instead
+        observed = [s for s in self.sides if s.observed is not None]
+        if observed:
+            text = plan.treeString()
+            for side in observed:
+                if side.observed.name in text:
+                    side.observed = None
 
     def nondeterminism(self, node: JPlan) -> str | None:
         """What could make ``node`` give other rows in another run (None: nothing)."""
