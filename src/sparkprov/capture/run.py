@@ -8,7 +8,6 @@
 from __future__ import annotations
 
 import logging
-import re
 import shutil
 import time
 import uuid
@@ -23,7 +22,7 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql.types import LongType, StructField, StructType
 
-from ..errors import CaptureFailed, EmbeddedUnsupported, InvalidArgument
+from ..errors import CaptureFailed, InvalidArgument
 from ..functions.tracer import declaration_error
 from ..plan.catalyst import Bridge, JPlan
 from ..plan.observed import WatchedJobs
@@ -31,7 +30,6 @@ from ..plan.small_writes import small_rows, write_parquet, write_table
 from ..plan.written import read_written, stored_schema
 from ..sources.identity import RID, ROW_BITS
 from ..store.catalog import Store
-from ..store.files import parquet_files
 from ..store.layout import CaptureFolders, local_path
 from . import blackbox, later
 from .context import CaptureContext
@@ -54,6 +52,7 @@ from .writing import (
     write_side_rows,
     write_sides,
 )
+from .written_counts import PART, check_row_counts
 
 log = logging.getLogger("sparkprov")
 
@@ -473,7 +472,6 @@ def _stored_schema(staged: DataFrame) -> StructType:
     return StructType([*stored_schema(staged.schema).fields, StructField(RID, LongType())])
 
 
-_PART = re.compile(r"^part-(\d+)-")
 _ROW_MASK = (1 << 33) - 1  # monotonically_increasing_id: partition << 33 | position
 
 
@@ -526,7 +524,7 @@ def write_for_user(bridge: Bridge, staged: DataFrame, display: list[str], write:
         files = sorted(bridge.files(fs))
         number = {}
         for i, (path, _, _) in enumerate(files):
-            m = _PART.match(path.rsplit("/", 1)[-1])
+            m = PART.match(path.rsplit("/", 1)[-1])
             if m is None or int(m.group(1)) in number:
                 raise CaptureFailed(
                     f"sparkprov: cannot tell which rows {path} holds; the written files are untraceable"
@@ -536,7 +534,7 @@ def write_for_user(bridge: Bridge, staged: DataFrame, display: list[str], write:
             log.info("sparkprov: Spark wrote %d files for %d partitions with rows", len(number), len(with_rows))
             shutil.rmtree(output_path)
             how = write_parquet(kept.withColumn(RID, _file_rid(number)), output_path)
-        _check_row_counts(spark, reread, output_path, [p for p, _, _ in files], number, how == "arrow")
+        check_row_counts(spark, reread, output_path, [p for p, _, _ in files], number, how == "arrow")
         return {"path": write.path, "table": write.table, "roots": bridge.root_paths(fs), "files": files}
     finally:
         kept.unpersist()
@@ -568,52 +566,3 @@ def _file_rid(number: dict[int, int]):
     pairs = [x for p, i in number.items() for x in (F.lit(p), F.lit(i).cast("long"))]
     file_no = F.element_at(F.create_map(*pairs), F.shiftright(tmp, 33)) if pairs else F.lit(None).cast("long")
     return F.shiftleft(file_no, ROW_BITS).bitwiseOR(tmp.bitwiseAND(F.lit(_ROW_MASK)))
-
-
-def _check_row_counts(spark, reread: DataFrame, output_path: str, paths: list[str], number: dict, by_rid: bool) -> None:
-    if _footer_counts_match(output_path, paths, number, by_rid):
-        return
-    # files Python cannot read (another file system): both counts in one Spark job
-    files = reread.groupBy(F.col("_metadata.file_path").alias("file"), F.lit(None).cast("long").alias("number"))
-    stored = read_written(spark, output_path)
-    numbers = stored.groupBy(F.lit(None).cast("string").alias("file"), F.shiftright(RID, ROW_BITS).alias("number"))
-    counts = files.count().unionByName(numbers.count()).collect()
-    by_file = {r.file: r["count"] for r in counts if r.file is not None}
-    by_number = [(r.number, r["count"]) for r in counts if r.file is None]
-    if by_file != {paths[n]: count for n, count in by_number if n is not None and n < len(paths)}:
-        raise _not_kept()
-
-
-def _not_kept() -> CaptureFailed:
-    return CaptureFailed("sparkprov: the written files do not hold the rows capture stored; the capture is not kept")
-
-
-def _footer_counts_match(output_path: str, paths: list[str], number: dict[int, int], by_rid: bool = False) -> bool:
-    """Whether the written files are local, their rows counted from their Parquet
-    footers (no Spark job); raises when a count differs. The stored file of partition
-    ``p`` holds the rows whose rid names file ``number[p]``, so the two files' counts
-    must be equal; ``by_rid``: the stored rows are in one file (written through
-    Arrow), counted by the file their rids name."""
-    import pyarrow.parquet as pq
-
-    try:
-        local = [local_path(p) for p in paths]
-    except EmbeddedUnsupported:
-        return False
-    stored: dict[int, int] = {}  # file number -> rows
-    if by_rid:
-        rids = pq.read_table(parquet_files(output_path), columns=[RID]).column(RID).to_numpy()
-        numbers, counts = np.unique(rids >> ROW_BITS, return_counts=True)
-        stored = dict(zip(numbers.tolist(), counts.tolist()))
-    else:
-        for f in parquet_files(output_path):
-            m = _PART.match(Path(f).name)
-            rows = pq.read_metadata(f).num_rows
-            if m is None or int(m.group(1)) not in number or (rows and number[int(m.group(1))] in stored):
-                raise _not_kept()
-            if rows:
-                stored[number[int(m.group(1))]] = rows
-    written = {i: pq.read_metadata(local[i]).num_rows for i in number.values()}
-    if stored != {i: rows for i, rows in written.items() if rows}:
-        raise _not_kept()
-    return True
