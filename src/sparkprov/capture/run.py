@@ -13,6 +13,7 @@ import time
 import uuid
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor, wait
+from contextlib import nullcontext
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -268,7 +269,8 @@ def _run_rewritten(
             structure, paths = describe_sides(graph, slots, data / "sides")
             now = {k: p for k, p in paths.items() if rewriter.sides[k].observed is None}
             sides = pool.submit(write_side_rows, graph, now)
-        with jobs:
+        # watched (a job tag set and read back) only when some side is gathered by them
+        with jobs if any(s.observed is not None for s in rewriter.sides) else nullcontext():
             output_path, display, staged, written = _write_output(bridge, out, len(slot_names), data, write)
         output_done = time.perf_counter()
         if shared is not None:

@@ -64,11 +64,11 @@ class ObservedRows:
         (child,) = bridge.children(rows)
         columns = bridge.to_list(rows.projectList())
         row = bridge.named_struct([(c.name(), c.child() if c.nodeName() == "Alias" else c) for c in columns])
-        rows = bridge.alias(e.aggregate.CollectList(row).toAggregateExpression(), "rows")
+        gathered = bridge.alias(e.aggregate.CollectList(row).toAggregateExpression(), "rows")
         dataframe_id = uuid.uuid4().int & ((1 << 62) - 1)
         self._observation = jvm.org.apache.spark.sql.Observation(self.name)
         bridge.jsession.observationManager().register(self._observation, dataframe_id)
-        self.plan: JPlan = bridge._logical.CollectMetrics(self.name, bridge.seq([rows]), child, dataframe_id)
+        self.plan: JPlan = bridge._logical.CollectMetrics(self.name, bridge.seq([gathered]), child, dataframe_id)
 
     def table(self, jobs: WatchedJobs) -> pa.Table | None:
         """The rows as an Arrow table of :attr:`schema`, or None when they cannot be
