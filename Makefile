@@ -40,8 +40,10 @@ test: prereqs $(VENV)/.installed-test $(DATA)/tpch/sf0.01/.done $(DATA)/tpcds/sf
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 	# two workers, each with its own SparkSession: much of a test's time is single-threaded
-	# driver work (planning, py4j), so two at once keep both cores busy
-	SPARKPROV_TPCH=$(DATA)/tpch SPARKPROV_TPCDS=$(DATA)/tpcds $(BIN)/python -m pytest -q -n 2 --durations=15
+	# driver work (planning, py4j), so two at once keep both cores busy. A module's tests
+	# go to one worker (--dist loadscope): a module-scoped fixture (the retries script's two
+	# and a half minutes, a workflow's runs) is made once, not once per worker
+	SPARKPROV_TPCH=$(DATA)/tpch SPARKPROV_TPCDS=$(DATA)/tpcds $(BIN)/python -m pytest -q -n 2 --dist loadscope --durations=15
 
 lint: $(VENV)/.installed-test
 	$(BIN)/ruff check .

@@ -22,6 +22,8 @@ def session(master: str, python: str = sys.executable) -> SparkSession:
         SparkSession.builder.master(master)
         .config("spark.sql.shuffle.partitions", "2")
         .config("spark.ui.enabled", "false")
+        # short-lived, as the driver (SPARK_SUBMIT_OPTS, tests/conftest.py)
+        .config("spark.executor.extraJavaOptions", "-XX:TieredStopAtLevel=1")
         .getOrCreate()
     )
     spark.sparkContext.setLogLevel("OFF")  # the injected faults' tracebacks
