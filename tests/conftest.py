@@ -61,4 +61,3 @@ def tpcds_dir() -> Path:
 
     base = Path(os.environ.get("SPARKPROV_TPCDS", ROOT / "data" / "tpcds"))
     return generate(0.01, base)
-
