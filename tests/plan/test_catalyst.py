@@ -284,3 +284,26 @@ def test_every_method_of_the_bridges_mixins_raises_jvm_errors_as_sparkprov_error
                 continue
             wrapper = vars(Bridge)[name]
             assert getattr(wrapper, "__func__", wrapper).__wrapped__ is getattr(defined, "__func__", defined), name
+
+
+def test_a_capture_keeps_every_method_it_calls_in_py4js_cache(spark, tmp_path):
+    # Py4J's cache of resolved methods held 100 per JVM thread: a capture calling more
+    # resolved them again by reflection on every call (a new thread: a new JVM thread)
+    def cached() -> int:
+        field = spark._jvm.java.lang.Class.forName("py4j.reflection.ReflectionEngine").getDeclaredField("cacheHolder")
+        field.setAccessible(True)
+        return field.get(None).get().size()
+
+    sizes = []
+
+    def capture() -> None:
+        session = sp.LineageSession(spark, store=tmp_path / "store")
+        t = session.source(spark.range(20).selectExpr("id", "id % 3 as k"), "t")
+        joined = t.join(t.select("k", F.col("id").alias("w")), "k")
+        session.capture(joined.groupBy("k").agg(F.sum("id"), F.countDistinct("w")), "sums")
+        sizes.append(cached())
+
+    thread = threading.Thread(target=capture)
+    thread.start()
+    thread.join()
+    assert sizes and sizes[0] > 100
