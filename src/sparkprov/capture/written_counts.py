@@ -35,10 +35,10 @@ def check_row_counts(spark, reread: DataFrame, output_path: str, paths: list[str
     by_file = {r.file: r["count"] for r in counts if r.file is not None}
     by_number = [(r.number, r["count"]) for r in counts if r.file is None]
     if by_file != {paths[n]: count for n, count in by_number if n is not None and n < len(paths)}:
-        raise not_kept()
+        raise _not_kept()
 
 
-def not_kept() -> CaptureFailed:
+def _not_kept() -> CaptureFailed:
     return CaptureFailed("sparkprov: the written files do not hold the rows capture stored; the capture is not kept")
 
 
@@ -63,11 +63,12 @@ def footer_counts_match(output_path: str, paths: list[str], number: dict[int, in
         for f in parquet_files(output_path):
             m = PART.match(Path(f).name)
             rows = pq.read_metadata(f).num_rows
-            if m is None or int(m.group(1)) not in number or (rows and number[int(m.group(1))] in stored):
-                raise not_kept()
+            file_no = number.get(int(m.group(1))) if m is not None else None
+            if file_no is None or (rows and file_no in stored):
+                raise _not_kept()
             if rows:
-                stored[number[int(m.group(1))]] = rows
+                stored[file_no] = rows
     written = {i: pq.read_metadata(local[i]).num_rows for i in number.values()}
     if stored != {i: rows for i, rows in written.items() if rows}:
-        raise not_kept()
+        raise _not_kept()
     return True
