@@ -36,7 +36,7 @@ CATALYST = "org.apache.spark.sql.catalyst"
 # (147 for a join under an aggregate), so each call missed again; with room for these,
 # that capture took 0.60 s against 0.70 s (median of 16 interleaved pairs, 14 faster).
 METHOD_CACHE = 2000
-_roomy = threading.local()  # the JVMs whose thread for this Python thread has the room
+_roomy = threading.local()  # ids of the JVM views whose thread for this Python thread has the room
 
 
 def roomy_method_cache(jvm: Any) -> None:
@@ -105,7 +105,7 @@ class Handles:
         proxies each time, so a walk from the same root hits the memo all the way down."""
         outer = getattr(self._walk, "memo", None)
         if outer is None:
-            roomy_method_cache(self.jvm)
+            roomy_method_cache(self.spark._jvm)  # the context's, shared by its sessions' bridges
             self._walk.memo = {}
         try:
             yield
