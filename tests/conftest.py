@@ -30,14 +30,17 @@ os.environ.setdefault("SPARK_SUBMIT_OPTS", SUBPROCESS_JVM)
 @pytest.fixture(scope="session")
 def spark(tmp_path_factory) -> SparkSession:
     warehouse = tmp_path_factory.mktemp("warehouse")
-    opts = os.environ.pop("SPARK_SUBMIT_OPTS", None)
+    # without our own options (a value the user set stays)
+    ours = os.environ.get("SPARK_SUBMIT_OPTS") == SUBPROCESS_JVM
+    if ours:
+        del os.environ["SPARK_SUBMIT_OPTS"]
     try:
         session = local_session(
             "sparkprov-tests", **{"spark.default.parallelism": "2", "spark.sql.warehouse.dir": str(warehouse)}
         )
     finally:
-        if opts is not None:
-            os.environ["SPARK_SUBMIT_OPTS"] = opts
+        if ours:
+            os.environ["SPARK_SUBMIT_OPTS"] = SUBPROCESS_JVM
     yield session
     session.stop()
 
