@@ -35,6 +35,36 @@ def distinct(values: Any) -> np.ndarray:
     return ids[np.concatenate(([True], ids[1:] != ids[:-1]))]
 
 
+def distinct_in(values: Any, size: int) -> np.ndarray:
+    """``distinct`` for ids below ``size``: through a mask over the array when there
+    are many of them (a pass over ``size`` booleans is cheaper than sorting a tenth
+    as many ids), else by sorting.
+
+    >>> distinct_in([5, 1, 5, 3], 8).tolist()
+    [1, 3, 5]
+    """
+    ids = np.asarray(values, dtype=np.int64).ravel()
+    if len(ids) * 16 < size:
+        return distinct(ids)
+    mask = np.zeros(size, dtype=bool)
+    mask[ids] = True
+    return np.flatnonzero(mask)
+
+
+def member(ids: np.ndarray, keys: np.ndarray) -> np.ndarray:
+    """Which ``ids`` are among ``keys`` (sorted and distinct, as ``distinct`` gives
+    them): a binary search per id, where ``np.isin`` would sort both again.
+
+    >>> member(np.array([4, 1, 7]), np.array([1, 4, 5])).tolist()
+    [True, True, False]
+    """
+    ids = np.asarray(ids, dtype=np.int64)
+    if not len(keys):
+        return np.zeros(len(ids), dtype=bool)
+    at = np.minimum(np.searchsorted(keys, ids), len(keys) - 1)
+    return keys[at] == ids
+
+
 @dataclass(frozen=True)
 class Shape:
     """The dimensions of an array; a cell's id is its row-major position."""
@@ -72,12 +102,18 @@ class Box:
     def ids(self, shape: Shape) -> np.ndarray:
         if len(self.lo) != len(shape.dims) or len(self.hi) != len(shape.dims):
             raise InvalidArgument(f"a box over an array of shape {shape.dims} needs {len(shape.dims)} coordinates")
-        lo = np.maximum(np.asarray(self.lo), 0)
-        hi = np.minimum(np.asarray(self.hi), np.asarray(shape.dims) - 1)
-        if (lo > hi).any():
+        dims = shape.dims
+        lo = [max(int(a), 0) for a in self.lo]
+        hi = [min(int(b), d - 1) for b, d in zip(self.hi, dims)]
+        if any(a > b for a, b in zip(lo, hi)):
             return np.zeros(0, np.int64)
-        grids = np.meshgrid(*[np.arange(a, b + 1) for a, b in zip(lo, hi)], indexing="ij")
-        return np.ravel_multi_index([g.ravel() for g in grids], shape.dims).astype(np.int64)
+        # row-major ids by broadcasting each dimension's run onto the ones before it:
+        # sorted as they come, and without meshgrid's copies (a query's payload
+        # function builds one small box per star, so this is its inner loop)
+        ids = np.arange(lo[0], hi[0] + 1, dtype=np.int64)
+        for a, b, d in zip(lo[1:], hi[1:], dims[1:]):
+            ids = (ids[:, None] * d + np.arange(a, b + 1, dtype=np.int64)).ravel()
+        return ids
 
 
 def cell_ids(shape: Shape, cells: Any, values: np.ndarray | None = None) -> np.ndarray:

@@ -137,7 +137,7 @@ def _scan_payloads(map_p, groups: dict, ids: np.ndarray, deadline: float | None)
         if many is not None and not reaches(many(np.asarray(group, np.int64), payload)):
             scan.advance(len(group))
             continue
-        for c in group:
+        for c in group.tolist():
             scan.advance(1)
             if reaches(map_p(c, payload)):
                 hit.append(c)
@@ -345,22 +345,27 @@ def _payload_of(map_p: Callable | None, name: str) -> Callable:
     return map_p
 
 
-def _by_payload(cells: list, payloads: list) -> dict:
-    groups: dict = {}
-    for c, p in zip(cells, payloads):
-        groups.setdefault(p, []).append(c)
-    return groups
+def _by_payload(cells: np.ndarray, payloads: pa.Array) -> dict[bytes, np.ndarray]:
+    """Each distinct payload's cells (in their order), grouped by Arrow's dictionary
+    encoding: a query names thousands of cells that share a few hundred payloads."""
+    encoded = payloads.dictionary_encode()
+    codes = np.asarray(encoded.indices, dtype=np.int64)
+    order = np.argsort(codes, kind="stable")
+    bounds = np.searchsorted(codes[order], np.arange(len(encoded.dictionary) + 1))
+    cells = np.asarray(cells, dtype=np.int64)[order]
+    return {p: cells[a:b] for p, a, b in zip(encoded.dictionary.to_pylist(), bounds[:-1], bounds[1:])}
 
 
-def _mapped(map_p: Callable, cells: np.ndarray, payloads: list) -> np.ndarray:
+def _mapped(map_p: Callable, cells: np.ndarray, payloads: pa.Array) -> np.ndarray:
     """The union of ``map_p(cell, payload)`` over the cells; with a ``map_p.many``
     (the cells of one payload at once), one call per distinct payload."""
     many = getattr(map_p, "many", None)
     if many is not None:
-        groups = _by_payload(cells.tolist(), payloads)
-        found = [np.asarray(many(np.asarray(cs, np.int64), p), dtype=np.int64).ravel() for p, cs in groups.items()]
+        groups = _by_payload(cells, payloads)
+        found = [np.asarray(many(cs, p), dtype=np.int64).ravel() for p, cs in groups.items()]
     else:
-        found = [np.asarray(map_p(int(c), p), dtype=np.int64).ravel() for c, p in zip(cells.tolist(), payloads)]
+        pairs = zip(cells.tolist(), payloads.to_pylist())
+        found = [np.asarray(map_p(c, p), dtype=np.int64).ravel() for c, p in pairs]
     return distinct(np.concatenate(found)) if found else _EMPTY
 
 
@@ -399,11 +404,11 @@ class _PayOneLineage(StoredLineage):
     def backward(self, out_ids) -> np.ndarray:
         ids = distinct(out_ids)
         rows = _spans(self.keys, ids)
-        return _mapped(self.map_p, self.keys[rows], self.payloads.take(pa.array(rows)).to_pylist())
+        return _mapped(self.map_p, self.keys[rows], self.payloads.take(pa.array(rows)))
 
     def forward(self, in_ids, deadline: float | None = None) -> np.ndarray:
         if self._groups is None:  # read once, for every forward query after
-            self._groups = _by_payload(self.keys.tolist(), self.payloads.to_pylist())
+            self._groups = _by_payload(self.keys, self.payloads)
         return _scan_payloads(self.map_p, self._groups, distinct(in_ids), deadline)
 
 
@@ -445,14 +450,12 @@ class _PayManyLineage(StoredLineage):
         cells = _gather(self.keys, self.key_offsets, candidates)
         owners = np.repeat(candidates, np.diff(self.key_offsets)[candidates])
         inside = np.isin(cells, ids)
-        payloads = self.payloads.take(pa.array(owners[inside])).to_pylist()
-        return _mapped(self.map_p, cells[inside], payloads)
+        return _mapped(self.map_p, cells[inside], self.payloads.take(pa.array(owners[inside])))
 
     def forward(self, in_ids, deadline: float | None = None) -> np.ndarray:
         if self._groups is None:  # read once, for every forward query after
-            payloads = self.payloads.to_pylist()
-            per_cell = [payloads[k] for k in owners(self.key_offsets).tolist()]
-            self._groups = _by_payload(self.keys.tolist(), per_cell)
+            per_cell = self.payloads.take(pa.array(owners(self.key_offsets)))
+            self._groups = _by_payload(self.keys, per_cell)
         return _scan_payloads(self.map_p, self._groups, distinct(in_ids), deadline)
 
 

@@ -29,7 +29,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..errors import InvalidArgument
-from .cells import Shape, distinct
+from .cells import Shape, distinct, distinct_in
 from .regions import RegionLog
 
 MODES = ("full", "payload", "composite", "map")
@@ -170,9 +170,22 @@ def neighbourhood(cells: np.ndarray, shape: Shape, radius: int) -> np.ndarray:
     """Every cell within ``radius`` (in each dimension) of ``cells``, inside the array."""
     if not len(cells) or radius == 0:
         return distinct(cells)
-    coords = shape.coordinates(cells)
-    steps = np.arange(-radius, radius + 1)
-    grid = np.stack(np.meshgrid(*[steps] * len(shape.dims), indexing="ij"), axis=-1).reshape(-1, len(shape.dims))
-    around = (coords[:, None, :] + grid[None, :, :]).reshape(-1, len(shape.dims))
-    inside = ((around >= 0) & (around < np.asarray(shape.dims))).all(axis=1)
-    return distinct(np.ravel_multi_index(around[inside].T, shape.dims))
+    cells = np.asarray(cells, dtype=np.int64)
+    coords = np.unravel_index(cells, shape.dims)
+    strides = np.cumprod((1,) + shape.dims[:0:-1])[::-1]
+    window = np.array(list(np.ndindex(*[2 * radius + 1] * len(shape.dims)))) - radius
+    shifts = window @ strides  # a cell moved by a step of the window, in id space
+    if len(cells) * len(window) <= 1 << 16:  # few cells: every step at once
+        inside = np.ones((len(cells), len(window)), dtype=bool)
+        for coord, steps, dim in zip(coords, window.T, shape.dims):
+            moved = coord[:, None] + steps[None, :]
+            inside &= (moved >= 0) & (moved < dim)
+        return distinct_in((cells[:, None] + shifts[None, :])[inside], shape.size)
+    found = []  # many: a step at a time, so memory stays at a few times the cells'
+    for steps, shift in zip(window, shifts):
+        inside = np.ones(len(cells), dtype=bool)
+        for coord, step, dim in zip(coords, steps, shape.dims):
+            if step:
+                inside &= (coord + step >= 0) & (coord + step < dim)
+        found.append(cells[inside] + shift)
+    return distinct_in(np.concatenate(found), shape.size)

@@ -33,7 +33,7 @@ from pathlib import Path
 import numpy as np
 
 from ..errors import InvalidArgument
-from .cells import Shape, cell_ids, distinct
+from .cells import Shape, cell_ids, distinct, member
 from .encodings import ENCODINGS, OverBudget, PayMany, PayOne, StoredLineage, folder_bytes
 from .operators import ArrayOperator, LineageWriter, PayloadFunction
 
@@ -358,14 +358,14 @@ class WorkflowRun:
 
     def _composite(self, node: Node, i: int, overridden, back, forth, ids: np.ndarray, backward: bool) -> np.ndarray:
         # the mapping by default; the cells a payload was written for (``overridden``)
-        # answered from their payloads (``back``, ``forth``)
+        # answered from their payloads (``back``, ``forth``); ``overridden`` is sorted
         shapes = self._shapes(node)
         if backward:
-            special = np.isin(ids, overridden)
+            special = member(ids, overridden)
             default = node.op.map_b(ids[~special], i, shapes)
             return _union([np.asarray(default, dtype=np.int64), back(ids[special])])
         default = np.asarray(node.op.map_f(ids, i, shapes), dtype=np.int64)
-        return _union([default[~np.isin(default, overridden)], forth(ids)])
+        return _union([default[~member(default, overridden)], forth(ids)])
 
     def _read_or_rerun(self, name, node, i, strategy, ids, backward) -> tuple[str, np.ndarray]:
         # SubZero VII-A: read stored lineage chunk by chunk; once that has taken longer

@@ -33,7 +33,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ..arrays.cells import Box, Shape
+from ..arrays.cells import Box, Shape, distinct
 from ..arrays.operators import ArrayOperator, Elementwise, neighbourhood
 from ..arrays.optimizer import LineageQuery
 from ..arrays.workflow import ArrayWorkflow, WorkflowRun, with_mappings
@@ -95,7 +95,7 @@ class CosmicRays(ArrayOperator):
         return ray.astype(np.float32)
 
     def map_b(self, cells, i, shapes):
-        return np.unique(cells)
+        return distinct(cells)
 
     map_f = map_b
 
@@ -133,7 +133,7 @@ class RemoveRays(ArrayOperator):
         return out
 
     def map_b(self, cells, i, shapes):
-        return np.unique(cells)
+        return distinct(cells)
 
     map_f = map_b
 
@@ -191,7 +191,7 @@ class Stars(ArrayOperator):
         return labels.astype(np.float32)
 
     def map_b(self, cells, i, shapes):
-        return np.unique(cells)
+        return distinct(cells)
 
     map_f = map_b
 
@@ -203,7 +203,7 @@ class Stars(ArrayOperator):
 
     def map_p_many(self, cells, payload, i):
         # a star's pixels all depend on its box: one call for the star
-        return np.unique(cells) if not payload else self.map_p(int(cells[0]), payload, i)
+        return distinct(cells) if not payload else self.map_p(int(cells[0]), payload, i)
 
 
 def workflow() -> ArrayWorkflow:

@@ -1,0 +1,39 @@
+import itertools
+
+import numpy as np
+import pytest
+
+from sparkprov.arrays.cells import Box, Shape, distinct, distinct_in, member
+
+
+def _every_cell(dims):
+    return list(itertools.product(*[range(d) for d in dims]))
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_a_box_names_every_cell_inside_it_in_order(seed):
+    rng = np.random.default_rng(seed)
+    for _ in range(300):
+        k = int(rng.integers(1, 4))
+        dims = tuple(int(d) for d in rng.integers(1, 7, k))
+        lo = tuple(int(v) for v in rng.integers(-2, 7, k))
+        hi = tuple(int(v) for v in rng.integers(-2, 8, k))
+        inside = [c for c in _every_cell(dims) if all(a <= v <= b for v, a, b in zip(c, lo, hi))]
+        want = [int(np.ravel_multi_index(c, dims)) for c in inside]
+        assert Box(lo, hi).ids(Shape(dims)).tolist() == sorted(want)
+
+
+def test_distinct_ids_by_mask_or_by_sorting_agree():
+    rng = np.random.default_rng(0)
+    for n in (0, 1, 5, 100, 5000):  # from few ids (sorted) to many (a mask)
+        ids = rng.integers(0, 1000, n)
+        assert distinct_in(ids, 1000).tolist() == sorted(set(ids.tolist()))
+        assert distinct(ids).tolist() == sorted(set(ids.tolist()))
+
+
+def test_membership_in_sorted_keys():
+    rng = np.random.default_rng(1)
+    keys = distinct(rng.integers(0, 50, 20))
+    ids = rng.integers(-5, 60, 200)
+    assert member(ids, keys).tolist() == np.isin(ids, keys).tolist()
+    assert member(ids, keys[:0]).tolist() == [False] * 200
