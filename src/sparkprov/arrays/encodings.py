@@ -357,9 +357,13 @@ def _by_payload(cells: np.ndarray, payloads: pa.Array) -> dict[bytes, np.ndarray
 
 
 def _mapped(map_p: Callable, cells: np.ndarray, payloads: pa.Array) -> np.ndarray:
-    """The union of ``map_p(cell, payload)`` over the cells; with a ``map_p.many``
-    (the cells of one payload at once), one call per distinct payload."""
-    many = getattr(map_p, "many", None)
+    """The union of ``map_p(cell, payload)`` over the cells; with a ``map_p.groups``
+    (the cells grouped by payload, all at once), one call; with a ``map_p.many`` (the
+    cells of one payload at once), one call per distinct payload."""
+    together, many = getattr(map_p, "groups", None), getattr(map_p, "many", None)
+    if together is not None:
+        groups = _by_payload(cells, payloads)
+        return distinct(together(list(groups), list(groups.values())))
     if many is not None:
         groups = _by_payload(cells, payloads)
         found = [np.asarray(many(cs, p), dtype=np.int64).ravel() for p, cs in groups.items()]

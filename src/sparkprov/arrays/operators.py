@@ -103,10 +103,19 @@ class ArrayOperator:
         found = [np.asarray(self.map_p(int(c), payload, i), dtype=np.int64).ravel() for c in cells]
         return distinct(np.concatenate(found)) if found else np.zeros(0, np.int64)
 
+    def map_p_groups(self, payloads: list[bytes], cells: list[np.ndarray], i: int) -> np.ndarray:
+        """The input cells of every group of ``cells`` (``cells[k]`` share
+        ``payloads[k]``): a query step's payloads in one call. By default a
+        ``map_p_many`` call per payload; override it when the payloads can be read
+        together (SubZero's stars: every box of a step built at once)."""
+        found = [np.asarray(self.map_p_many(c, p, i), dtype=np.int64).ravel() for p, c in zip(payloads, cells)]
+        return distinct(np.concatenate(found)) if found else np.zeros(0, np.int64)
+
 
 class PayloadFunction:
     """An operator's payload function for one input, as the encodings call it:
-    ``f(cell, payload)``, and ``f.many(cells, payload)`` for cells sharing a payload."""
+    ``f(cell, payload)``, ``f.many(cells, payload)`` for cells sharing a payload, and
+    ``f.groups(payloads, cells)`` for a step's cells grouped by payload."""
 
     def __init__(self, op: ArrayOperator, i: int) -> None:
         self.op, self.i = op, i
@@ -116,6 +125,9 @@ class PayloadFunction:
 
     def many(self, cells: np.ndarray, payload: bytes) -> np.ndarray:
         return self.op.map_p_many(cells, payload, self.i)
+
+    def groups(self, payloads: list[bytes], cells: list[np.ndarray]) -> np.ndarray:
+        return self.op.map_p_groups(payloads, cells, self.i)
 
 
 class FunctionOperator(ArrayOperator):

@@ -33,7 +33,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ..arrays.cells import Box, Shape, distinct
+from ..arrays.cells import Box, Shape, distinct, distinct_in
 from ..arrays.operators import ArrayOperator, Elementwise, neighbourhood
 from ..arrays.optimizer import LineageQuery
 from ..arrays.workflow import ArrayWorkflow, WorkflowRun, with_mappings
@@ -204,6 +204,19 @@ class Stars(ArrayOperator):
     def map_p_many(self, cells, payload, i):
         # a star's pixels all depend on its box: one call for the star
         return distinct(cells) if not payload else self.map_p(int(cells[0]), payload, i)
+
+    def map_p_groups(self, payloads, cells, i):
+        # every star of a query step at once: the boxes read together, their cells
+        # numbered box by box (row-major within each)
+        plain = [c for p, c in zip(payloads, cells) if not p]
+        boxes = np.frombuffer(b"".join(p for p in payloads if p), np.int32).reshape(-1, 4).astype(np.int64)
+        r0, c0, r1, c1 = boxes.T
+        heights, widths = r1 - r0 + 1, c1 - c0 + 1
+        sizes = heights * widths
+        box = np.repeat(np.arange(len(boxes)), sizes)
+        k = np.arange(int(sizes.sum())) - np.repeat(np.cumsum(sizes) - sizes, sizes)
+        rows, cols = r0[box] + k // widths[box], c0[box] + k % widths[box]
+        return distinct_in(np.concatenate([rows * self.shape.dims[1] + cols, *plain]), self.shape.size)
 
 
 def workflow() -> ArrayWorkflow:
