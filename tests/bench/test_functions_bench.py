@@ -41,6 +41,7 @@ def test_astronomy_suite_compares_strategies_and_the_optimizers_choice(tmp_path)
         assert sorted(s["query_ms"]) == ["BQ0", "BQ1", "BQ2", "BQ3", "BQ4", "FQ0"]
     opt = report["optimizer"]
     assert opt["predicted_bytes"] <= opt["max_disk_bytes"]
+    assert opt["predicted_runtime_seconds"] <= opt["max_runtime_seconds"]  # the budget it had, as reported
     assert set(opt["chosen"]) >= {"crd_a", "crd_b", "clean", "stars"}
 
 
