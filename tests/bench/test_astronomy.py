@@ -4,21 +4,15 @@ from __future__ import annotations
 
 import numpy as np
 
-from sparkprov.arrays.regions import RegionLog
+from sparkprov.arrays.operators import LineageWriter
 from sparkprov.bench.astronomy import Stars, images
 
 
 def test_every_star_of_a_step_at_once_gives_what_each_pixel_gives():
     image = images(64, 240, seed=3)[0] - 100
-    stars, log = Stars(), RegionLog()
-
-    class Writer:  # the payload writer a run in payload mode gets
-        mode = "payload"
-
-        def write_payload(self, cells, payload):
-            log.write_payload(cells, payload)
-
-    stars.run([image], Writer())
+    stars, writer = Stars(), LineageWriter("payload", 1)
+    stars.run([image], writer)
+    log = writer.logs[0]
     outs, offsets = log.out_cells()
     assert len(log.payloads) > 2 and any(log.payloads)  # stars, and the background's empty payload
     rng = np.random.default_rng(0)
@@ -31,3 +25,21 @@ def test_every_star_of_a_step_at_once_gives_what_each_pixel_gives():
             for c in cs:
                 one_by_one.update(np.asarray(stars.map_p(int(c), p, 0)).tolist())
         assert stars.map_p_groups(payloads, cells, 0).tolist() == sorted(one_by_one)
+
+
+def test_a_stars_payload_is_its_bounding_box():
+    from scipy.ndimage import find_objects, label
+
+    from sparkprov.bench.astronomy import STAR_THRESHOLD
+
+    image = images(64, 240, seed=4)[0] - 100
+    writer = LineageWriter("composite", 1)
+    Stars().run([image], writer)
+    log = writer.logs[0]
+    labels, count = label(image > STAR_THRESHOLD)
+    assert count > 2 and len(log.payloads) == count
+    outs, offsets = log.out_cells()
+    for k, (rows, cols) in enumerate(find_objects(labels)):
+        box = np.frombuffer(log.payloads[k], np.int32).tolist()
+        assert box == [rows.start, cols.start, rows.stop - 1, cols.stop - 1]
+        assert outs[offsets[k] : offsets[k + 1]].tolist() == np.flatnonzero(labels.ravel() == k + 1).tolist()

@@ -66,6 +66,13 @@ class LineageWriter:
             raise InvalidArgument("this run records full lineage: write(), not write_payload()")
         self.logs[0].write_payload(outcells, payload)
 
+    def write_payloads(self, outcells, payloads: list[bytes]) -> None:
+        """Many payload pairs at once: the input cells of each of ``outcells[k]`` are
+        ``map_p(cell, payloads[k], i)``."""
+        if self.mode == "full":
+            raise InvalidArgument("this run records full lineage: write_many(), not write_payloads()")
+        self.logs[0].write_payloads(outcells, payloads)
+
 
 class ArrayOperator:
     """An operator of an array workflow. Subclasses implement ``run`` and, for the

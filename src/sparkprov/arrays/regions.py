@@ -95,6 +95,22 @@ class RegionLog:
         self._out.add([outcells])
         self._payloads.append(payload)
 
+    def write_payloads(self, outcells, payloads: list[bytes]) -> None:
+        """Many payload pairs: the input cells of each of ``outcells[i]`` are
+        ``map_p(cell, payloads[i])`` (lists, or a 2-D array when every pair has as many
+        cells: one cell each, for SubZero's per-pixel payloads)."""
+        self._as("payload")
+        if len(outcells) != len(payloads):
+            raise InvalidArgument(f"{len(outcells)} sets of output cells but {len(payloads)} payloads")
+        wrong = next((p for p in payloads if not isinstance(p, bytes)), None)
+        if wrong is not None:
+            raise InvalidArgument(f"a payload is bytes, not {type(wrong).__name__}")
+        if isinstance(outcells, np.ndarray) and outcells.ndim == 2:
+            self._out.add_matrix(outcells)
+        else:
+            self._out.add(list(outcells))
+        self._payloads.extend(payloads)
+
     @property
     def pairs(self) -> int:
         return len(self.out_cells()[1]) - 1

@@ -90,8 +90,7 @@ class CosmicRays(ArrayOperator):
             else:
                 if writer.mode == "payload":
                     writer.write_payload(others, b"")
-                for cell in rays:
-                    writer.write_payload([cell], b"r")
+                writer.write_payloads(rays.reshape(-1, 1), [b"r"] * len(rays))
         return ray.astype(np.float32)
 
     def map_b(self, cells, i, shapes):
@@ -117,19 +116,18 @@ class RemoveRays(ArrayOperator):
         out[from_b] = _window_mean(b, 1)[from_b]
         out[from_a] = _window_mean(a, 1)[from_a]
         if writer is not None:
-            special = {int(c): b"b" for c in np.flatnonzero(from_b.ravel())}
-            special.update({int(c): b"a" for c in np.flatnonzero(from_a.ravel())})
+            at_b, at_a = np.flatnonzero(from_b.ravel()), np.flatnonzero(from_a.ravel())
+            special, which = np.concatenate([at_b, at_a]), [b"b"] * len(at_b) + [b"a"] * len(at_a)
             plain = np.flatnonzero(~(from_a | from_b).ravel()) if writer.mode != "composite" else None
             if writer.mode == "full":
                 column = plain.reshape(-1, 1)
                 writer.write_many(column, column, column, column, column)
-                for cell, which in special.items():
-                    writer.write([cell], *(self.map_p(cell, which, i) for i in range(4)))
+                for cell, payload in zip(special.tolist(), which):
+                    writer.write([cell], *(self.map_p(cell, payload, i) for i in range(4)))
             else:
                 if writer.mode == "payload":
                     writer.write_payload(plain, b"")
-                for cell, which in special.items():
-                    writer.write_payload([cell], which)
+                writer.write_payloads(special.reshape(-1, 1), which)
         return out
 
     def map_b(self, cells, i, shapes):
@@ -166,28 +164,33 @@ class Stars(ArrayOperator):
     modes = ("full", "payload", "composite")
 
     def run(self, arrays, writer):
-        from scipy.ndimage import find_objects, label
+        from scipy.ndimage import label
 
         image = arrays[0]
         self.shape = Shape(image.shape)
         labels, count = label(image > STAR_THRESHOLD)
         if writer is not None:
-            background = np.flatnonzero(labels.ravel() == 0)
-            if writer.mode == "full":
-                writer.write_many(background.reshape(-1, 1), background.reshape(-1, 1))
-            elif writer.mode == "payload":
-                writer.write_payload(background, b"")
-            for k, box in enumerate(find_objects(labels), start=1):
-                rows, cols = box
-                inside = labels[box] == k
-                cells = np.ravel_multi_index(np.nonzero(inside), inside.shape)
-                r, c = np.unravel_index(cells, inside.shape)
-                cells = np.ravel_multi_index((r + rows.start, c + cols.start), image.shape)
-                payload = np.array([rows.start, cols.start, rows.stop - 1, cols.stop - 1], np.int32).tobytes()
+            if writer.mode != "composite":  # the background's pixels depend on themselves
+                background = np.flatnonzero(labels.ravel() == 0)
                 if writer.mode == "full":
-                    writer.write(cells, self.map_p(int(cells[0]), payload, 0))
+                    writer.write_many(background.reshape(-1, 1), background.reshape(-1, 1))
                 else:
-                    writer.write_payload(cells, payload)
+                    writer.write_payload(background, b"")
+            # each star's pixels (label k's, in order) and its box, found for all stars at once
+            flat = labels.ravel()
+            lit = np.flatnonzero(flat)
+            lit = lit[np.argsort(flat[lit], kind="stable")]
+            starts = np.concatenate([[0], np.cumsum(np.bincount(flat[lit], minlength=count + 1)[1:])[:-1]])
+            stars = np.split(lit, starts[1:])
+            rows, cols = np.divmod(lit, image.shape[1])
+            lo_r, lo_c = np.minimum.reduceat(rows, starts), np.minimum.reduceat(cols, starts)
+            hi_r, hi_c = np.maximum.reduceat(rows, starts), np.maximum.reduceat(cols, starts)
+            payloads = [box.tobytes() for box in np.stack([lo_r, lo_c, hi_r, hi_c], axis=1).astype(np.int32)]
+            if writer.mode == "full":
+                for cells, payload in zip(stars, payloads):
+                    writer.write(cells, self.map_p(int(cells[0]), payload, 0))
+            elif count:
+                writer.write_payloads(stars, payloads)
         return labels.astype(np.float32)
 
     def map_b(self, cells, i, shapes):
