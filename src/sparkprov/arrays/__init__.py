@@ -10,7 +10,9 @@ kept compactly and never expanded to cell pairs unless asked.
   PayOne and PayMany, backward- or forward-optimized, the Many forms with a spatial
   index (an R-tree over their regions' bounding boxes); a range encoding after
   ProvRC (pairs grouped by the input's offset from the output, runs of output cells);
-  and cell-level pairs, what sparkprov stores for rows.
+  and cell-level pairs, what sparkprov stores for rows;
+* ``frames.py``: arrays held as DataFrames of cells or tiles read into NumPy, and a
+  lineage answer's cells given back as rows (with their tiles) to join to them.
 
-Plain NumPy and pyarrow: no Spark.
+Plain NumPy and pyarrow: Spark only to collect a DataFrame of cells or tiles.
 """
