@@ -43,3 +43,10 @@ def test_a_stars_payload_is_its_bounding_box():
         box = np.frombuffer(log.payloads[k], np.int32).tolist()
         assert box == [rows.start, cols.start, rows.stop - 1, cols.stop - 1]
         assert outs[offsets[k] : offsets[k + 1]].tolist() == np.flatnonzero(labels.ravel() == k + 1).tolist()
+
+
+def test_an_image_without_stars_keeps_every_pixel_on_itself():
+    for mode, pairs in (("full", 30), ("payload", 1), ("composite", 0)):
+        writer = LineageWriter(mode, 1)
+        assert not Stars().run([np.zeros((5, 6), np.float32)], writer).any()
+        assert writer.logs[0].pairs == pairs  # full: a pair per pixel; payload: one empty payload for all

@@ -67,7 +67,7 @@ def array_from_cells(
         raise InvalidArgument(f"cell {tuple(at[order[twice[0]]].tolist())} has more than one row")
     values = table.column(value)
     known = np.asarray(values.is_valid()) if values.null_count else np.ones(len(ids), dtype=bool)
-    array = np.full(dims.size, np.nan if fill is None else fill, dtype=dtype)
+    array = np.full(dims.size, 0 if fill is None else fill, dtype=dtype)  # without fill=, none is left
     array[ids[known]] = np.asarray(values.drop_null() if values.null_count else values, dtype=dtype)
     missing = dims.size - int(known.sum())
     if missing and fill is None:

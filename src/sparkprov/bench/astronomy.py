@@ -176,22 +176,26 @@ class Stars(ArrayOperator):
                     writer.write_many(background.reshape(-1, 1), background.reshape(-1, 1))
                 else:
                     writer.write_payload(background, b"")
-            # each star's pixels (label k's, in order) and its box, found for all stars at once
-            flat = labels.ravel()
-            lit = np.flatnonzero(flat)
-            lit = lit[np.argsort(flat[lit], kind="stable")]
-            starts = np.concatenate([[0], np.cumsum(np.bincount(flat[lit], minlength=count + 1)[1:])[:-1]])
-            stars = np.split(lit, starts[1:])
-            rows, cols = np.divmod(lit, image.shape[1])
-            lo_r, lo_c = np.minimum.reduceat(rows, starts), np.minimum.reduceat(cols, starts)
-            hi_r, hi_c = np.maximum.reduceat(rows, starts), np.maximum.reduceat(cols, starts)
-            payloads = [box.tobytes() for box in np.stack([lo_r, lo_c, hi_r, hi_c], axis=1).astype(np.int32)]
-            if writer.mode == "full":
-                for cells, payload in zip(stars, payloads):
-                    writer.write(cells, self.map_p(int(cells[0]), payload, 0))
-            elif count:
-                writer.write_payloads(stars, payloads)
+            if count:
+                self._write_stars(labels, count, writer)
         return labels.astype(np.float32)
+
+    def _write_stars(self, labels, count, writer):
+        # each star's pixels (label k's, in order) and its box, found for all stars at once
+        flat = labels.ravel()
+        lit = np.flatnonzero(flat)
+        lit = lit[np.argsort(flat[lit], kind="stable")]
+        starts = np.concatenate([[0], np.cumsum(np.bincount(flat[lit], minlength=count + 1)[1:])[:-1]])
+        stars = np.split(lit, starts[1:])
+        rows, cols = np.divmod(lit, labels.shape[1])
+        lo_r, lo_c = np.minimum.reduceat(rows, starts), np.minimum.reduceat(cols, starts)
+        hi_r, hi_c = np.maximum.reduceat(rows, starts), np.maximum.reduceat(cols, starts)
+        payloads = [box.tobytes() for box in np.stack([lo_r, lo_c, hi_r, hi_c], axis=1).astype(np.int32)]
+        if writer.mode == "full":
+            for cells, payload in zip(stars, payloads):
+                writer.write(cells, self.map_p(int(cells[0]), payload, 0))
+        else:
+            writer.write_payloads(stars, payloads)
 
     def map_b(self, cells, i, shapes):
         return distinct(cells)
