@@ -26,7 +26,7 @@ import warnings
 
 import numpy as np
 
-from ..arrays.cells import Box, Shape
+from ..arrays.cells import Box, Shape, distinct
 from ..arrays.operators import ArrayOperator, Elementwise, FunctionOperator, Transpose
 from ..arrays.optimizer import LineageQuery
 from ..arrays.workflow import ArrayWorkflow, WorkflowRun, with_mappings
@@ -56,10 +56,10 @@ class RowWise(FunctionOperator):
     modes = ("map",)
 
     def map_b(self, cells, i, shapes):
-        return _rows_cells(np.unique(cells // shapes[0].dims[1]), shapes[0])
+        return _rows_cells(distinct(cells // shapes[0].dims[1]), shapes[0])
 
     def map_f(self, cells, i, shapes):
-        return _rows_cells(np.unique(cells // shapes[0].dims[1]), self.output_shape(shapes))
+        return _rows_cells(distinct(cells // shapes[0].dims[1]), self.output_shape(shapes))
 
 
 class ColumnWise(FunctionOperator):
@@ -69,7 +69,7 @@ class ColumnWise(FunctionOperator):
 
     def map_b(self, cells, i, shapes):
         rows, cols = shapes[0].dims
-        columns = np.unique(cells % cols)
+        columns = distinct(cells % cols)
         return np.sort((np.arange(rows)[:, None] * cols + columns).ravel())
 
     map_f = map_b
@@ -90,10 +90,10 @@ class Project(ArrayOperator):
         return arrays[0] @ self.weights
 
     def map_b(self, cells, i, shapes):
-        return _rows_cells(np.unique(cells), shapes[0])
+        return _rows_cells(distinct(cells), shapes[0])
 
     def map_f(self, cells, i, shapes):
-        return np.unique(cells // shapes[0].dims[1])
+        return distinct(cells // shapes[0].dims[1])
 
 
 class Impute(ArrayOperator):
@@ -125,8 +125,8 @@ class Impute(ArrayOperator):
                 writer.write_many(cells.reshape(-1, 1), near[missing[:, 0]] * cols + missing[:, 1][:, None])
             else:
                 writer.write_payload(kept, b"")
-                for cell, r in zip(cells.tolist(), near[missing[:, 0]].astype(np.int32)):
-                    writer.write_payload([cell], r.tobytes())
+                rows = near[missing[:, 0]].astype(np.int32)
+                writer.write_payloads(cells.reshape(-1, 1), [r.tobytes() for r in rows])
         return out
 
     def map_p(self, cell, payload, i):
@@ -151,8 +151,7 @@ class SortPatients(ArrayOperator):
                 sources = _rows_cells(perm, self.shape).reshape(-1, 1)
                 writer.write_many(out_rows.reshape(-1, 1), sources)
             else:
-                for r, source in enumerate(perm.astype(np.int32)):
-                    writer.write_payload(out_rows[r], source.tobytes())
+                writer.write_payloads(out_rows, [source.tobytes() for source in perm.astype(np.int32)])
         return x[perm]
 
     def map_p(self, cell, payload, i):
@@ -161,7 +160,7 @@ class SortPatients(ArrayOperator):
 
     def map_p_many(self, cells, payload, i):
         cols = self.shape.dims[1]
-        return np.unique(int(np.frombuffer(payload, np.int32)[0]) * cols + cells % cols)
+        return distinct(int(np.frombuffer(payload, np.int32)[0]) * cols + cells % cols)
 
 
 class TopFeatures(ArrayOperator):
@@ -183,8 +182,7 @@ class TopFeatures(ArrayOperator):
             if writer.mode == "full":
                 writer.write_many(out.reshape(-1, 1), source.reshape(-1, 1))
             else:
-                for cell, f in zip(out.tolist(), top.ravel().astype(np.uint8)):
-                    writer.write_payload([cell], bytes([f]))
+                writer.write_payloads(out.reshape(-1, 1), [bytes([f]) for f in top.ravel().tolist()])
         return x[rows, top]
 
     def map_p(self, cell, payload, i):
@@ -223,7 +221,7 @@ class Cohorts(ArrayOperator):
     def map_p_many(self, cells, payload, i):
         a, b = np.frombuffer(payload, np.int32).tolist()
         cols = self.shape.dims[1]
-        return np.sort((np.arange(a, b + 1)[:, None] * cols + np.unique(cells % cols)[None, :]).ravel())
+        return np.sort((np.arange(a, b + 1)[:, None] * cols + distinct(cells % cols)[None, :]).ravel())
 
 
 def workflow() -> ArrayWorkflow:
