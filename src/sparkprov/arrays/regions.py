@@ -39,6 +39,13 @@ class Ragged:
         self._values.extend(arrays)
         self._lengths.append(np.fromiter((len(a) for a in arrays), np.int64, len(arrays)))
 
+    def add_lists(self, lists) -> None:
+        """Lists of cells, or a 2-D array (a list per row, written at once)."""
+        if isinstance(lists, np.ndarray) and lists.ndim == 2:
+            self.add_matrix(lists)
+        else:
+            self.add(list(lists))
+
     def add_matrix(self, matrix: np.ndarray) -> None:
         """One list per row of a 2-D array (lists of one length, written at once)."""
         matrix = np.asarray(matrix, dtype=np.int64)
@@ -81,19 +88,12 @@ class RegionLog:
         self._as("region")
         if len(outcells) != len(incells):
             raise InvalidArgument(f"{len(outcells)} sets of output cells but {len(incells)} sets of input cells")
-        for ragged, lists in ((self._out, outcells), (self._in, incells)):
-            if isinstance(lists, np.ndarray) and lists.ndim == 2:
-                ragged.add_matrix(lists)
-            else:
-                ragged.add(list(lists))
+        self._out.add_lists(outcells)
+        self._in.add_lists(incells)
 
     def write_payload(self, outcells, payload: bytes) -> None:
         """One payload pair: the input cells of each of ``outcells`` are ``map_p(cell, payload)``."""
-        self._as("payload")
-        if not isinstance(payload, bytes):
-            raise InvalidArgument(f"a payload is bytes, not {type(payload).__name__}")
-        self._out.add([outcells])
-        self._payloads.append(payload)
+        self.write_payloads([outcells], [payload])
 
     def write_payloads(self, outcells, payloads: list[bytes]) -> None:
         """Many payload pairs: the input cells of each of ``outcells[i]`` are
@@ -105,10 +105,7 @@ class RegionLog:
         wrong = next((p for p in payloads if not isinstance(p, bytes)), None)
         if wrong is not None:
             raise InvalidArgument(f"a payload is bytes, not {type(wrong).__name__}")
-        if isinstance(outcells, np.ndarray) and outcells.ndim == 2:
-            self._out.add_matrix(outcells)
-        else:
-            self._out.add(list(outcells))
+        self._out.add_lists(outcells)
         self._payloads.extend(payloads)
 
     @property
