@@ -361,11 +361,10 @@ def _mapped(map_p: Callable, cells: np.ndarray, payloads: pa.Array) -> np.ndarra
     (the cells grouped by payload, all at once), one call; with a ``map_p.many`` (the
     cells of one payload at once), one call per distinct payload."""
     together, many = getattr(map_p, "groups", None), getattr(map_p, "many", None)
-    if together is not None:
+    if together is not None or many is not None:
         groups = _by_payload(cells, payloads)
-        return distinct(together(list(groups), list(groups.values())))
-    if many is not None:
-        groups = _by_payload(cells, payloads)
+        if together is not None:
+            return distinct(together(list(groups), list(groups.values())))
         found = [np.asarray(many(cs, p), dtype=np.int64).ravel() for p, cs in groups.items()]
     else:
         pairs = zip(cells.tolist(), payloads.to_pylist())

@@ -119,14 +119,16 @@ def array_from_tiles(
         raise InvalidArgument("a tile has more than one row")
     array = np.empty(dims.dims, dtype=dtype)
     column = table.column(data).to_pylist()
+    sizes = step.tolist()
     for position, values in zip(at.tolist(), column):
-        lo = [p * s for p, s in zip(position, step.tolist())]
-        hi = [min(a + s, d) for a, s, d in zip(lo, step.tolist(), dims.dims)]
+        lo = [p * s for p, s in zip(position, sizes)]
+        hi = [min(a + s, d) for a, s, d in zip(lo, sizes, dims.dims)]
+        extent = [b - a for a, b in zip(lo, hi)]
         cells = np.frombuffer(values, dtype=dtype) if isinstance(values, bytes) else np.asarray(values, dtype=dtype)
-        size = int(np.prod([b - a for a, b in zip(lo, hi)]))
+        size = int(np.prod(extent))
         if cells.size != size:
             raise InvalidArgument(f"tile {tuple(position)} holds {cells.size} values; it covers {size} cells")
-        array[tuple(slice(a, b) for a, b in zip(lo, hi))] = cells.reshape([b - a for a, b in zip(lo, hi)])
+        array[tuple(slice(a, b) for a, b in zip(lo, hi))] = cells.reshape(extent)
     return array
 
 
