@@ -49,8 +49,25 @@ def test_a_null_struct_with_fields_that_cannot_be_null(spark, tmp_path):
     assert sorted(read_written(spark, tmp_path / "t").collect()) == sorted(df.collect())
 
 
+def test_rows_made_in_python_are_collected_while_few(spark, monkeypatch):
+    # Catalyst cannot size them: a prefix is collected, and kept if it holds them all
+    made = spark.createDataFrame([(i, f"r{i}") for i in range(5)], "x long, s string")
+    assert small_rows(made).to_pylist() == [{"x": i, "s": f"r{i}"} for i in range(5)]
+    monkeypatch.setattr(small_writes, "SMALL_ROWS", 4)
+    assert small_rows(made) is None  # five rows: more than a prefix of four and one
+    assert small_rows(made, limit=10) is None  # few, but more bytes than the limit
+    monkeypatch.setattr(small_writes, "SMALL_ROWS", 5)
+    assert small_rows(made).num_rows == 5
+
+
+def test_rows_of_a_shuffled_rdd_are_left_to_spark(spark):
+    pairs = spark.sparkContext.parallelize([(i % 2, i) for i in range(6)], 2)
+    assert small_rows(pairs.toDF(["k", "v"])).num_rows == 6  # no shuffle: a collection the driver sent
+    # a prefix of a shuffled RDD's rows costs its whole map stage: not tried
+    assert small_rows(pairs.reduceByKey(lambda a, b: a + b).toDF(["k", "v"])) is None
+
+
 def test_what_is_left_to_spark(spark, tmp_path):
-    assert small_rows(spark.createDataFrame([(1,)], "x long")) is None  # rows made in Python: no estimate
     small = spark.range(5)
     assert small_rows(small, limit=0) is None  # estimated larger than the limit
     assert small_rows(small.select(F.explode(F.array("id", "id")))) is None  # a generator's rows are no bound

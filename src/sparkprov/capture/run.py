@@ -28,6 +28,7 @@ from ..functions.tracer import declaration_error
 from ..plan.catalyst import Bridge, JPlan
 from ..plan.observed import WatchedJobs
 from ..plan.small_writes import small_rows, write_parquet, write_table
+from ..plan.threads import kept_pool
 from ..plan.written import read_written, stored_schema
 from ..sources.identity import RID, ROW_BITS
 from ..store.catalog import Store
@@ -251,10 +252,11 @@ def _run_rewritten(
     # the jobs that run the query: whether they ran once says if side rows they gathered hold
     jobs = WatchedJobs(spark)
     started = time.perf_counter()
-    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="sparkprov-shared") as pool:
+    pool = kept_pool("beside", 8)  # a thread kept from earlier captures: see plan/threads.py
+    shared, sides = None, None
+    try:
         # the subqueries' lineage is read from their kept rows while the query runs: a
         # small job and driver work the query's tasks need not wait for
-        shared, sides = None, None
         if referenced:
             shared_path = str(folders.shared)
             graph = side_graph(bridge, rewriter, folders.work)
@@ -279,6 +281,8 @@ def _run_rewritten(
         if sides is not None:
             sides.result()
             write_side_rows(graph, {k: p for k, p in paths.items() if k not in now})
+    finally:  # nothing of this capture left running when it ends, whether or not it failed
+        wait([f for f in (shared, sides) if f is not None])
     if in_rows:
         in_output = {"slots": slots_json(in_output_slots(rewriter)), "unique": unique_pairs(rewriter)}
     elif rewriter.strategy == "defer" and not witnesses:
@@ -513,15 +517,17 @@ def write_for_user(bridge: Bridge, staged: DataFrame, display: list[str], write:
         # Spark writes a file per partition with rows, and one for partition 0 always
         expected = {p: i for i, p in enumerate(sorted({0, *with_rows}))}
         # the two writes at once: on small outputs most of a write's time is the driver's
-        with ThreadPoolExecutor(max_workers=1, thread_name_prefix="sparkprov-stored") as pool:
-            stored = pool.submit(write_parquet, kept.withColumn(RID, _file_rid(expected)), output_path)
+        stored = kept_pool("beside", 8).submit(write_parquet, kept.withColumn(RID, _file_rid(expected)), output_path)
+        try:
             if write.table:
                 writer.saveAsTable(write.table)
                 reread = spark.table(write.table)
             else:
                 writer.save(write.path)
                 reread = read_written(spark, write.path, user.schema)
-            how = stored.result()
+        finally:
+            wait([stored])
+        how = stored.result()
         fs = _file_relation(bridge, reread)
         files = sorted(bridge.files(fs))
         number = {}

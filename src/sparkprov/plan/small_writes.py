@@ -10,7 +10,11 @@ on small data that fixed cost was most of what tracking added.
 Rows count as small when Catalyst's estimate of the analyzed plan's size is at most
 ``SMALL_BYTES`` (Spark's own threshold for broadcasting a join's side) and no node in
 the plan can make more rows than its estimate says (a generator, a Python function
-over batches or groups); their types must be ones Arrow and Parquet keep exactly. The
+over batches or groups); their types must be ones Arrow and Parquet keep exactly.
+Catalyst cannot size data made from Python objects (``createDataFrame`` of a list, an
+RDD's ``toDF``): such a DataFrame, computed without a shuffle from data the driver
+sent (a ``ParallelCollectionRDD``), is collected up to ``SMALL_ROWS`` rows and one
+more, and counts as small if that found its end within ``SMALL_BYTES``. The
 file written holds Spark's schema in its footer, as Spark's files do, so
 ``plan.written.read_written`` reads it back as it reads those.
 
@@ -61,6 +65,7 @@ from pyspark.sql.types import (
 from .written import SPARK_SCHEMA, stored_schema
 
 SMALL_BYTES = 10 * 1024 * 1024
+SMALL_ROWS = 100_000
 # Parquet measures a row group's size first after page.size.row.check.max rows (10,000
 # by default): a hundred rows of an aggregate's rid arrays (a million rids each) made
 # one 400 MB row group, which a reader holds whole, beyond a 2g driver's heap. Rows
@@ -77,15 +82,35 @@ _EXACT = (BooleanType, ByteType, ShortType, IntegerType, LongType, FloatType, Do
 def small_rows(df: DataFrame, limit: int | None = None) -> pa.Table | None:
     """``df``'s rows as an Arrow table (one Spark job), if they are small by the rules
     above (at most ``limit`` bytes, ``SMALL_BYTES`` by default); None otherwise (nothing
-    run)."""
+    run, unless Catalyst could not size them: then a prefix of them was)."""
     # estimated on the analyzed plan: optimizing it here would optimize it twice when
     # Spark writes it (the write plans its query anew), seconds for a large plan
-    if not small_plan(df._jdf.queryExecution().analyzed(), df.schema, SMALL_BYTES if limit is None else limit):
+    limit = SMALL_BYTES if limit is None else limit
+    plan = df._jdf.queryExecution().analyzed()
+    if small_plan(plan, df.schema, limit):
+        return _collected(df)
+    if not all(_kept_exactly(f.dataType) for f in df.schema.fields) or not _driver_data(plan):
         return None
+    # Catalyst does not know its size: as many rows as could be small, and one more
+    table = _collected(df.limit(SMALL_ROWS + 1))
+    return table if table.num_rows <= SMALL_ROWS and table.nbytes <= limit else None
+
+
+def _collected(df: DataFrame) -> pa.Table:
     # a null struct's fields hold nulls, whatever the schema says, which PySpark's
     # conversion refuses where it says they cannot: collected as nullable
     nullable = StructType([StructField(f.name, _nullable(f.dataType), f.nullable, f.metadata) for f in df.schema])
     return (df if nullable == df.schema else df.to(nullable)).toArrow()
+
+
+def _driver_data(plan) -> bool:
+    """Whether the resolved ``plan`` is an RDD's rows (a ``LogicalRDD``) computed without
+    a shuffle from a collection the driver holds: collecting a prefix of it costs
+    little, whatever its size."""
+    if plan.nodeName() != "LogicalRDD":
+        return False
+    lineage = plan.rdd().toDebugString().splitlines()  # a shuffle shows as a "+-" branch
+    return "+-" not in "".join(lineage[1:]) and "ParallelCollectionRDD" in lineage[-1]
 
 
 def small_plan(plan, schema: StructType, limit: int) -> bool:

@@ -16,7 +16,7 @@ import re
 import shutil
 import time
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import wait
 from dataclasses import dataclass
 from datetime import datetime, timezone
 
@@ -26,6 +26,7 @@ from ..api.capture import Capture
 from ..api.session import LineageSession
 from ..errors import InvalidArgument, one_line
 from ..plan.small_writes import write_parquet
+from ..plan.threads import kept_pool
 from ..plan.written import read_written
 from ..query.provenance import write_pairs
 from ..store.catalog import Store
@@ -116,12 +117,15 @@ def _run(session: LineageSession, plan: Plan, inputs: dict[str, DataFrame], made
     recorded = []  # per wave, its invocations: recorded in order, each while the waves after it run
     # one thread records the waves one after the other, so the graph's nodes are
     # numbered as if recorded here; its work (reading the witnesses, making the pairs)
-    # is done in this process, not by Spark, and need not hold up the next wave
-    with ThreadPoolExecutor(1, thread_name_prefix="sparkprov-graph") as recorder:
+    # is done in this process, not by Spark, and need not hold up the next wave. Both
+    # kinds of thread are kept from one execution to the next (plan/threads.py).
+    recorder, pool = kept_pool("graph", 1), kept_pool("module", PARALLEL)
+    try:
         for wave in waves(plan.modules):
             named = {m.name: _read(session, m, paths) for m in wave}  # named here: session.source is not thread-safe
-            with ThreadPoolExecutor(min(PARALLEL, len(wave)), thread_name_prefix="sparkprov-module") as pool:
-                done = list(pool.map(lambda m, named=named: _invoke(session, plan, m, named[m.name], made), wave))
+            invoked = [pool.submit(_invoke, session, plan, m, named[m.name], made) for m in wave]
+            wait(invoked)  # every module of the wave ended before an error is raised
+            done = [f.result() for f in invoked]
             seen = [{n: reads[n] for n in (*m.inputs, *m.state)} for m in wave]
             recorded.append(recorder.submit(_record, session.store, plan, graph, wave, done, seen))
             for written, _ in done:
@@ -131,7 +135,9 @@ def _run(session: LineageSession, plan: Plan, inputs: dict[str, DataFrame], made
                         paths[dataset] = str(plan.folders.dataset(plan.execution, dataset))
                     else:
                         state[dataset] = version
-        invocations = [i for wave in recorded for i in wave.result()]
+    finally:
+        wait(recorded)
+    invocations = [i for wave in recorded for i in wave.result()]
     record = ExecutionRecord(
         plan.execution,
         plan.track,
