@@ -31,6 +31,7 @@ from ..local import region_hint
 from ..plan.catalyst import Bridge
 from ..plan.written import read_written
 from ..query import drill_down
+from ..sources.identity import NamedLeaf, named_leaf
 from ..store.catalog import Store, check_name
 from ..store.collect import Garbage, collect_garbage, remove
 from ..store.entry import CaptureEntry
@@ -58,7 +59,7 @@ class LineageSession:
         self.store = Store(store or os.environ.get("SPARKPROV_STORE") or DEFAULT_STORE)
         # wrappers around applyInPandas-style functions run sparkprov's code in the workers
         ship(spark.sparkContext)
-        self._named: list[tuple[Any, str]] = []
+        self._named: list[NamedLeaf] = []
         self._queries: dict[tuple[str, int], tuple[DataFrame, dict]] = {}
         self._rdd_context: Any = None
         hint = region_hint(self._bridge.g1_region_bytes())
@@ -87,8 +88,8 @@ class LineageSession:
             raise InvalidArgument(
                 f"session.source() needs a DataFrame reading one relation; this one reads {len(leaves)}"
             )
-        self._named = [(p, n) for p, n in self._named if n != name]
-        self._named.append((leaves[0], name))
+        self._named = [n for n in self._named if n.name != name]
+        self._named.append(named_leaf(self._bridge, leaves[0], name))
         return df
 
     def graph(self) -> Any:

@@ -37,6 +37,7 @@ from pyspark import StorageLevel
 from ..errors import InvalidArgument, UnsupportedOperation
 from ..plan.catalyst import Bridge, JExpr, JPlan
 from ..plan.observed import observed_rows
+from ..sources.identity import NamedLeaf
 from ..store.format import Slot
 from . import explain, lazy_check, prepare, support
 from .explain import ORDER_WHEN_READ, SUBQUERY_STRATEGY
@@ -53,7 +54,7 @@ class CaptureContext:
 
     bridge: Bridge
     snapshot_dir: str
-    named: list[tuple[JPlan, str]] = field(default_factory=list)  # session.source() names
+    named: list[NamedLeaf] = field(default_factory=list)  # session.source() names
     sources: list[SourceUse] = field(default_factory=list)
     instances: list[Instance] = field(default_factory=list)
     sides: list[SideRelation] = field(default_factory=list)

@@ -27,6 +27,7 @@ from pyspark.sql import DataFrame
 from ..errors import InvalidArgument, UnsupportedOperation
 from ..plan.catalyst import Bridge, JPlan
 from ..plan.written import read_written
+from ..sources.identity import NamedLeaf, named_leaf
 from ..store.catalog import check_name
 from ..store.layout import StoreFolders
 from ..store.lease import claim, release
@@ -61,10 +62,10 @@ def capture_marks(
     bridge: Bridge,
     df: DataFrame,
     name: str,
-    named: list[tuple[JPlan, str]],
+    named: list[NamedLeaf],
     store_root: Path,
-    capture: Callable[[DataFrame, str, list[tuple[JPlan, str]], str], dict],
-) -> tuple[DataFrame, list[tuple[JPlan, str]]]:
+    capture: Callable[[DataFrame, str, list[NamedLeaf], str], dict],
+) -> tuple[DataFrame, list[NamedLeaf]]:
     """Capture every marked sub-plan of ``df`` (innermost first) with ``capture(sub,
     capture name, named, path)``; returns ``df`` reading the marks' stored rows instead,
     and the source names to use for them."""
@@ -94,7 +95,7 @@ def capture_marks(
             done[mark_name] = path
         # a fresh read per occurrence (fresh attributes), renamed to the ids the plan above uses
         leaf = bridge.analyzed(read_written(bridge.spark, done[mark_name]))
-        named.append((leaf, mark_name))
+        named.append(named_leaf(bridge, leaf, mark_name))
         outputs = bridge.output(node)
         exprs = [
             bridge.alias(new, bridge.attr_name(old), bridge.jexpr_id(old))

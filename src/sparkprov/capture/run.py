@@ -30,7 +30,7 @@ from ..plan.observed import WatchedJobs
 from ..plan.small_writes import small_rows, write_parquet, write_table
 from ..plan.threads import kept_pool
 from ..plan.written import read_written, stored_schema
-from ..sources.identity import RID, ROW_BITS
+from ..sources.identity import RID, ROW_BITS, NamedLeaf
 from ..store.catalog import Store
 from ..store.layout import CaptureFolders, local_path
 from . import blackbox, later
@@ -82,7 +82,7 @@ def run_capture(
     store: Store,
     df: DataFrame,
     name: str,
-    named: list[tuple[JPlan, str]],
+    named: list[NamedLeaf],
     by_occurrence: bool = False,
     write: Write | None = None,
     leaves: dict | None = None,

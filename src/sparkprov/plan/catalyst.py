@@ -79,4 +79,5 @@ class Bridge(
         self._leaves: Any = None  # the compiled SparkprovLeaves (False: not compiled), once needed
         self._tree: Any = None  # the compiled SparkprovTree, likewise
         self._optimize: Any = None  # the compiled SparkprovOptimize, likewise
+        self._seqs: Any = None  # the compiled SparkprovSeqs, likewise
         self._walk = threading.local()  # .memo while remembering(): see there

@@ -24,7 +24,7 @@ from typing import Any
 from py4j.java_gateway import JavaClass, JavaPackage, JVMView
 from py4j.protocol import Py4JError
 
-from .references import described, elements
+from .references import compiled, described, elements, java_source
 
 JPlan = Any
 JExpr = Any
@@ -36,6 +36,8 @@ CATALYST = "org.apache.spark.sql.catalyst"
 # (147 for a join under an aggregate), so each call missed again; with room for these,
 # that capture took 0.60 s against 0.70 s (median of 16 interleaved pairs, 14 faster).
 METHOD_CACHE = 2000
+# Java, compiled by Janino once per JVM (references.compiled): plan/java/SparkprovSeqs.java
+_SEQS_CLASS = "SparkprovSeqs"
 _roomy = threading.local()  # ids of the JVM views whose thread for this Python thread has the room
 
 
@@ -94,7 +96,7 @@ class Looked:
 
 class Handles:
     """The Scala values and the memo of ``Bridge`` (a mixin: ``Bridge.__init__`` sets
-    the ``spark``, ``jvm``, ``_none`` and ``_walk`` it uses)."""
+    the ``spark``, ``jvm``, ``_none``, ``_seqs`` and ``_walk`` it uses)."""
 
     @contextmanager
     def remembering(self) -> Iterator[None]:
@@ -128,8 +130,14 @@ class Handles:
         return entry[slot]
 
     def seq(self, items: list) -> Any:
-        # List.of takes up to ten elements in one round trip; py4j's own conversion of a
-        # Python list makes one per element. (List.of refuses nulls.)
+        # up to ten elements in one round trip by the helper; else List.of takes up to
+        # ten in one, where py4j's own conversion of a Python list makes one per
+        # element. (List.of refuses nulls.)
+        if len(items) <= 10:
+            if self._seqs is None:
+                self._seqs = compiled(self.spark, _SEQS_CLASS, java_source(_SEQS_CLASS)) or False
+            if self._seqs:
+                return self._seqs.seq(*items)
         if any(item is None for item in items):
             jlist = self.jvm.java.util.ArrayList()
             for item in items:

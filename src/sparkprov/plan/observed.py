@@ -37,11 +37,14 @@ from pyspark.sql.pandas.types import to_arrow_schema
 from pyspark.sql.types import StructType
 
 from .handles import JPlan
+from .references import compiled, java_source
 from .small_writes import small_plan
 
 OBSERVED_BYTES = 1 << 20  # at most this many bytes by Catalyst's estimate are gathered so
 _WAIT_S = 2.0  # Spark completes an observation as its action ends; a little slack
 _WAIT_MS = 5000  # for Spark's listener bus to catch up
+# Java, compiled by Janino once per JVM (references.compiled): plan/java/SparkprovJobs.java
+_JOBS_CLASS = "SparkprovJobs"
 
 
 def observed_rows(bridge, rows: JPlan, limit: int = OBSERVED_BYTES) -> ObservedRows | None:
@@ -106,6 +109,7 @@ class WatchedJobs:
     its shuffle)."""
 
     def __init__(self, spark: SparkSession) -> None:
+        self._spark = spark
         self._sc = spark.sparkContext
         self.tag = f"sparkprov-{uuid.uuid4().hex}"
         self._once: bool | None = None  # known once the block has ended
@@ -126,6 +130,9 @@ class WatchedJobs:
 
     def _ran_once(self) -> bool:
         scala = self._sc._jsc.sc()
+        helper = compiled(self._spark, _JOBS_CLASS, java_source(_JOBS_CLASS))
+        if helper is not None:  # in one round trip: what follows asks per job and per stage
+            return bool(helper.ranOnce(scala, self.tag, _WAIT_MS))
         try:
             # the status store is fed by Spark's listener bus, behind the scheduler: its
             # events so far handled, no retry of the watched jobs is left unseen

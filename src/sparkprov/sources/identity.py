@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import json
 import re
-from typing import Any
+from typing import Any, NamedTuple
 from urllib.parse import unquote
 
 from pyspark.sql import Column, DataFrame, SparkSession
@@ -116,3 +116,25 @@ def leaf_key(bridge: Bridge, leaf: JPlan) -> Any:
     if fs is not None:
         return ("files", bridge.file_format(fs), tuple(sorted(bridge.root_paths(fs))))
     return None  # in-memory leaves are matched with sameResult
+
+
+class NamedLeaf(NamedTuple):
+    """A leaf a capture names ``name`` wherever it reads the same relation: its
+    ``leaf_key`` (kept, so naming a capture's leaves compares keys, not plans in the
+    JVM, where there is one) or, for in-memory data, a plan ``sameResult`` as it."""
+
+    plan: JPlan
+    name: str
+    key: Any
+
+
+def named_leaf(bridge: Bridge, leaf: JPlan, name: str) -> NamedLeaf:
+    """``leaf`` to be named ``name``, with its key."""
+    return NamedLeaf(leaf, name, leaf_key(bridge, leaf))
+
+
+def same_source(bridge: Bridge, leaf: JPlan, key: Any, named: NamedLeaf) -> bool:
+    """Whether ``leaf`` (of ``leaf_key`` ``key``) reads the relation ``named`` names."""
+    if key is not None or named.key is not None:
+        return key == named.key
+    return bridge.same_result(named.plan, leaf)

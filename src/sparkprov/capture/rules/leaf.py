@@ -118,7 +118,7 @@ def _source_for(cx: CaptureContext, leaf: JPlan, fmt: str, context: str | None) 
         other = use.key
         if (key is not None and key == other) or (key is None and other is None and b.same_result(leaf, use.leaf)):
             return i
-    name = _name_for(cx, leaf, fmt, context)
+    name = _name_for(cx, leaf, key, fmt, context)
     schema = b.schema_json(leaf)
     table = b.catalog_table_name(leaf) if b.node_name(leaf) == "LogicalRelation" else None
     if cx.keep is not None and name not in cx.keep:  # neither read for rids nor copied
@@ -134,11 +134,11 @@ def _source_for(cx: CaptureContext, leaf: JPlan, fmt: str, context: str | None) 
     return len(cx.sources) - 1
 
 
-def _name_for(cx: CaptureContext, leaf: JPlan, fmt: str, context: str | None) -> str:
+def _name_for(cx: CaptureContext, leaf: JPlan, key, fmt: str, context: str | None) -> str:
     b = cx.bridge
-    for plan, name in cx.named:
-        if b.same_result(plan, leaf):
-            return _unique(cx, name)
+    for named in cx.named:
+        if S.same_source(b, leaf, key, named):
+            return _unique(cx, named.name)
     if context:
         return _unique(cx, context.split(".")[-1])
     if b.node_name(leaf) == "LogicalRelation":

@@ -33,8 +33,9 @@ def rule(cx: CaptureContext, node: JPlan) -> Rewritten:
     branches, kept = [], []
     for c in b.children(node):
         branches.append(cx.rewrite(c))
-        # a marked branch's slots are dropped: NULL in the union
-        kept.append(not any(b.attr_name(a) == NO_LINEAGE for a in b.output(c)))
+        # a marked branch's slots are dropped: NULL in the union (the mark is the
+        # branch's last column, as prepare.py adds it, and a union keeps column order)
+        kept.append(b.attr_name(b.last_output(c)) != NO_LINEAGE)
     all_slots = [s for br, keep in zip(branches, kept) if keep for s in br.slots]
     padded = []
     for br, keep in zip(branches, kept):
