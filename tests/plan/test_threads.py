@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import threading
 
-from sparkprov.plan.threads import kept_pool
+from sparkprov.plan.threads import kept_pool, local_properties_kept
 
 
 def test_a_role_keeps_its_threads_between_uses():
@@ -27,3 +27,18 @@ def test_a_kept_thread_reaches_the_jvm_through_one_connection(spark):
     pool = kept_pool("test-jvm", 1)
     ask = lambda: spark._jvm.java.lang.Thread.currentThread().getId()  # noqa: E731
     assert pool.submit(ask).result() == pool.submit(ask).result()
+
+
+def test_local_properties_set_within_are_gone_after(spark):
+    sc = spark.sparkContext
+
+    def use():
+        with local_properties_kept(spark):
+            sc.setJobGroup("a-module's-group", "set by a module")
+            sc.setLocalProperty("spark.scheduler.pool", "fast")
+        return sc.getLocalProperty("spark.jobGroup.id"), sc.getLocalProperty("spark.scheduler.pool")
+
+    pool = kept_pool("test-properties", 1)
+    sc_before = pool.submit(sc.getLocalProperty, "spark.jobGroup.id").result()
+    assert pool.submit(use).result() == (sc_before, None)
+    assert pool.submit(sc.getLocalProperty, "spark.jobGroup.id").result() == sc_before

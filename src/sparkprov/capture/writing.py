@@ -160,8 +160,8 @@ def write_pairs(spark, pairs: dict[int, list[DataFrame]], path: str, distinct: b
     if parts:
         table = union_pairs(parts, distinct=distinct).sortWithinPartitions(SRC, OUT, IN)
         table.write.options(**PAIR_WRITE_OPTIONS).partitionBy(SRC).parquet(path)
-    else:  # e.g. a global aggregate over an empty input: no pairs at all
-        spark.createDataFrame([], PAIRS_SCHEMA).write.parquet(path)
+    else:  # e.g. a global aggregate over an empty input: no pairs at all (through Arrow)
+        write_parquet(spark.createDataFrame([], PAIRS_SCHEMA), path)
 
 
 def publish_pairs(spark, pairs: dict[int, list[DataFrame]], path: Path, distinct: bool = True) -> None:

@@ -11,7 +11,9 @@ uses, rather than made for each use.
 
 A pool's threads are made as work arrives, up to its size; work waiting for a thread
 waits in order. Work given to a pool must not wait for other work of the same pool
-(it could wait for itself).
+(it could wait for itself). Spark keeps local properties (a job group, job tags, a
+scheduler pool) per JVM thread: work that runs the user's code in a kept thread does
+so ``with local_properties_kept(spark)``, so what one use sets is not the next one's.
 
 >>> kept_pool("doctest", 2).submit(sum, [1, 2]).result()
 3
@@ -20,7 +22,11 @@ waits in order. Work given to a pool must not wait for other work of the same po
 from __future__ import annotations
 
 import threading
+from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
+
+from pyspark.sql import SparkSession
 
 _pools: dict[str, ThreadPoolExecutor] = {}
 _lock = threading.Lock()
@@ -35,3 +41,15 @@ def kept_pool(role: str, workers: int) -> ThreadPoolExecutor:
         if pool is None:
             pool = _pools[role] = ThreadPoolExecutor(workers, thread_name_prefix=f"sparkprov-{role}")
         return pool
+
+
+@contextmanager
+def local_properties_kept(spark: SparkSession) -> Iterator[None]:
+    """Within, this thread's Spark local properties may change; after, they are as
+    they were before."""
+    sc = spark.sparkContext._jsc.sc()
+    saved = sc.getLocalProperties().clone()
+    try:
+        yield
+    finally:
+        sc.setLocalProperties(saved)

@@ -26,7 +26,7 @@ from ..api.capture import Capture
 from ..api.session import LineageSession
 from ..errors import InvalidArgument, one_line
 from ..plan.small_writes import write_parquet
-from ..plan.threads import kept_pool
+from ..plan.threads import kept_pool, local_properties_kept
 from ..plan.written import read_written
 from ..query.provenance import write_pairs
 from ..store.catalog import Store
@@ -202,15 +202,16 @@ def _read(session: LineageSession, module: Module, paths: dict[str, str]) -> dic
 def _invoke(session: LineageSession, plan: Plan, module: Module, frames: dict[str, DataFrame], made: list):
     # the module's function on its inputs and state; every dataset it returns written
     started = time.perf_counter()
-    result = module.function(**frames)
-    returned = _returned(module, result)
-    written = {}
-    for dataset, df in returned.items():
-        if dataset in module.outputs:
-            kind, version, path = "output", plan.execution, plan.folders.dataset(plan.execution, dataset)
-        else:
-            kind, version, path = "state", plan.execution, plan.folders.state(dataset, plan.execution)
-        written[dataset] = (kind, version, _write(session, plan, dataset, df, path, made, witnesses=True))
+    with local_properties_kept(session.spark):  # a job group the module sets is not the next one's
+        result = module.function(**frames)
+        returned = _returned(module, result)
+        written = {}
+        for dataset, df in returned.items():
+            if dataset in module.outputs:
+                kind, version, path = "output", plan.execution, plan.folders.dataset(plan.execution, dataset)
+            else:
+                kind, version, path = "state", plan.execution, plan.folders.state(dataset, plan.execution)
+            written[dataset] = (kind, version, _write(session, plan, dataset, df, path, made, witnesses=True))
     return written, time.perf_counter() - started
 
 
