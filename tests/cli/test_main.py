@@ -245,11 +245,12 @@ def test_text_answers_show_nulls_whole_numbers_and_the_matched_rows(session, spa
     assert lines[0] == "capture 'cities' v1: 3 output rows matched (embedded engine)"
     header = lines[1].split()
     assert header == ["city", "n", "tag", "_sp_rid"]  # the matched output rows come first
-    shown = [line.split() for line in lines[2:5]]
-    assert shown[1][:3] == ["x", "NULL", "NULL"] and shown[2][:3] == ["None", "7", "b"]
+    by_city = {line.split()[0]: line for line in lines[2:5]}  # in the order of their rids
+    assert by_city["x"].split()[:3] == ["x", "NULL", "NULL"] and by_city["None"].split()[:3] == ["None", "7", "b"]
     assert "6.0" not in done.stdout and "NaN" not in done.stdout
     # a wide character takes two columns: the next column starts where it does on the other lines
-    assert width(lines[2][: lines[2].index("6") + 1]) == width(lines[3][: lines[3].index("NULL") + 4])
+    wide, other = by_city["東京"], by_city["x"]
+    assert width(wide[: wide.index("6") + 1]) == width(other[: other.index("NULL") + 4])
     dashed = sparkprov_cli("trace", "backward", "cities", "--where", "n IS NULL", "--null", "-", "--store", store)
     assert dashed.stdout.splitlines()[2].split()[:3] == ["x", "-", "-"]
     missing = sparkprov_cli("trace", "backward", "cities", "--where", "true", "--source", "nope", "--store", store)

@@ -23,7 +23,6 @@ from pyspark.sql import functions as F
 
 from ...errors import InvalidArgument
 from ...plan.catalyst import JPlan, quiet_analysis
-from ...plan.small_writes import small_rows, write_table
 from ...plan.written import read_written
 from ...sources import identity as S
 from ...store.format import Slot
@@ -169,15 +168,7 @@ def _snapshot(cx: CaptureContext, leaf, name, fmt, roots, original, schema, tabl
     path = f"{cx.snapshot_dir}/{len(cx.sources)}-{S.safe_id(name)}"
     data = b.to_dataframe(leaf)
     # positional names: the leaf's may repeat or be names Parquet refuses
-    names = [S.snapshot_column(i) for i in range(len(data.columns))]
-    positional = data.toDF(*names)
-    # small data (most in-memory data) collected and written here: Spark's write costs
-    # about 200 ms whatever the size
-    rows = small_rows(data) if "://" not in path.removeprefix("file://") else None
-    if rows is None:
-        positional.write.parquet(path)
-    else:
-        write_table(rows.rename_columns(names), positional.schema, path)
+    data.toDF(*[S.snapshot_column(i) for i in range(len(data.columns))]).write.parquet(path)
     snap = read_written(b.spark, path)
     files = sorted(b.files(b.file_relation(b.analyzed(snap))))
     info = S.SourceInfo(name, "snapshot", fmt, files, roots, original, schema, table)
