@@ -252,7 +252,7 @@ def _run_rewritten(
     # the jobs that run the query: whether they ran once says if side rows they gathered hold
     jobs = WatchedJobs(spark)
     started = time.perf_counter()
-    pool = kept_pool("beside", 8)  # a thread kept from earlier captures: see plan/threads.py
+    pool = _beside()
     shared, sides = None, None
     try:
         # the subqueries' lineage is read from their kept rows while the query runs: a
@@ -517,7 +517,7 @@ def write_for_user(bridge: Bridge, staged: DataFrame, display: list[str], write:
         # Spark writes a file per partition with rows, and one for partition 0 always
         expected = {p: i for i, p in enumerate(sorted({0, *with_rows}))}
         # the two writes at once: on small outputs most of a write's time is the driver's
-        stored = kept_pool("beside", 8).submit(write_parquet, kept.withColumn(RID, _file_rid(expected)), output_path)
+        stored = _beside().submit(write_parquet, kept.withColumn(RID, _file_rid(expected)), output_path)
         try:
             if write.table:
                 writer.saveAsTable(write.table)
@@ -546,6 +546,12 @@ def write_for_user(bridge: Bridge, staged: DataFrame, display: list[str], write:
         return {"path": write.path, "table": write.table, "roots": bridge.root_paths(fs), "files": files}
     finally:
         kept.unpersist()
+
+
+def _beside():
+    # threads kept from earlier captures (plan/threads.py) for the writes a capture
+    # runs beside its query; one per capture at a time is enough, a few captures at once
+    return kept_pool("beside", 8)
 
 
 def _file_relation(bridge: Bridge, written: DataFrame) -> JPlan:
