@@ -4,6 +4,7 @@ do not cover is left to Spark."""
 from __future__ import annotations
 
 import datetime as dt
+import os
 from decimal import Decimal
 
 import pyarrow.parquet as pq
@@ -101,3 +102,39 @@ def test_rows_of_large_arrays_make_bounded_row_groups(spark, tmp_path, limit, mo
     ]
     assert len(held) >= 8 and max(held) < 3 << 20, held
     assert read_written(spark, tmp_path / "a").selectExpr("sum(size(rids))").first()[0] == 2_000_000
+
+
+def test_partitions_read_back_as_the_partitions_written(spark, tmp_path):
+    # a function over batches or an order-sensitive aggregate above a snapshot sees its
+    # rows as the query over the original did: the same partitions, in the same order,
+    # though Spark reads a folder's files largest first
+    # Spark packs small files into as many partitions as it has cores: as many here
+    slices = spark.sparkContext.defaultParallelism
+    rows = [(i, "x" * 20 * i) for i in range(6 * slices)]  # later partitions' files would be larger
+    made = spark.sparkContext.parallelize(rows, slices).toDF("k long, s string")
+    where = [(r.k, r.p) for r in made.select("k", F.spark_partition_id().alias("p")).collect()]
+    table = small_rows(made, partitions=True)
+    assert table.column(small_writes.PARTITION).to_pylist() == [p for _, p in where]
+    small_writes.write_table(table, made.schema, tmp_path / "t")
+    files = sorted(parquet_files(tmp_path / "t"))
+    assert len(files) == len({p for _, p in where})  # a file for each partition that holds rows
+    sizes = [os.path.getsize(f) for f in files]
+    assert sizes == sorted(sizes, reverse=True) and len(set(sizes)) == len(sizes)
+    back = read_written(spark, tmp_path / "t")
+    assert back.columns == ["k", "s"]
+    got = [(r.k, r.p) for r in back.select("k", F.spark_partition_id().alias("p")).collect()]
+    assert [k for k, _ in got] == [k for k, _ in where]
+    assert _renumbered(got) == _renumbered(where)  # the same rows together, in the same order
+
+
+def _renumbered(where):
+    seen = {}
+    return [seen.setdefault(p, len(seen)) for _, p in where]
+
+
+def test_no_partition_with_rows_writes_one_empty_file(spark, tmp_path):
+    empty = spark.createDataFrame([], "k long")
+    table = small_rows(empty, partitions=True)
+    small_writes.write_table(table, empty.schema, tmp_path / "t")
+    assert len(parquet_files(tmp_path / "t")) == 1
+    assert read_written(spark, tmp_path / "t").count() == 0

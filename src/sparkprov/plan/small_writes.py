@@ -16,7 +16,9 @@ RDD's ``toDF``): such a DataFrame, computed without a shuffle from data the driv
 sent (a ``ParallelCollectionRDD``), is collected up to ``SMALL_ROWS`` rows and one
 more, and counts as small if that found its end within ``SMALL_BYTES``. The
 file written holds Spark's schema in its footer, as Spark's files do, so
-``plan.written.read_written`` reads it back as it reads those.
+``plan.written.read_written`` reads it back as it reads those. A copy that a query
+reads in place of its source (a capture's snapshot of in-memory rows) is written a
+file per partition, as Spark writes it, so that the query sees the same partitions.
 
 >>> import tempfile
 >>> from pyspark.sql import SparkSession
@@ -36,9 +38,11 @@ import re
 import uuid
 from pathlib import Path
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 from pyspark.sql import DataFrame, DataFrameWriter
+from pyspark.sql import functions as F
 from pyspark.sql.types import (
     ArrayType,
     BinaryType,
@@ -66,6 +70,7 @@ from .written import SPARK_SCHEMA, stored_schema
 
 SMALL_BYTES = 10 * 1024 * 1024
 SMALL_ROWS = 100_000
+PARTITION = "__sp_partition"  # small_rows(partitions=True)'s column of partition numbers
 # Parquet measures a row group's size first after page.size.row.check.max rows (10,000
 # by default): a hundred rows of an aggregate's rid arrays (a million rids each) made
 # one 400 MB row group, which a reader holds whole, beyond a 2g driver's heap. Rows
@@ -79,28 +84,33 @@ _EXACT = (BooleanType, ByteType, ShortType, IntegerType, LongType, FloatType, Do
           VarcharType, BinaryType, DateType, TimestampType, TimestampNTZType, DecimalType)  # fmt: skip
 
 
-def small_rows(df: DataFrame, limit: int | None = None) -> pa.Table | None:
+def small_rows(df: DataFrame, limit: int | None = None, partitions: bool = False) -> pa.Table | None:
     """``df``'s rows as an Arrow table (one Spark job), if they are small by the rules
     above (at most ``limit`` bytes, ``SMALL_BYTES`` by default); None otherwise (nothing
-    run, unless Catalyst could not size them: then a prefix of them was)."""
+    run, unless Catalyst could not size them: then a prefix of them was). With
+    ``partitions``, a last column ``PARTITION`` holds the number of each row's Spark
+    partition (the rows come in partition order)."""
     # estimated on the analyzed plan: optimizing it here would optimize it twice when
     # Spark writes it (the write plans its query anew), seconds for a large plan
     limit = SMALL_BYTES if limit is None else limit
     plan = df._jdf.queryExecution().analyzed()
     if small_plan(plan, df.schema, limit):
-        return _collected(df)
+        return _collected(df, partitions)
     if not all(_kept_exactly(f.dataType) for f in df.schema.fields) or not _driver_data(plan):
         return None
     # Catalyst does not know its size: as many rows as could be small, and one more
-    table = _collected(df.limit(SMALL_ROWS + 1))
+    table = _collected(df, partitions, SMALL_ROWS + 1)
     return table if table.num_rows <= SMALL_ROWS and table.nbytes <= limit else None
 
 
-def _collected(df: DataFrame) -> pa.Table:
+def _collected(df: DataFrame, partitions: bool, rows: int | None = None) -> pa.Table:
     # a null struct's fields hold nulls, whatever the schema says, which PySpark's
     # conversion refuses where it says they cannot: collected as nullable
     nullable = StructType([StructField(f.name, _nullable(f.dataType), f.nullable, f.metadata) for f in df.schema])
-    return (df if nullable == df.schema else df.to(nullable)).toArrow()
+    df = df if nullable == df.schema else df.to(nullable)
+    if partitions:  # numbered below the limit: the partitions of df's own rows
+        df = df.withColumn(PARTITION, F.spark_partition_id())
+    return (df if rows is None else df.limit(rows)).toArrow()
 
 
 def _driver_data(plan) -> bool:
@@ -124,16 +134,47 @@ def small_plan(plan, schema: StructType, limit: int) -> bool:
 def write_table(table: pa.Table, schema: StructType, path: str | os.PathLike) -> None:
     """``table`` written as the one part file of the new folder ``path``, Spark's schema
     ``schema`` in its footer; the file appears whole (written under a hidden name,
-    then renamed)."""
+    then renamed). A table from ``small_rows(partitions=True)`` is written as Spark
+    writes its partitions: a file for each that holds rows (one empty file if none
+    does), numbered in their order, each larger than the next, so that Spark reads
+    them back in that order (it reads a folder's small files a partition each, the
+    largest first), each partition with the same rows in the same order."""
     folder = Path(str(path).removeprefix("file://").removeprefix("file:"))
     folder.mkdir(parents=True)
-    kept = table.replace_schema_metadata({**(table.schema.metadata or {}), SPARK_SCHEMA: stored_schema(schema).json()})
-    name = f"part-00000-{uuid.uuid4()}-c000.snappy.parquet"
+    parts = [(0, table)]
+    if PARTITION in table.column_names:
+        numbers = table.column(PARTITION).to_numpy()
+        table = table.drop_columns([PARTITION])
+        starts = [0, *(np.flatnonzero(numbers[1:] != numbers[:-1]) + 1).tolist()]
+        ends = [*starts[1:], table.num_rows]
+        parts = [(int(numbers[s]) if e else 0, table.slice(s, e - s)) for s, e in zip(starts, ends)]
+    encoded = [_encoded(t, schema) for _, t in parts]
+    for i in reversed(range(len(parts) - 1)):
+        if encoded[i].size <= encoded[i + 1].size:
+            encoded[i] = _encoded(parts[i][1], schema, encoded[i + 1].size - encoded[i].size + 1)
+    for (number, _), data in zip(parts, encoded):
+        name = f"part-{number:05d}-{uuid.uuid4()}-c000.snappy.parquet"
+        with open(folder / f".{name}", "wb") as out:
+            out.write(data)
+        os.replace(folder / f".{name}", folder / name)
+
+
+def _encoded(table: pa.Table, schema: StructType, padding: int = 0) -> pa.Buffer:
+    """``table`` as a Parquet file's bytes, Spark's ``schema`` in its footer and at
+    least ``padding`` bytes more than without."""
+    footer = {**(table.schema.metadata or {}), SPARK_SCHEMA: stored_schema(schema).json()}
+    if padding:
+        footer[b"sparkprov.padding"] = b" " * padding
+    out = pa.BufferOutputStream()
     # row groups of at most ROW_GROUP_BYTES in memory (Spark's writes of collections
     # bound their compressed size: these are no larger)
     rows = max(1, table.num_rows * ROW_GROUP_BYTES // max(table.nbytes, 1))
-    pq.write_table(kept, folder / f".{name}", row_group_size=min(rows, 1 << 20))
-    os.replace(folder / f".{name}", folder / name)
+    # without Arrow's own copy of the schema (Spark's is there): Catalyst sizes a
+    # relation by its files' bytes, and that copy doubled a small file's
+    with pq.ParquetWriter(out, table.schema, store_schema=False) as writer:
+        writer.write_table(table, row_group_size=min(rows, 1 << 20))
+        writer.add_key_value_metadata(footer)
+    return out.getvalue()
 
 
 def write_parquet(df: DataFrame, path: str | os.PathLike) -> str:

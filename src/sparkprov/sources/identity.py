@@ -77,7 +77,10 @@ def read_source(bridge: Bridge, info: SourceInfo) -> DataFrame:
             reader = reader.option("basePath", unquote(info.roots[0]))  # keeps partition columns
         df = reader.parquet(*paths)
         cols = [F.col(f"`{c}`") for c in df.columns]
-    return df.select(*cols, rid_column(info.files).alias(RID))
+    rid = rid_column(info.files)
+    if len(info.files) == 1:  # nullable, as the rid of rows from several files and the embedded engine's
+        rid = F.coalesce(rid, F.lit(None).cast("long"))
+    return df.select(*cols, rid.alias(RID))
 
 
 _SAFE = re.compile(r"[^A-Za-z0-9_.-]+")
