@@ -27,7 +27,10 @@ from .references import compiled, java_source
 
 # Java, compiled by Janino once per JVM (references.compiled): plan/java/SparkprovTree.java
 _TREE_CLASS = "SparkprovTree"
-_TREE_PATTERNS = ("PLAN_EXPRESSION", "GENERATOR", "SCALAR_SUBQUERY")  # asked of every node walked
+# asked of the plan's nodes by the rules and checks (a pattern not here costs a round
+# trip per node asked)
+_TREE_PATTERNS = ("PLAN_EXPRESSION", "GENERATOR", "SCALAR_SUBQUERY", "PYTHON_UDF", "JOIN", "GENERATE", "LIMIT",
+                  "EXCEPT", "FILTER")  # fmt: skip
 
 
 class Reading:
@@ -56,7 +59,7 @@ class Reading:
         memo = getattr(self._walk, "memo", None)
         if memo is None or memo_entry(memo, root)[2] is not None or not self._tree_walker():
             return
-        answer = self._tree.walk(root, 8, *(self._pattern(p) for p in _TREE_PATTERNS))
+        answer = self._tree.walk(root, 8, ",".join(_TREE_PATTERNS))
         client = self.spark.sparkContext._gateway._gateway_client
         open_parents: list[list] = []  # [children list, how many are still to come]
         for part in answer.split("\x02")[:-1]:

@@ -1,7 +1,7 @@
 // Java, compiled by Janino once per JVM: a plan's whole tree in one round trip, where
 // Py4J takes one per node and question. Preorder; per node its id in the gateway's
 // bindings (empty for the root, whose proxy the caller holds), its number of children,
-// its name, its one-line description and whether it has each of three tree patterns.
+// its name, its one-line description and whether it has each of the tree patterns named.
 import org.apache.spark.sql.catalyst.trees.TreeNode;
 
 public class SparkprovTree {
@@ -9,9 +9,13 @@ public class SparkprovTree {
 
   public SparkprovTree(py4j.Gateway gateway) { this.gateway = gateway; }
 
-  public String walk(TreeNode root, int maxFields, scala.Enumeration.Value p1, scala.Enumeration.Value p2,
-      scala.Enumeration.Value p3) {
-    scala.Enumeration.Value[] patterns = new scala.Enumeration.Value[] {p1, p2, p3};
+  public String walk(TreeNode root, int maxFields, String names) {
+    // the patterns by name (comma-separated): one argument, whatever their number
+    String[] named = names.split(",");
+    scala.Enumeration.Value[] patterns = new scala.Enumeration.Value[named.length];
+    for (int i = 0; i < named.length; i++) {
+      patterns[i] = org.apache.spark.sql.catalyst.trees.TreePattern$.MODULE$.withName(named[i]);
+    }
     // everything read first: nothing is put in the bindings unless the whole answer is given
     java.util.ArrayList nodes = new java.util.ArrayList();
     java.util.ArrayList parts = new java.util.ArrayList();
