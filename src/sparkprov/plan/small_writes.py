@@ -132,8 +132,8 @@ def small_plan(plan, schema: StructType, limit: int) -> bool:
 
 
 def write_table(table: pa.Table, schema: StructType, path: str | os.PathLike) -> None:
-    """``table`` written as the one part file of the new folder ``path``, Spark's schema
-    ``schema`` in its footer; the file appears whole (written under a hidden name,
+    """``table`` written as one part file of the new folder ``path``, Spark's schema
+    ``schema`` in its footer; each file appears whole (written under a hidden name,
     then renamed). A table from ``small_rows(partitions=True)`` is written as Spark
     writes its partitions: a file for each that holds rows (one empty file if none
     does), numbered in their order, each larger than the next, so that Spark reads
