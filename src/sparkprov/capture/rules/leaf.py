@@ -20,10 +20,11 @@ from typing import TYPE_CHECKING
 
 from pyspark.errors import PySparkException
 from pyspark.sql import functions as F
+from pyspark.sql.types import StructField, StructType
 
 from ...errors import InvalidArgument
 from ...plan.catalyst import JPlan, quiet_analysis
-from ...plan.small_writes import small_rows, write_table
+from ...plan.small_writes import PARTITION, small_rows, write_table
 from ...plan.written import read_written
 from ...sources import identity as S
 from ...store.format import Slot
@@ -169,17 +170,19 @@ def _snapshot(cx: CaptureContext, leaf, name, fmt, roots, original, schema, tabl
     path = f"{cx.snapshot_dir}/{len(cx.sources)}-{S.safe_id(name)}"
     data = b.to_dataframe(leaf)
     # positional names: the leaf's may repeat or be names Parquet refuses
-    names = [S.snapshot_column(i) for i in range(len(data.columns))]
-    positional = data.toDF(*names)
+    fields = data.schema.fields
+    names = [S.snapshot_column(i) for i in range(len(fields))]
     # rows the driver holds, when few, written here (Spark's write costs about 200 ms
     # whatever the size), a file per partition as Spark writes them: a function over
     # batches or an order-sensitive aggregate above sees its rows as the query does
     local = fmt == "memory" and "://" not in path.removeprefix("file://")
     rows = small_rows(data, partitions=True) if local else None
     if rows is None:
-        positional.write.parquet(path)
+        data.toDF(*names).write.parquet(path)
     else:
-        write_table(rows.rename_columns([*names, rows.column_names[-1]]), positional.schema, path)
+        # the positional schema without analyzing a renamed Dataset (a round trip and an analysis)
+        positional = StructType([StructField(n, f.dataType, f.nullable, f.metadata) for n, f in zip(names, fields)])
+        write_table(rows.rename_columns([*names, PARTITION]), positional, path)
     snap = read_written(b.spark, path)
     files = sorted(b.files(b.file_relation(b.analyzed(snap))))
     info = S.SourceInfo(name, "snapshot", fmt, files, roots, original, schema, table)
