@@ -74,6 +74,22 @@ def test_a_capture_others_read_is_kept_unless_forced(session, spark, tmp_path):
     assert not session.store.versions("stage")
 
 
+def test_a_chain_of_written_datasets_is_removed_from_its_end(session, spark, tmp_path):
+    # each capture writes Parquet outside the store that the next reads in place: a
+    # version is kept while a live capture reads it, and goes once its reader has
+    # gone (each step reads the catalog again)
+    data = spark.createDataFrame([(i % 3, i) for i in range(9)], "g int, v int")
+    session.capture(data.where("v > 1"), "a", path=str(tmp_path / "a"))
+    session.capture(spark.read.parquet(str(tmp_path / "a")).where("v > 2"), "b", path=str(tmp_path / "b"))
+    session.capture(spark.read.parquet(str(tmp_path / "b")).groupBy("g").count(), "c")
+    kept = session.remove("a", dry_run=True).kept
+    assert "capture b@1 reads it" in kept[0]["why"] and "c@1" not in kept[0]["why"]
+    assert session.remove("b").removed == []
+    assert [r["version"] for r in session.remove("c").removed] == ["c@1"]
+    assert [r["version"] for r in session.remove("b").removed] == ["b@1"]  # its reader has gone
+    assert [r["version"] for r in session.remove("a").removed] == ["a@1"]
+
+
 def test_gc_policies_keep_each_names_newest(session, spark):
     for v in range(1, 5):
         capture_numbers(session, "a", v)

@@ -36,6 +36,7 @@ class Contents:
     # capture versions the records of a workflow name: who names them ("workflow w execution 2")
     in_workflows: dict[Version, list[str]] = field(default_factory=dict)
     workflow_damage: list[str] = field(default_factory=list)
+    _reads: tuple[dict, dict] | None = field(default=None, repr=False)  # readers' index, made on first use
 
     def named(self) -> tuple[set[str], list[Path]]:
         """The data directories (capture ids) and the paths inside the store that the
@@ -57,18 +58,30 @@ class Contents:
             if path is not None and path.is_relative_to(self.root):
                 inside.append(path)
         dataset = dataset_files(written.get("files") or [])
-        found = []
-        for other, reader in self.live.items():
-            if other == version or reader.failed:
-                continue
-            reads = any(
-                (source.kind == "parquet" and dataset and dataset_files(source.original) == dataset)
-                or any(p.is_relative_to(d) for p in _source_paths(source) for d in inside)
-                for source in reader.sources.values()
-            )
-            if reads:
-                found.append(other)
-        return sorted(found)
+        by_files, under = self._index()
+        found = set(by_files.get(tuple(dataset), ())) if dataset else set()
+        for folder in inside:
+            found |= under.get(folder, set())
+        # entries removed since the index was made (by the collector) read nothing now
+        return sorted(v for v in found if v != version and v in self.live and not self.live[v].failed)
+
+    def _index(self) -> tuple[dict, dict]:
+        # what each live entry reads, made once (readers() is asked of every version the
+        # collector removes: a scan of every entry each time was quadratic): the file
+        # fingerprints of its Parquet sources, and every folder holding one of its
+        # sources' paths (a path is relative to exactly itself and its parents)
+        if self._reads is None:
+            by_files: dict[tuple, set[Version]] = {}
+            under: dict[Path, set[Version]] = {}
+            for version, reader in self.live.items():
+                for source in reader.sources.values():
+                    if source.kind == "parquet":
+                        by_files.setdefault(tuple(dataset_files(source.original)), set()).add(version)
+                    for p in _source_paths(source):
+                        for folder in (p, *p.parents):
+                            under.setdefault(folder, set()).add(version)
+            self._reads = (by_files, under)
+        return self._reads
 
 
 def local(path: str) -> Path | None:
