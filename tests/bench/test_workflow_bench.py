@@ -37,7 +37,8 @@ def test_the_benchmark_reports_overhead_size_and_query_times(spark, tmp_path, ca
                               selectivity="season", queries=5, seed=0, json_out=str(out))  # fmt: skip
     assert main(args) == 0
     (run,) = json.loads(out.read_text())["runs"]
-    assert run["overhead"] > 0 and len(run["tracked_s"]) == len(run["untracked_s"]) == 2
+    assert run["overhead"] > 0 and len(run["tracked_s"]) == len(run["untracked_s"]) == len(run["later_s"]) == 2
+    assert run["overhead_later"] > 0 and run["tracked_later_s"] > 0  # (and its graph is the tracked one's size)
     assert run["graph"]["nodes"] > 0 and run["graph"]["kinds"]["invocation"] == 2 * 4  # input, 2 stations, output
     assert run["zoom_out"]["n"] == run["zoom_in"]["n"] == run["subgraph"]["n"] == 5
     assert "overhead" in capsys.readouterr().out

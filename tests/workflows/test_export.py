@@ -107,7 +107,7 @@ def test_the_command_line_lists_sizes_deletes_and_exports(visits, capsys, tmp_pa
     def cli(*args) -> str:
         return _cli(capsys, "workflow", *args, "--store", str(store))
 
-    assert re.search(r"visits\s+2\s+2\s+counter, top", cli("list"))
+    assert re.search(r"visits\s+2\s+2\s+0\s+counter, top", cli("list"))
     size = json.loads(cli("graph", "visits", "--json"))
     assert size["nodes"] == wf.graph().nodes.num_rows and size["modules"] == ["counter", "top"]
     coarse = json.loads(cli("graph", "visits", "--zoom-out", "all", "--json"))

@@ -86,8 +86,9 @@ def main(args: argparse.Namespace, store_root: Path) -> int:
         for name in stored.names(store_root):
             done = records(stored.folders(store_root, name))
             modules = sorted({i.module for r in done for i in r.invocations})
-            tracked = sum(r.tracked for r in done)
-            rows.append({"workflow": name, "executions": len(done), "tracked": tracked, "modules": ", ".join(modules)})
+            tracked, later = sum(r.tracked for r in done), sum(r.pending for r in done)
+            rows.append({"workflow": name, "executions": len(done), "tracked": tracked, "to track": later,
+                         "modules": ", ".join(modules)})  # fmt: skip
         if args.json:
             print(json.dumps(rows, indent=1))
         else:
@@ -101,6 +102,10 @@ def main(args: argparse.Namespace, store_root: Path) -> int:
         done = [r for r in records(folders) if executions is None or r.execution in executions]
         return _emit(args, json.dumps(openlineage_events(folders, done), indent=1))
     graph = stored.load_graph(folders, executions)
+    pending = [str(r.execution) for r in records(folders) if r.pending and executions is None]
+    if pending:
+        note = f"note: execution(s) {', '.join(pending)} ran with track='later' and are not in this graph until "
+        print(note + "tracked (wf.track() or wf.graph() in the program that declares the modules)", file=sys.stderr)
     out = args.out if args.workflow_command == "zoom" else args.zoom_out
     if out:
         graph = graph.zoom_out(graph.modules if out == "all" else out.split(","))

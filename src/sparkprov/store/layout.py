@@ -287,6 +287,16 @@ class WorkflowFolders:
         """The provenance graph's nodes, edges and tuples added by execution ``execution``."""
         return self.execution(execution) / "graph"
 
+    def given(self, execution: int, name: str) -> Path:
+        """Input ``name`` as given to execution ``execution`` run with ``track="later"``:
+        kept, the source its tracking reads (not an identifier: no dataset's name)."""
+        return self.execution(execution) / "given-inputs" / name
+
+    def untracked(self, execution: int) -> Path:
+        """What execution ``execution`` wrote untracked (its datasets and state versions),
+        kept here while it runs again with tracking, until the two are found equal."""
+        return self.root / "untracked" / f"e{execution:06d}"
+
 
 @dataclass(frozen=True)
 class GraphFolders:

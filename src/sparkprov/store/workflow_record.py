@@ -46,6 +46,12 @@ class ExecutionRecord:
     nodes: tuple[int, int]  # the graph node ids this execution added: [first, end)
     seconds: float
     at: str = ""  # when it finished (UTC, ISO 8601)
+    later: bool = False  # run with track="later": tracked when first asked (pending while not tracked)
+
+    @property
+    def pending(self) -> bool:
+        """Run with ``track="later"`` and not tracked yet."""
+        return self.later and not self.tracked
 
     def to_json(self) -> str:
         data = asdict(self)

@@ -32,6 +32,7 @@ from ..query.provenance import write_pairs
 from ..store.catalog import Store
 from ..store.layout import WorkflowFolders
 from ..store.workflow_record import ExecutionRecord, Invocation
+from . import replay
 from .graph_build import ExecutionGraph, Read
 from .modules import Module, waves
 
@@ -70,6 +71,9 @@ class Plan:
     untracked: set[int]  # earlier executions run without tracking (their state versions have no graph)
     first_node: int
     lookup: Callable  # tuples named by earlier executions (graph_build.ExecutionGraph.lookup)
+    # "first": run with track="later" (untracked; its inputs kept as given, for the second
+    # run); "again": that second run, tracked, its datasets checked against the first's
+    later: str = ""
 
 
 def capture_name(workflow: str, dataset: str) -> str:
@@ -83,11 +87,12 @@ def run(session: LineageSession, plan: Plan, inputs: dict[str, DataFrame]) -> tu
     An execution that fails leaves no record; the captures it made get a failed
     version after them (``sparkprov captures`` lists them as part of it), and what it
     wrote is removed when the execution is run again."""
-    for folder in [
-        plan.folders.execution(plan.execution),
-        *(plan.folders.state(n, plan.execution) for n in plan.state),
-    ]:
-        shutil.rmtree(folder, ignore_errors=True)  # a failed attempt's files
+    if plan.later != "again":  # the second run finds the first's files moved aside (replay.py)
+        for folder in [
+            plan.folders.execution(plan.execution),
+            *(plan.folders.state(n, plan.execution) for n in plan.state),
+        ]:
+            shutil.rmtree(folder, ignore_errors=True)  # a failed attempt's files
     made: list[Capture] = []
     try:
         return _run(session, plan, inputs, made)
@@ -105,7 +110,7 @@ def _run(session: LineageSession, plan: Plan, inputs: dict[str, DataFrame], made
     paths: dict[str, str] = {}
     input_captures: dict[str, list] = {}
     for name, df in sorted(inputs.items()):
-        path = plan.folders.dataset(plan.execution, name)
+        path = (plan.folders.given if plan.later == "first" else plan.folders.dataset)(plan.execution, name)
         cap = _write(session, plan, name, df, path, made, witnesses=False)
         input_captures[name] = [capture_name(plan.workflow, name), cap.version if cap else 0]
         reads[name] = Read("input", plan.execution)
@@ -138,6 +143,8 @@ def _run(session: LineageSession, plan: Plan, inputs: dict[str, DataFrame], made
     finally:
         wait(recorded)
     invocations = [i for wave in recorded for i in wave.result()]
+    if plan.later == "again":
+        replay.check_same(plan.folders, plan.execution, plan.workflow)
     record = ExecutionRecord(
         plan.execution,
         plan.track,
@@ -147,6 +154,7 @@ def _run(session: LineageSession, plan: Plan, inputs: dict[str, DataFrame], made
         (plan.first_node, graph.end),
         time.perf_counter() - started,
         datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        bool(plan.later),
     )
     return record, graph
 

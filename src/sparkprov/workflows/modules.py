@@ -39,6 +39,8 @@ def check_names(what: str, names) -> tuple[str, ...]:
     for n in names:
         if not isinstance(n, str) or not _NAME.match(n):
             raise InvalidArgument(f"{what} {n!r}: a name is a letter followed by letters, digits or '_'")
+        if n == "graph" and what != "module":  # an execution's folder holds its datasets and its graph
+            raise InvalidArgument(f"{what} 'graph': the name of an execution's provenance graph; choose another")
     if len(set(names)) != len(names):
         raise InvalidArgument(f"{what} names repeat: {', '.join(names)}")
     return names

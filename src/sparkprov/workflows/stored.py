@@ -40,14 +40,19 @@ def folders(store: str | os.PathLike, name: str) -> WorkflowFolders:
 
 def load_graph(where: WorkflowFolders, executions: Iterable[int] | None = None) -> ProvenanceGraph:
     """The provenance graph of the tracked executions (all, or those named)."""
-    done = [r for r in records(where) if r.tracked]
+    every = records(where)
+    done = [r for r in every if r.tracked]
     wanted = None if executions is None else set(executions)
     chosen = [r for r in done if wanted is None or r.execution in wanted]
+    pending = [r.execution for r in every if r.pending and (wanted is None or r.execution in wanted)]
+    # tracking an execution run with track="later" needs its modules: the program's
+    later = (f"; execution {pending[0]} ran with track='later' and is tracked by wf.track() or wf.graph() in a "
+             "program that declares its modules") if pending else ""  # fmt: skip
     if wanted is not None and wanted - {r.execution for r in chosen}:
         missing = sorted(wanted - {r.execution for r in chosen})[0]
-        raise InvalidArgument(f"workflow {where.root.name!r} has no tracked execution {missing}")
+        raise InvalidArgument(f"workflow {where.root.name!r} has no tracked execution {missing}{later}")
     if not chosen:
-        raise InvalidArgument(f"workflow {where.root.name!r} has no tracked execution to make a graph of")
+        raise InvalidArgument(f"workflow {where.root.name!r} has no tracked execution to make a graph of{later}")
     schemas = {"nodes": NODE_SCHEMA, "edges": EDGE_SCHEMA, "tuples": TUPLE_SCHEMA}
     tables = {
         file: pa.concat_tables([pq.read_table(where.graph(r.execution) / f"{file}.parquet") for r in chosen]).cast(

@@ -17,11 +17,23 @@ provenance across invocations and executions (Lipstick).
 False
 >>> g.depends(offer, on=g.tuple("request", wf.dataset("request").first()._sp_rid, 1))
 True
+
+An execution run with ``track="later"`` costs what an untracked one costs; it is
+tracked (run again, with tracking) when its provenance is first asked for:
+
+>>> later = wf.run(track="later", request=spark.createDataFrame([("bmw",)], "model string"))
+>>> later.tracked
+False
+>>> g = wf.graph()
+>>> bmw = wf.dataset("stock", 0).where("car = 3").first()._sp_rid
+>>> g.depends(g.tuple("offer", wf.dataset("offer", 2).first()._sp_rid, 2), on=g.tuple("stock", bmw, 0))
+True
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
+from dataclasses import replace
 
 import pyarrow.parquet as pq
 from pyspark.sql import DataFrame
@@ -39,6 +51,7 @@ from ..store.workflow_record import (
     write_record,
 )
 from . import execution as run_one
+from . import replay
 from .graph import ProvenanceGraph
 from .modules import Module, check_names, check_new, workflow_inputs
 from .stored import load_graph
@@ -113,11 +126,20 @@ class Workflow:
         """Every committed execution's record, oldest first."""
         return records(self.folders)
 
-    def run(self, track: bool = True, **inputs: DataFrame) -> ExecutionRecord:
+    def run(self, track: bool | str = True, **inputs: DataFrame) -> ExecutionRecord:
         """One execution: ``inputs`` are the workflow's input datasets (those no module
-        writes). With ``track`` (the default) every dataset a module writes is captured
-        and the provenance graph grows; without, the modules run and write alone (to
-        measure what tracking costs)."""
+        writes). With ``track=True`` (the default) every dataset a module writes is
+        captured and the provenance graph grows; with ``False`` the modules run and
+        write alone, and their rows are base tuples to the executions after.
+
+        ``track="later"`` runs as untracked, at untracked cost, and keeps the inputs as
+        given: the execution is tracked when its provenance is first asked for
+        (:meth:`graph`, :meth:`track`, or a tracked run after it), by running it again
+        with tracking, here (the modules are this process's functions). What that second
+        run writes must equal what the first wrote, row for row, else tracking fails
+        with ``LineageNotBuilt`` and the execution stays as it ran."""
+        if track not in (True, False, "later"):
+            raise InvalidArgument(f"track is True, False or 'later', not {track!r}")
         if not self.modules:
             raise InvalidArgument(f"workflow {self.name!r} has no modules: declare them with @wf.module(...)")
         expected = workflow_inputs(self.modules.values())
@@ -128,7 +150,50 @@ class Workflow:
         for name, df in inputs.items():
             if not isinstance(df, DataFrame):
                 raise InvalidArgument(f"input {name!r} is a DataFrame, not {type(df).__name__}")
+        if track is True:
+            self.track()  # an execution's graph follows the graphs of those before it
         done = self.executions
+        later = "first" if track == "later" else ""
+        plan = self._plan(done, (done[-1].execution if done else 0) + 1, track is True, later)
+        record, graph = run_one.run(self.session, plan, inputs)
+        return self._commit(record, graph)
+
+    def track(self) -> list[ExecutionRecord]:
+        """Track every execution run with ``track="later"`` and not tracked yet, oldest
+        first; returns their records. Each runs again with tracking, over the inputs it
+        was given and the state versions it read, and must write the rows it wrote
+        then (compared by value, in any order; floating-point values within 1e-9).
+
+        >>> [r.execution for r in wf.track()]  # doctest: +SKIP
+        [2, 3]
+        """
+        done = self.executions
+        pending = [r for r in done if r.pending]
+        if pending and not self.modules:
+            raise InvalidArgument(
+                f"workflow {self.name!r}: execution {pending[0].execution} ran with track='later' and is tracked by "
+                "running it again, which needs its modules: declare them (@wf.module) in this Workflow first"
+            )
+        tracked = []
+        for first in pending:
+            before = [r for r in done if r.execution < first.execution]
+            plan = self._plan(before, first.execution, True, "again")
+            replay.move_aside(self.folders, first.execution, list(first.state))
+            try:
+                inputs = {n: read_written(self.session.spark, self.folders.given(first.execution, n))
+                          for n in first.inputs}  # fmt: skip
+                record, graph = run_one.run(self.session, plan, inputs)
+            except BaseException:
+                replay.put_back(self.folders, first.execution)
+                raise
+            replay.forget(self.folders, first.execution)  # (tracking it again would find the same rows)
+            # the execution is the first run's: its time, when it ran
+            tracked.append(self._commit(replace(record, seconds=first.seconds, at=first.at), graph))
+            done = self.executions
+        return tracked
+
+    def _plan(self, done: list[ExecutionRecord], execution: int, track: bool, later: str) -> run_one.Plan:
+        # what execution ``execution`` needs to know, after the executions ``done``
         state = dict(done[-1].state) if done else {}
         for name in initial_state(self.folders):
             state.setdefault(name, 0)
@@ -138,20 +203,22 @@ class Workflow:
                 f"state table {needed[0]!r} has no rows yet: give them with wf.state({needed[0]!r}, df)"
             )
         tracked = [r for r in done if r.tracked]
-        first = tracked[-1].nodes[1] if tracked else 0
-        plan = run_one.Plan(
+        return run_one.Plan(
             self.name,
-            (done[-1].execution if done else 0) + 1,
+            execution,
             self.folders,
             list(self.modules.values()),
             state,
             track,
             {r.execution for r in done if not r.tracked},
-            first,
+            tracked[-1].nodes[1] if tracked else 0,
             self._lookup(state, done),
+            later,
         )
-        record, graph = run_one.run(self.session, plan, inputs)
-        if track:
+
+    def _commit(self, record: ExecutionRecord, graph) -> ExecutionRecord:
+        # the graph's part first, the record last: no record, no execution
+        if record.tracked:
             folder = self.folders.graph(record.execution)
             folder.mkdir(parents=True, exist_ok=True)
             for table, file in zip(graph.tables(), ("nodes", "edges", "tuples")):
@@ -192,8 +259,13 @@ class Workflow:
             return self.session.load(capture, capture_version).output
         is_state = name in {s for m in self.modules.values() for s in m.state} or name in written
         path = self.folders.state(name, at) if is_state else self.folders.dataset(at, name)
+        if not path.is_dir() and self.folders.given(at, name).is_dir():  # run with track="later", not tracked yet
+            path = self.folders.given(at, name)
         return read_written(self.session.spark, path)
 
     def graph(self, executions: Iterable[int] | None = None) -> ProvenanceGraph:
-        """The provenance graph of the tracked executions (all, or those named)."""
+        """The provenance graph of the tracked executions (all, or those named); those
+        run with ``track="later"`` are tracked first (:meth:`track`)."""
+        if any(r.pending for r in self.executions):
+            self.track()
         return load_graph(self.folders, executions)
