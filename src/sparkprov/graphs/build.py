@@ -43,6 +43,7 @@ from ..plan.written import read_written
 from ..store.catalog import Store
 from ..store.files import write_atomic
 from ..store.layout import GraphFolders, StoreFolders
+from .build_here import layouts, small_triples
 from .components import connected
 from .sets import SPLIT_DEPTH, THRESHOLD, large_components, set_labels, splits
 from .triples import NAMED, committed, from_captures
@@ -110,52 +111,61 @@ def build(
     try:
         named = keep(union(parts))
         laps("triples")
-        datasets = sorted(
-            r[0] for r in named.select("src_dataset").union(named.select("dst_dataset")).distinct().collect()
-        )
-        ops = sorted(r[0] for r in named.select("op").distinct().collect())
-        coded = code(spark, named, datasets, ops)
-        nodes = keep(
-            coded.select(F.col("src_ds").alias("ds"), F.col("src_rid").alias("rid"))
-            .union(coded.select("dst_ds", "dst_rid"))
-            .distinct()
-            .withColumn("node", F.monotonically_increasing_id())
-        )
-        s = nodes.select(F.col("ds").alias("src_ds"), F.col("rid").alias("src_rid"), F.col("node").alias("src"))
-        d = nodes.select(F.col("ds").alias("dst_ds"), F.col("rid").alias("dst_rid"), F.col("node").alias("dst"))
-        edges = keep(coded.join(s, ["src_ds", "src_rid"]).join(d, ["dst_ds", "dst_rid"]))
-        laps("numbering")
-        labels = connected(spark, edges.select("src", "dst"), work / "components")
-        laps("components")
-        feeds = [(r[0], r[1]) for r in edges.select("src_ds", "dst_ds").distinct().collect()]
-        split = splits(feeds, len(datasets), split_depth)
-        labelled = keep(set_labels(spark, edges, labels, split, large_components(labels, threshold), work / "sets"))
-        laps("sets")
         number = (current_build(folders) or 0) + 1
         tmp = folders.root / "builds" / f".tmp-{uuid.uuid4().hex}"
-        sizes = _write(spark, keep, tmp, nodes, edges, labelled, buckets)
-        laps("write")
+        small = small_triples(spark, named)
+        if small is not None:  # few triples: the layouts made here, not by Spark's jobs
+            made = layouts(small, tmp, buckets, threshold, split_depth)
+            laps("built in this process")
+        else:
+            made = _on_spark(spark, keep, laps, named, tmp, buckets, threshold, split_depth, work)
         meta = {
             "build": number,
             "layers": [number],
             "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
             "buckets": buckets,
-            "datasets": datasets,
-            "ops": ops,
-            "splits": split,
-            "feeds": sorted(feeds),
-            "max_node": int(nodes.agg(F.max("node")).first()[0]),
+            **made,
+            "feeds": sorted(made["feeds"]),
             "split_depth": split_depth,
             "threshold": threshold,
-            "op_details": {k: v for k, v in collected.ops.items() if k in set(ops)},
+            "op_details": {k: v for k, v in collected.ops.items() if k in set(made["ops"])},
             "captures": collected.captures,
             "imports": [p.name for p in imported_folders(folders)],
-            **sizes,
             "timings": laps.total(),
         }
         return commit(folders, tmp, meta)
     finally:
         shutil.rmtree(work, ignore_errors=True)
+
+
+def _on_spark(
+    spark, keep, laps, named: DataFrame, tmp: Path, buckets: int, threshold: int, split_depth: int, work: Path
+) -> dict:
+    # the build's steps as Spark jobs: the triples numbered, their components and sets,
+    # the layouts written to ``tmp``; returns what build_here.layouts returns
+    datasets = sorted(r[0] for r in named.select("src_dataset").union(named.select("dst_dataset")).distinct().collect())
+    ops = sorted(r[0] for r in named.select("op").distinct().collect())
+    coded = code(spark, named, datasets, ops)
+    nodes = keep(
+        coded.select(F.col("src_ds").alias("ds"), F.col("src_rid").alias("rid"))
+        .union(coded.select("dst_ds", "dst_rid"))
+        .distinct()
+        .withColumn("node", F.monotonically_increasing_id())
+    )
+    s = nodes.select(F.col("ds").alias("src_ds"), F.col("rid").alias("src_rid"), F.col("node").alias("src"))
+    d = nodes.select(F.col("ds").alias("dst_ds"), F.col("rid").alias("dst_rid"), F.col("node").alias("dst"))
+    edges = keep(coded.join(s, ["src_ds", "src_rid"]).join(d, ["dst_ds", "dst_rid"]))
+    laps("numbering")
+    labels = connected(spark, edges.select("src", "dst"), work / "components")
+    laps("components")
+    feeds = [(r[0], r[1]) for r in edges.select("src_ds", "dst_ds").distinct().collect()]
+    split = splits(feeds, len(datasets), split_depth)
+    labelled = keep(set_labels(spark, edges, labels, split, large_components(labels, threshold), work / "sets"))
+    laps("sets")
+    sizes = _write(spark, keep, tmp, nodes, edges, labelled, buckets)
+    laps("write")
+    max_node = int(nodes.agg(F.max("node")).first()[0])
+    return {"datasets": datasets, "ops": ops, "splits": split, "feeds": feeds, "max_node": max_node, **sizes}
 
 
 def commit(folders: GraphFolders, tmp: Path, meta: dict) -> dict:

@@ -1,5 +1,5 @@
-"""``session.graph()``: the store's lineage graph, built on Spark and queried in this
-process (``LineageGraph`` shows it at work)."""
+"""``session.graph()``: the store's lineage graph, built on Spark (a small one in this
+process) and queried in this process (``LineageGraph`` shows it at work)."""
 
 from __future__ import annotations
 
@@ -72,7 +72,8 @@ class LineageGraph:
         threshold: int = building.THRESHOLD,
         split_depth: int = building.SPLIT_DEPTH,
     ) -> dict:
-        """Build the graph from every capture in the store and every import (on Spark);
+        """Build the graph from every capture in the store and every import (on Spark,
+        or in this process for up to a million triples: ``graphs/build_here.py``);
         returns the build's sizes and timings. Components of ``threshold`` nodes or more
         are split into connected sets (CSProv) along splits of ``split_depth`` levels of
         the graph of datasets. A build replaces the one before only once it is whole."""

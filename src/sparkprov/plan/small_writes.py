@@ -131,14 +131,17 @@ def small_plan(plan, schema: StructType, limit: int) -> bool:
     return int(str(plan.stats().sizeInBytes())) <= limit and not _UNBOUNDED.search(plan.treeString())
 
 
-def write_table(table: pa.Table, schema: StructType, path: str | os.PathLike) -> None:
+def write_table(
+    table: pa.Table, schema: StructType, path: str | os.PathLike, row_group_bytes: int | None = None
+) -> None:
     """``table`` written as one part file of the new folder ``path``, Spark's schema
     ``schema`` in its footer; each file appears whole (written under a hidden name,
     then renamed). A table from ``small_rows(partitions=True)`` is written as Spark
     writes its partitions: a file for each that holds rows (one empty file if none
     does), numbered in their order, each larger than the next, so that Spark reads
     them back in that order (it reads a folder's small files a partition each, the
-    largest first), each partition with the same rows in the same order."""
+    largest first), each partition with the same rows in the same order. Row groups
+    hold about ``row_group_bytes`` in memory (default ``ROW_GROUP_BYTES``)."""
     folder = Path(str(path).removeprefix("file://").removeprefix("file:"))
     folder.mkdir(parents=True)
     parts = [(0, table)]
@@ -148,10 +151,11 @@ def write_table(table: pa.Table, schema: StructType, path: str | os.PathLike) ->
         starts = [0, *(np.flatnonzero(numbers[1:] != numbers[:-1]) + 1).tolist()]
         ends = [*starts[1:], table.num_rows]
         parts = [(int(numbers[s]) if e else 0, table.slice(s, e - s)) for s, e in zip(starts, ends)]
-    encoded = [_encoded(t, schema) for _, t in parts]
+    group = row_group_bytes or ROW_GROUP_BYTES
+    encoded = [_encoded(t, schema, group) for _, t in parts]
     for i in reversed(range(len(parts) - 1)):
         if encoded[i].size <= encoded[i + 1].size:
-            encoded[i] = _encoded(parts[i][1], schema, encoded[i + 1].size - encoded[i].size + 1)
+            encoded[i] = _encoded(parts[i][1], schema, group, encoded[i + 1].size - encoded[i].size + 1)
     for (number, _), data in zip(parts, encoded):
         name = f"part-{number:05d}-{uuid.uuid4()}-c000.snappy.parquet"
         with open(folder / f".{name}", "wb") as out:
@@ -159,16 +163,16 @@ def write_table(table: pa.Table, schema: StructType, path: str | os.PathLike) ->
         os.replace(folder / f".{name}", folder / name)
 
 
-def _encoded(table: pa.Table, schema: StructType, padding: int = 0) -> pa.Buffer:
-    """``table`` as a Parquet file's bytes, Spark's ``schema`` in its footer and at
-    least ``padding`` bytes more than without."""
+def _encoded(table: pa.Table, schema: StructType, group: int, padding: int = 0) -> pa.Buffer:
+    """``table`` as a Parquet file's bytes, in row groups of about ``group`` bytes,
+    Spark's ``schema`` in its footer and at least ``padding`` bytes more than without."""
     footer = {**(table.schema.metadata or {}), SPARK_SCHEMA: stored_schema(schema).json()}
     if padding:
         footer[b"sparkprov.padding"] = b" " * padding
     out = pa.BufferOutputStream()
-    # row groups of at most ROW_GROUP_BYTES in memory (Spark's writes of collections
+    # row groups of at most ``group`` bytes in memory (Spark's writes of collections
     # bound their compressed size: these are no larger)
-    rows = max(1, table.num_rows * ROW_GROUP_BYTES // max(table.nbytes, 1))
+    rows = max(1, table.num_rows * group // max(table.nbytes, 1))
     # without Arrow's own copy of the schema (Spark's is there): Catalyst sizes a
     # relation by its files' bytes, and that copy doubled a small file's
     with pq.ParquetWriter(out, table.schema, store_schema=False) as writer:
