@@ -1,10 +1,12 @@
-"""A small graph's build made in this process: the same answers, sizes and splits as
-the build on Spark, and a reference graph's answers; large components split into sets
-alike; the limit read from the Spark conf, with a clear error for a bad one."""
+"""A small graph's build and update made in this process: the same answers, sizes and
+splits as those made on Spark, and a reference graph's answers; large components split
+into sets and merged alike; the limit read from the Spark conf, with a clear error for
+a bad one."""
 
 from __future__ import annotations
 
 import random
+from contextlib import contextmanager
 
 import pytest
 
@@ -21,10 +23,16 @@ _SHARED = ["nodes", "edges", "components", "largest_component", "sets", "largest
 def _built(spark, folder, triples: set, limit: str | None) -> tuple[sp.LineageSession, dict]:
     graph = sp.LineageSession(spark, store=folder / "store").graph()
     _import(graph, folder, "triples", triples)
+    with _limit(spark, limit):
+        return graph, graph.build(buckets=4, progress=lambda _: None, threshold=20, split_depth=2)
+
+
+@contextmanager
+def _limit(spark, limit: str | None):
     if limit is not None:
         spark.conf.set(LOCAL_TRIPLES_CONF, limit)
     try:
-        return graph, graph.build(buckets=4, progress=lambda _: None, threshold=20, split_depth=2)
+        yield
     finally:
         spark.conf.unset(LOCAL_TRIPLES_CONF)
 
@@ -46,6 +54,33 @@ def test_a_graph_built_here_answers_as_one_built_on_spark(spark, tmp_path):
     own = ("bytes", "created", "timings", "max_node")  # nodes are numbered otherwise on Spark
     stats = {k: v for k, v in here.stats().items() if k not in own}
     assert stats == {k: v for k, v in on_spark.stats().items() if k not in own}
+
+
+def test_layers_made_here_answer_as_layers_made_on_spark(spark, tmp_path):
+    rnd = random.Random(5)
+    rounds = [_layered(rnd, range(1, 5), 40, 30, "a"), _layered(rnd, range(1, 7), 50, 25, "b"),
+              _layered(rnd, range(1, 8), 60, 40, "c")]  # fmt: skip
+    graphs, metas = {}, {}
+    for where, limit in (("spark", "0"), ("here", None)):
+        graphs[where], _ = _built(spark, tmp_path / where, rounds[0], None)  # both built here: the same numbers
+        for i, triples in enumerate(rounds[1:], start=2):
+            _import(graphs[where], tmp_path / where, f"round{i}", triples)
+            with _limit(spark, limit):
+                metas[where, i] = graphs[where].update(progress=lambda _: None)
+    for i in (2, 3):
+        here, on_spark = metas["here", i], metas["spark", i]
+        assert "updated in this process" in here["timings"] and "numbering" in on_spark["timings"]
+        assert {k: here[k] for k in [*_SHARED, "added"]} == {k: on_spark[k] for k in [*_SHARED, "added"]}
+    last = metas["here", 3]
+    assert last["added"]["components_merged"] > 0 and last["sets"] > last["components"]  # merged, and split
+    every = set().union(*rounds)
+    keys = rnd.sample(sorted({(t[0], t[1]) for t in every} | {(t[2], t[3]) for t in every}), 40)
+    found = _traces(graphs["here"], keys)
+    assert found == _traces(graphs["spark"], keys)
+    assert {k: sorted(v) for k, v in found.items()} == _reference(every, keys)
+    own = ("bytes", "created", "timings", "max_node", "added")
+    stats = {k: v for k, v in graphs["here"].stats().items() if k not in own}
+    assert stats == {k: v for k, v in graphs["spark"].stats().items() if k not in own}
 
 
 def test_the_limit_is_read_from_the_spark_conf(spark, tmp_path):

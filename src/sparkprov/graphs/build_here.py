@@ -114,17 +114,11 @@ def layouts(triples: pa.Table, folder: Path, buckets: int, threshold: int, split
     nodes = nodes.append_column("component", pa.array(component)).append_column("cset", pa.array(cset))
     sets = edges.append_column("component", pa.array(component[src])).append_column("src_set", pa.array(cset[src]))
     sets = sets.append_column("dst_set", pa.array(cset[dst]))
-    _write(nodes, folder / "nodes")
-    _bucketed(sets.select(_TRIPLES), "dst", buckets, folder / "by_dst")
-    _bucketed(sets.select(_BY_COMPONENT), "component", buckets, folder / "by_component")
-    _bucketed(sets.select(_BY_SET), "component", buckets, folder / "by_set", then="dst_set")
-    crossing = np.unique(np.stack([cset[src], cset[dst]], axis=1)[cset[src] != cset[dst]], axis=0)
-    deps = pa.table({"src_set": crossing[:, 0], "dst_set": crossing[:, 1]}).sort_by("dst_set")
-    _write(deps, folder / "set_dependencies")
+    crossing = write_triples(nodes, sets, folder, buckets)
     per_component = _components(component, cset, component[src])
-    _write(per_component, folder / "components")
+    write(per_component, folder / "components")
     csets, set_nodes = np.unique(cset, return_counts=True)
-    _write(pa.table({"cset": csets, "nodes": set_nodes}), folder / "sets")
+    write(pa.table({"cset": csets, "nodes": set_nodes}), folder / "sets")
     counts = per_component["nodes"].to_numpy()
     sizes = {
         "nodes": len(node),
@@ -133,7 +127,7 @@ def layouts(triples: pa.Table, folder: Path, buckets: int, threshold: int, split
         "largest_component": int(counts.max(initial=0)),
         "sets": len(csets),
         "largest_set": int(set_nodes.max(initial=0)),
-        "set_dependencies": len(crossing),
+        "set_dependencies": crossing,
     }
     return {"datasets": datasets, "ops": ops, "splits": split, "feeds": feeds, "max_node": int(node.max(initial=-1)),
             **sizes}  # fmt: skip
@@ -165,15 +159,33 @@ def _components(component: np.ndarray, cset: np.ndarray, edge_component: np.ndar
                      "edges": edges.astype(np.int64)})  # fmt: skip
 
 
+def write_triples(nodes: pa.Table, sets: pa.Table, folder: Path, buckets: int) -> int:
+    """A layer's nodes and triples (``sets``: the triple columns with ``component,
+    src_set, dst_set``) in the query layouts, as ``build.write_triples`` writes them;
+    returns the count of set dependencies."""
+    write(nodes, folder / "nodes")
+    _bucketed(sets.select(_TRIPLES), "dst", buckets, folder / "by_dst")
+    _bucketed(sets.select(_BY_COMPONENT), "component", buckets, folder / "by_component")
+    _bucketed(sets.select(_BY_SET), "component", buckets, folder / "by_set", then="dst_set")
+    a, b = sets["src_set"].to_numpy(), sets["dst_set"].to_numpy()
+    crossing = np.unique(np.stack([a, b], axis=1)[a != b], axis=0).reshape(-1, 2)
+    write(
+        pa.table({"src_set": crossing[:, 0], "dst_set": crossing[:, 1]}).sort_by("dst_set"), folder / "set_dependencies"
+    )
+    return len(crossing)
+
+
 def _bucketed(table: pa.Table, key: str, buckets: int, folder: Path, then: str | None = None) -> None:
     # one folder per bucket that holds rows, as Spark's partitionBy("bucket") writes them
     bucket = table[key].to_numpy() % buckets
     order = [(key, "ascending")] + ([(then, "ascending")] if then else [])
     for b in np.unique(bucket):
-        _write(table.filter(pa.array(bucket == b)).sort_by(order), folder / f"bucket={int(b)}")
+        write(table.filter(pa.array(bucket == b)).sort_by(order), folder / f"bucket={int(b)}")
 
 
-def _write(table: pa.Table, folder: Path) -> None:
+def write(table: pa.Table, folder: Path) -> None:
+    """``table`` (columns of a build's files) written to the new ``folder`` as the build
+    on Spark writes it: its types, Spark's schema in the footer, row groups of 1 MB."""
     table = table.cast(pa.schema([(c, _arrow(c)) for c in table.column_names]))
     schema = StructType([StructField(c, _TYPES[c]) for c in table.column_names])
     write_table(table, schema, folder, row_group_bytes=_ROW_GROUP_BYTES)

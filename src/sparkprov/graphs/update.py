@@ -44,6 +44,7 @@ from ..errors import InvalidArgument
 from ..plan.written import read_written
 from ..store.catalog import Store
 from ..store.layout import StoreFolders
+from . import update_here
 from .build import (
     TRIPLE_COLUMNS,
     Laps,
@@ -56,6 +57,7 @@ from .build import (
     union,
     write_triples,
 )
+from .build_here import small_triples
 from .components import connected
 from .queries import GraphNotBuilt, read_aliases
 from .sets import set_labels, splits
@@ -98,36 +100,46 @@ def update(spark: SparkSession, store: Store, progress: Callable[[str], None] = 
     parts += [read_written(spark, p, NAMED) for p in imported]
     work = folders.work(uuid.uuid4().hex)
     try:
-        layer = _Layer(spark, prev, [folders.build(n) for n in prev["layers"]], work)
-        layer.number(union(parts))
-        laps("numbering")
-        layer.merge()
-        laps("components")
-        layer.split()
-        laps("sets")
+        layers = [folders.build(n) for n in prev["layers"]]
         tmp = folders.root / "builds" / f".tmp-{uuid.uuid4().hex}"
-        added = layer.write(tmp)
-        laps("write")
+        named = materializer(spark, work / "new")(union(parts))  # (the layer's steps are kept in work/)
+        small = small_triples(spark, named)
+        if small is not None:  # few new triples: the layer made here, not by Spark's jobs
+            made = update_here.layer(small, prev, layers, read_aliases(layers[-1]), tmp)
+            found = {**made, **update_here.sizes([*layers, tmp], made.pop("aliases"))}
+            laps("updated in this process")
+        else:
+            found = _on_spark(spark, prev, layers, named, tmp, work, laps)
         meta = {
             **prev,
             "build": number + 1,
             "layers": [*prev["layers"], number + 1],
             "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-            "datasets": layer.datasets,
-            "ops": layer.ops,
-            "splits": layer.splits,
-            "feeds": layer.feeds,
-            "max_node": layer.max_node,
+            **found,
             "op_details": {**prev["op_details"], **collected.ops},
             "captures": [*prev["captures"], *collected.captures],
             "imports": [*prev["imports"], *(p.name for p in imported)],
-            **sizes_of(spark, [*layer.layers, tmp], layer.aliases),
-            "added": added,
             "timings": laps.total(),
         }
         return commit(folders, tmp, meta)
     finally:
         shutil.rmtree(work, ignore_errors=True)
+
+
+def _on_spark(spark, prev: dict, layers: list[Path], named: DataFrame, tmp: Path, work: Path, laps: Laps) -> dict:
+    # the layer's steps as Spark jobs; returns the meta entries it changes and what it added
+    layer = _Layer(spark, prev, layers, work)
+    layer.number(named)
+    laps("numbering")
+    layer.merge()
+    laps("components")
+    layer.split()
+    laps("sets")
+    added = layer.write(tmp)
+    laps("write")
+    sizes = sizes_of(spark, [*layer.layers, tmp], layer.aliases)
+    return {"datasets": layer.datasets, "ops": layer.ops, "splits": layer.splits, "feeds": layer.feeds,
+            "max_node": layer.max_node, **sizes, "added": added}  # fmt: skip
 
 
 class _Layer:
