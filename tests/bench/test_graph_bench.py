@@ -18,7 +18,7 @@ def test_the_benchmark_builds_traces_every_class_and_updates(spark, tmp_path, ca
     # spark: the suite's session exists first, so the benchmark's getOrCreate reuses it
     out = tmp_path / "g.json"
     args = argparse.Namespace(edges="20K", threshold=300, queries=2, seed=0, update_pairs=2000, local_edges=None,
-                              driver_memory="2g", json_out=str(out), cold=False)  # fmt: skip
+                              local_triples=None, driver_memory="2g", json_out=str(out), cold=False)  # fmt: skip
     assert main(args) == 0
     (run,) = json.loads(out.read_text())["runs"]
     build = run["build"]

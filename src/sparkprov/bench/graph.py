@@ -29,6 +29,7 @@ import duckdb
 
 from ..api.session import LineageSession
 from ..errors import InvalidArgument
+from ..graphs.build_here import LOCAL_TRIPLES_CONF
 from ..graphs.components import LOCAL_EDGES_CONF
 from ..graphs.queries import StoredGraph
 from ..local import local_session
@@ -175,6 +176,8 @@ def main(args: argparse.Namespace) -> int:
     if args.cold:  # before any work: a run that cannot empty the cache stops at once
         drop_page_cache()
     conf = {} if args.local_edges is None else {LOCAL_EDGES_CONF: str(args.local_edges)}
+    if args.local_triples is not None:
+        conf[LOCAL_TRIPLES_CONF] = str(args.local_triples)
     spark = local_session("sparkprov-bench-graph", driver_memory=args.driver_memory, quiet=True, **conf)
     report = {"runs": []}
     for edges in _sizes(args.edges):

@@ -236,6 +236,11 @@ def build_parser() -> argparse.ArgumentParser:
         type=int,
         help="edges up to which components are found in the driver, not by Spark's rounds (default 100M; 0: never)",
     )
+    gb.add_argument(
+        "--local-triples",
+        type=int,
+        help="triples up to which a build or update is made in this process, not by Spark's jobs (1M; 0: never)",
+    )
     gb.add_argument("--driver-memory", default="2g", help="the Spark driver's memory (default 2g)")
     gb.add_argument(
         "--cold",
