@@ -71,6 +71,7 @@ def test_layers_made_here_answer_as_layers_made_on_spark(spark, tmp_path):
         here, on_spark = metas["here", i], metas["spark", i]
         assert "updated in this process" in here["timings"] and "numbering" in on_spark["timings"]
         assert {k: here[k] for k in [*_SHARED, "added"]} == {k: on_spark[k] for k in [*_SHARED, "added"]}
+        assert set(here) == set(on_spark)
     last = metas["here", 3]
     assert last["added"]["components_merged"] > 0 and last["sets"] > last["components"]  # merged, and split
     every = set().union(*rounds)

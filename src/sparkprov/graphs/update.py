@@ -106,7 +106,8 @@ def update(spark: SparkSession, store: Store, progress: Callable[[str], None] = 
         small = small_triples(spark, named)
         if small is not None:  # few new triples: the layer made here, not by Spark's jobs
             made = update_here.layer(small, prev, layers, read_aliases(layers[-1]), tmp)
-            found = {**made, **update_here.sizes([*layers, tmp], made.pop("aliases"))}
+            aliases = made.pop("aliases")  # written in the layer's aliases/, not in its meta
+            found = {**made, **update_here.sizes([*layers, tmp], aliases)}
             laps("updated in this process")
         else:
             found = _on_spark(spark, prev, layers, named, tmp, work, laps)
@@ -153,8 +154,8 @@ class _Layer:
 
     def number(self, named: DataFrame) -> None:
         """The new triples, their ends numbered: rows met before keep their node,
-        component and set; new rows are numbered from ``offset``."""
-        named = self.keep(named)
+        component and set; new rows are numbered from ``offset``. (``named`` is kept
+        already: written and read back.)"""
         ends = named.select("src_dataset").union(named.select("dst_dataset")).distinct()
         self.datasets = _extended(self.prev["datasets"], [r[0] for r in ends.collect()])
         self.ops = _extended(self.prev["ops"], [r[0] for r in named.select("op").distinct().collect()])
