@@ -21,7 +21,7 @@ answers name rows by dataset and rid, which do not depend on it.
 from __future__ import annotations
 
 from pathlib import Path
-from urllib.parse import urlparse
+from urllib.parse import unquote, urlparse
 
 import duckdb
 import numpy as np
@@ -31,9 +31,8 @@ import pyarrow.dataset as ds
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.types import IntegerType, LongType, StructField, StructType
 
-from ..errors import InvalidArgument
 from ..plan.small_writes import write_table
-from .components import local_components
+from .components import ComponentsFailed, conf_count, local_components
 from .sets import splits
 
 LOCAL_TRIPLES = 1_000_000  # triples whose graph is built in this process
@@ -51,17 +50,8 @@ _BY_SET = [*_BY_COMPONENT, "src_set", "dst_set"]
 
 
 def local_triples(spark: SparkSession) -> int:
-    """The most triples whose graph is built in this process."""
-    value = spark.conf.get(LOCAL_TRIPLES_CONF, None)
-    if value is None:
-        return LOCAL_TRIPLES
-    try:
-        count = int(value.replace("_", ""))
-    except ValueError:
-        count = -1
-    if count < 0:
-        raise InvalidArgument(f"{LOCAL_TRIPLES_CONF}={value!r} must be a count of triples (0: always on Spark)")
-    return count
+    """The most triples whose graph is built (or a layer of it made) in this process."""
+    return conf_count(spark, LOCAL_TRIPLES_CONF, LOCAL_TRIPLES, "triples")
 
 
 def small_triples(spark: SparkSession, named: DataFrame) -> pa.Table | None:
@@ -71,7 +61,7 @@ def small_triples(spark: SparkSession, named: DataFrame) -> pa.Table | None:
     files = named.inputFiles()
     if limit == 0 or not files or any(urlparse(f).scheme not in ("", "file") for f in files):
         return None
-    found = ds.dataset([urlparse(f).path or f for f in files], format="parquet")
+    found = ds.dataset([unquote(urlparse(f).path) for f in files], format="parquet")  # Spark's URIs quote spaces
     if found.count_rows() > limit:
         return None
     return found.to_table()
@@ -107,7 +97,8 @@ def layouts(triples: pa.Table, folder: Path, buckets: int, threshold: int, split
     node = nodes["node"].to_numpy()
     labels = local_components(src, dst)  # every node ends a triple: in node order
     component = labels["component"].to_numpy()
-    assert np.array_equal(labels["node"].to_numpy(), node)  # nodes are numbered 0, 1, ...: a node indexes arrays
+    if not np.array_equal(labels["node"].to_numpy(), node):  # a node's number indexes the arrays below
+        raise ComponentsFailed("the triples' ends were not numbered 0, 1, ... in order: nothing was stored")
     feeds = sorted({(int(a), int(b)) for a, b in zip(edges["src_ds"].to_numpy(), edges["dst_ds"].to_numpy())})
     split = splits(feeds, len(datasets), split_depth)
     cset = _sets(node, component, src, dst, edges, split, threshold)

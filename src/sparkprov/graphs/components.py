@@ -63,16 +63,22 @@ LOCAL_EDGES_CONF = "spark.sparkprov.graph.localEdges"
 
 def local_edges(spark: SparkSession) -> int:
     """The most edges whose components ``connected`` finds in this process."""
-    value = spark.conf.get(LOCAL_EDGES_CONF, None)
+    return conf_count(spark, LOCAL_EDGES_CONF, LOCAL_EDGES, "edges")
+
+
+def conf_count(spark: SparkSession, name: str, default: int, what: str) -> int:
+    """The count Spark conf ``name`` holds (``default`` if unset): up to how many
+    ``what`` work is done in this process rather than on Spark (0: always on Spark)."""
+    value = spark.conf.get(name, None)
     if value is None:
-        return LOCAL_EDGES
+        return default
     try:
-        edges = int(value.replace("_", ""))
+        count = int(value.replace("_", ""))
     except ValueError:
-        edges = -1
-    if edges < 0:
-        raise InvalidArgument(f"{LOCAL_EDGES_CONF}={value!r} must be a count of edges (0: always on Spark)")
-    return edges
+        count = -1
+    if count < 0:
+        raise InvalidArgument(f"{name}={value!r} must be a count of {what} (0: always on Spark)")
+    return count
 
 
 def connected(spark: SparkSession, edges: DataFrame, work: str | os.PathLike) -> DataFrame:
