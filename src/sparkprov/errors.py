@@ -121,7 +121,8 @@ class EmbeddedUnsupported(SparkprovError):
 
 class LineageNotBuilt(SparkprovError):
     """A lazy capture's lineage could not be built: the process that captured it (which
-    holds the query) is gone, or the query gave other rows when run again."""
+    holds the query) is gone, or the query gave other rows when run again; or a workflow
+    execution run with ``track="later"`` gave other rows when run again to track it."""
 
 
 class WitnessesNotKept(SparkprovError):
