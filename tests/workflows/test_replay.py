@@ -6,6 +6,8 @@ from __future__ import annotations
 
 from collections import Counter
 
+import pyarrow as pa
+import pyarrow.parquet as pq
 import pytest
 from pyspark.sql import functions as F
 
@@ -128,3 +130,27 @@ def test_tracking_later_needs_the_modules_and_a_known_mode(spark, session, capsy
     wf.run(track="later", a=a)
     assert main(["workflow", "graph", "w", "--store", str(session.store.root)]) == 0
     assert "execution(s) 3 ran with track='later' and are not in this graph" in capsys.readouterr().err
+
+
+def test_rows_are_compared_by_value_in_any_order_whatever_their_types(tmp_path):
+    first, second = tmp_path / "first", tmp_path / "second"
+    first.mkdir(), second.mkdir()
+    rows = pa.table({
+        "k": [1, 2, 2], "m": pa.array([[("a", 1)], [("b", 2)], []], pa.map_(pa.string(), pa.int64())),
+        "l": [[1.0, 2.0], None, []], "s": [{"x": 1}, {"x": 2}, None], "d": pa.array([1, 2, 2], pa.decimal128(10, 2)),
+        "x": [float("nan"), 0.1 + 0.2, 5.0],
+    })  # fmt: skip
+    pq.write_table(rows, first / "part-0.parquet")
+    pq.write_table(rows.slice(0, 1), second / "part-0.parquet")  # the same rows over two files, in another order
+    pq.write_table(rows.slice(1).take([1, 0]).append_column("_sp_rid", pa.array([7, 8])), second / "part-1.parquet")
+    assert replay.differences(first, second) is None
+    other = rows.set_column(1, "m", pa.array([[("a", 1)], [("b", 3)], []], pa.map_(pa.string(), pa.int64())))
+    pq.write_table(other, second / "part-0.parquet")
+    (second / "part-1.parquet").unlink()
+    assert replay.differences(first, second) == "1 row(s) without an equal row"
+    pq.write_table(rows.set_column(5, "x", pa.array([float("nan"), 0.3000001, 5.0])), second / "part-0.parquet")
+    assert "further apart than 1e-09" in replay.differences(first, second)
+    pq.write_table(rows.slice(1), second / "part-0.parquet")
+    assert replay.differences(first, second) == "2 row(s), not 3"
+    pq.write_table(rows.drop_columns(["d"]), second / "part-0.parquet")
+    assert replay.differences(first, second) == "no column 'd'"

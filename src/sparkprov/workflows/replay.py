@@ -31,7 +31,6 @@ import shutil
 from pathlib import Path
 
 import duckdb
-import pyarrow as pa
 import pyarrow.parquet as pq
 
 from ..capture.later import FLOAT_TOLERANCE
@@ -105,17 +104,28 @@ def differences(first: Path, second: Path) -> str | None:
     """How the rows in Parquet folder ``second`` differ from those in ``first`` (None:
     none), compared by value on ``first``'s columns: rows in any order, floating-point
     values within ``FLOAT_TOLERANCE`` (relative; absolute below 1), as lazy captures
-    compare theirs (``capture.later``)."""
-    a, b = pq.read_table(first), pq.read_table(second)
-    missing = [c for c in a.column_names if c not in b.column_names]
+    compare theirs (``capture.later``). DuckDB reads the files (spilling to disk for
+    large ones); values inside nested columns are compared exactly."""
+    with duckdb.connect() as con:
+        return _differences(con, _rows(con, first), _rows(con, second))
+
+
+def _rows(con: duckdb.DuckDBPyConnection, folder: Path) -> duckdb.DuckDBPyRelation:
+    files = [str(p) for p in sorted(folder.glob("*.parquet")) if not p.name.startswith(("_", "."))]
+    return con.read_parquet(files, union_by_name=True) if files else con.from_arrow(pq.read_table(folder))
+
+
+def _differences(con: duckdb.DuckDBPyConnection, a: duckdb.DuckDBPyRelation, b: duckdb.DuckDBPyRelation) -> str | None:
+    missing = [c for c in a.columns if c not in b.columns]
     if missing:
         return f"no column {missing[0]!r}"
-    b = b.select(a.column_names)
-    if a.num_rows != b.num_rows:
-        return f"{b.num_rows} row(s), not {a.num_rows}"
-    floats = [f.name for f in a.schema if pa.types.is_floating(f.type)]
-    exact = [c for c in a.column_names if c not in floats]
     q = _quoted
+    b = b.select(", ".join(map(q, a.columns)))
+    count_a, count_b = a.count("*").fetchone()[0], b.count("*").fetchone()[0]
+    if count_a != count_b:
+        return f"{count_b} row(s), not {count_a}"
+    floats = [c for c, t in zip(a.columns, a.types) if str(t) in ("FLOAT", "DOUBLE")]
+    exact = [c for c in a.columns if c not in floats]
     partition = f"partition by {', '.join(map(q, exact))}" if exact else ""
     order = f"order by {', '.join(map(q, floats))}" if floats else ""
     ranked = f"select *, row_number() over ({partition} {order}) as __sp_rank from"
@@ -125,15 +135,14 @@ def differences(first: Path, second: Path) -> str | None:
         f"{FLOAT_TOLERANCE!r} * greatest(abs(a.{q(c)}), abs(b.{q(c)}), 1.0), false))"
         for c in floats
     )
-    with duckdb.connect() as con:
-        con.register("first_rows", a)
-        con.register("second_rows", b)
-        unmatched, changed = con.execute(
-            f"with a as ({ranked} first_rows), b as ({ranked} second_rows) "
-            f"select count(*) filter (where a.__sp_rank is null or b.__sp_rank is null), "
-            f"count(*) filter (where a.__sp_rank is not null and b.__sp_rank is not null and ({differs or 'false'})) "
-            f"from a full outer join b on {on}"
-        ).fetchone()
+    a.create_view("first_rows")
+    b.create_view("second_rows")
+    unmatched, changed = con.execute(
+        f"with a as ({ranked} first_rows), b as ({ranked} second_rows) "
+        f"select count(*) filter (where a.__sp_rank is null or b.__sp_rank is null), "
+        f"count(*) filter (where a.__sp_rank is not null and b.__sp_rank is not null and ({differs or 'false'})) "
+        f"from a full outer join b on {on}"
+    ).fetchone()
     if unmatched:
         return f"{unmatched // 2 or 1} row(s) without an equal row"
     if changed:
