@@ -73,13 +73,7 @@ def layouts(triples: pa.Table, folder: Path, buckets: int, threshold: int, split
     ``feeds``, ``max_node`` and the sizes (``nodes``, ``edges``, ``components``...)."""
     datasets = sorted({d for c in ("src_dataset", "dst_dataset") for d in pc.unique(triples[c]).to_pylist()})
     ops = sorted(pc.unique(triples["op"]).to_pylist())
-    coded = pa.table({
-        "src_ds": pc.index_in(triples["src_dataset"], value_set=pa.array(datasets, pa.string())).cast(pa.int32()),
-        "src_rid": triples["src_rid"],
-        "dst_ds": pc.index_in(triples["dst_dataset"], value_set=pa.array(datasets, pa.string())).cast(pa.int32()),
-        "dst_rid": triples["dst_rid"],
-        "op": pc.index_in(triples["op"], value_set=pa.array(ops, pa.string())).cast(pa.int32()),
-    })  # fmt: skip
+    coded = code(triples, datasets, ops)
     with duckdb.connect() as con:
         con.register("coded", coded)
         nodes = con.execute(
@@ -122,6 +116,18 @@ def layouts(triples: pa.Table, folder: Path, buckets: int, threshold: int, split
     }
     return {"datasets": datasets, "ops": ops, "splits": split, "feeds": feeds, "max_node": int(node.max(initial=-1)),
             **sizes}  # fmt: skip
+
+
+def code(triples: pa.Table, datasets: list[str], ops: list[str]) -> pa.Table:
+    """``triples`` with their datasets and ops replaced by their numbers (positions in
+    ``datasets`` and ``ops``), as ``build.code`` does on Spark."""
+
+    def index(column: str, names: list[str]) -> pa.Array:
+        return pc.index_in(triples[column], value_set=pa.array(names, pa.string())).cast(pa.int32())
+
+    return pa.table({"src_ds": index("src_dataset", datasets), "src_rid": triples["src_rid"],
+                     "dst_ds": index("dst_dataset", datasets), "dst_rid": triples["dst_rid"],
+                     "op": index("op", ops)})  # fmt: skip
 
 
 def _sets(node, component, src, dst, edges: pa.Table, split: list[int], threshold: int) -> np.ndarray:

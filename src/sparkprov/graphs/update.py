@@ -21,7 +21,7 @@ The new triples make a layer: a build folder holding only them, in the layouts o
 
 An update only adds: capture versions removed since the build need a build.
 
->>> _extended(["a@1", "b@1"], ["c@1", "a@1"])
+>>> extended(["a@1", "b@1"], ["c@1", "a@1"])
 ['a@1', 'b@1', 'c@1']
 """
 
@@ -62,11 +62,7 @@ from .components import connected
 from .queries import GraphNotBuilt, read_aliases
 from .sets import set_labels, splits
 from .triples import NAMED, capture_version_name, committed, from_captures
-
-
-def _extended(names: list[str], found: list[str]) -> list[str]:
-    # earlier names keep their numbers; new ones follow, sorted
-    return names + sorted(set(found) - set(names))
+from .update_here import extended
 
 
 def update(spark: SparkSession, store: Store, progress: Callable[[str], None] = print) -> dict:
@@ -157,8 +153,8 @@ class _Layer:
         component and set; new rows are numbered from ``offset``. (``named`` is kept
         already: written and read back.)"""
         ends = named.select("src_dataset").union(named.select("dst_dataset")).distinct()
-        self.datasets = _extended(self.prev["datasets"], [r[0] for r in ends.collect()])
-        self.ops = _extended(self.prev["ops"], [r[0] for r in named.select("op").distinct().collect()])
+        self.datasets = extended(self.prev["datasets"], [r[0] for r in ends.collect()])
+        self.ops = extended(self.prev["ops"], [r[0] for r in named.select("op").distinct().collect()])
         coded = self.keep(code(self.spark, named, self.datasets, self.ops))
         rows = self.keep(
             coded.select(F.col("src_ds").alias("ds"), F.col("src_rid").alias("rid"))

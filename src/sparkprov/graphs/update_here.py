@@ -17,15 +17,15 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from .build_here import write, write_triples
+from .build_here import code, write, write_triples
 from .components import local_components
 from .sets import splits
 
 _NODES = ["ds", "rid", "node", "component", "cset"]  # a layer's nodes, as update.py writes them
 
 
-def _extended(names: list[str], found: list[str]) -> list[str]:
-    # earlier names keep their numbers; new ones follow, sorted
+def extended(names: list[str], found: list[str]) -> list[str]:
+    """``names`` and then the new ones of ``found``, sorted: earlier names keep their numbers."""
     return names + sorted(set(found) - set(names))
 
 
@@ -49,17 +49,11 @@ def layer(triples: pa.Table, prev: dict, layers: list[Path], aliases: dict[int, 
     """Write the layer of ``triples`` (``graphs.triples.NAMED`` columns) on top of the
     build folders ``layers`` (``prev``: the current build's meta) to the new ``tmp``;
     returns the meta entries the layer changes, its ``aliases`` and what it ``added``."""
-    datasets = _extended(prev["datasets"], [d for c in ("src_dataset", "dst_dataset")
+    datasets = extended(prev["datasets"], [d for c in ("src_dataset", "dst_dataset")
                                              for d in pc.unique(triples[c]).to_pylist()])  # fmt: skip
-    ops = _extended(prev["ops"], pc.unique(triples["op"]).to_pylist())
+    ops = extended(prev["ops"], pc.unique(triples["op"]).to_pylist())
     offset = prev["max_node"] + 1  # rows first met here are numbered from it
-
-    def index(column: str, names: list[str]) -> pa.Array:
-        return pc.index_in(triples[column], value_set=pa.array(names, pa.string())).cast(pa.int32())
-
-    coded = pa.table({"src_ds": index("src_dataset", datasets), "src_rid": triples["src_rid"],
-                      "dst_ds": index("dst_dataset", datasets), "dst_rid": triples["dst_rid"],
-                      "op": index("op", ops)})  # fmt: skip
+    coded = code(triples, datasets, ops)
     with duckdb.connect() as con:
         con.register("coded", coded)
         con.execute(
