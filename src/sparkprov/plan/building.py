@@ -24,7 +24,7 @@ from .handles import JExpr, JPlan
 
 class Building:
     """What ``Bridge`` builds of expressions and nodes (a mixin: ``Bridge.__init__``
-    sets the ``spark``, ``jvm``, ``_expr``, ``_logical`` and ``_empty`` it uses)."""
+    sets the ``spark``, ``jvm``, ``line``, ``_expr``, ``_logical`` and ``_empty`` it uses)."""
 
     def alias(self, expr: JExpr, name: str, expr_id: Any | None = None) -> JExpr:
         eid = expr_id if expr_id is not None else self._expr.NamedExpression.newExprId()
@@ -121,8 +121,7 @@ class Building:
         return self._logical.Aggregate(self.seq(keys), self.seq(aggregate_exprs), child, self.none())
 
     def deduplicate(self, keys: list[JExpr], child: JPlan) -> JPlan:
-        # Spark 4.3 added a third constructor argument (Option[DeduplicateSpec]).
-        return self._logical.Deduplicate(self.seq(keys), child, self.none())
+        return self.line.deduplicate(self._logical, self.seq(keys), child, self.none())
 
     def expand_like(self, expand: JPlan, extra: list[JExpr], extra_output: list[JExpr], child: JPlan) -> JPlan:
         """``expand`` over ``child`` with ``extra`` appended to every projection and output."""

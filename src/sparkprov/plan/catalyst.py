@@ -22,7 +22,8 @@ and build them:
 - ``jvm_errors``: Py4J errors of every ``Bridge`` method raised as ``SparkFailed``,
   analysis errors kept out of the logs (``quiet_analysis``).
 
-Supported: PySpark 4.3 in classic mode (not Spark Connect).
+Supported: the PySpark lines of ``versions.SUPPORTED_LINES`` in classic mode (not Spark
+Connect).
 
 >>> from pyspark.sql import SparkSession
 >>> spark = SparkSession.builder.getOrCreate()
@@ -49,11 +50,11 @@ from .python_functions import PythonFunctions
 from .reading import Reading
 from .references import release_in_batches
 from .subqueries import Subqueries
-from .versions import SUPPORTED_SPARK, check_supported, spark_version
+from .versions import SUPPORTED_LINES, line_of, spark_version
 from .windows import Windows
 
 # the names other packages import from here, wherever they live now
-__all__ = ["SUPPORTED_SPARK", "Bridge", "JExpr", "JPlan", "quiet_analysis", "spark_version", "task_seconds"]
+__all__ = ["SUPPORTED_LINES", "Bridge", "JExpr", "JPlan", "quiet_analysis", "spark_version", "task_seconds"]
 
 
 @translating
@@ -63,7 +64,7 @@ class Bridge(
     """Reads and builds Catalyst plans for one SparkSession."""
 
     def __init__(self, spark: SparkSession) -> None:
-        check_supported(spark)
+        self.line = line_of(spark)  # what differs between Spark lines, asked where it does
         self.spark = spark
         release_in_batches(spark)  # a capture lets go of hundreds of proxies
         self.jvm = Looked(spark._jvm)

@@ -34,7 +34,7 @@ import pyarrow as pa
 from pyspark.serializers import CPickleSerializer
 from pyspark.sql import Row, SparkSession
 from pyspark.sql.pandas.types import to_arrow_schema
-from pyspark.sql.types import StructType
+from pyspark.sql.types import ArrayType, StructField, StructType
 
 from .handles import JPlan
 from .references import compiled, java_source
@@ -61,9 +61,10 @@ class ObservedRows:
 
     def __init__(self, bridge, rows: JPlan, schema: StructType | None = None) -> None:
         jvm, e = bridge.jvm, bridge._expr
-        self._utils = jvm.org.apache.spark.sql.api.python.PythonSQLUtils  # looked up once per bridge
+        self._jvm, self._line = jvm, bridge.line
         self.name = f"sparkprov_rows_{uuid.uuid4().hex}"
         self.schema = schema or StructType.fromJson(json.loads(rows.schema().json()))
+        self._metrics = StructType([StructField("rows", ArrayType(self.schema))])
         (child,) = bridge.children(rows)
         columns = bridge.to_list(rows.projectList())
         row = bridge.named_struct([(c.name(), c.child() if c.nodeName() == "Alias" else c) for c in columns])
@@ -84,7 +85,7 @@ class ObservedRows:
             if time.monotonic() > waited:
                 return None
             time.sleep(0.01)
-        found = CPickleSerializer().loads(self._utils.toPyRow(self._observation.getRow()))
+        found = CPickleSerializer().loads(self._line.observed_row(self._jvm, self._observation, self._metrics))
         if found is None or found["rows"] is None:
             return None
         rows = [_plain(r) for r in found["rows"]]

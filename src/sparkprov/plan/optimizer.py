@@ -53,10 +53,10 @@ _OPTIMIZE_CLASS = "SparkprovOptimize"
 
 class Optimizing:
     """How ``Bridge`` optimizes plans and changes settings (a mixin: ``Bridge.__init__``
-    sets the ``spark``, ``jvm``, ``jsession`` and ``_optimize`` it uses)."""
+    sets the ``spark``, ``jvm``, ``line``, ``jsession`` and ``_optimize`` it uses)."""
 
     def inline_ctes(self, plan: JPlan) -> JPlan:
-        rule = getattr(self.jvm, f"{CATALYST}.optimizer.InlineCTE")(True, False, False)
+        rule = self.line.inline_cte(self.jvm)
         return rule.apply(plan)
 
     def optimized(self, plan: JPlan) -> JPlan:

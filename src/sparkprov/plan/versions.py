@@ -1,23 +1,103 @@
-"""The Spark line sparkprov is verified on, and the check that a session runs it.
+"""The Spark lines sparkprov supports: one adapter per line for what differs between
+them, and the check that a session runs one of them.
 
-Catalyst's constructors (and so the nodes the bridge builds) differ between Spark lines,
-and Spark Connect sessions have no Catalyst plans to read: a ``Bridge`` is made for a
-classic session of the supported line only.
+Everything specific to a Spark line is here. ``SparkLine`` makes the calls as the
+newest line takes them; each older line's adapter overrides only the calls that differ
+on it. ``Bridge`` picks its session's adapter once (``line_of``) and asks it. Each
+difference was found by reading the lines' classes (``javap`` against each wheel's
+jars) and PySpark's sources:
+
+=========================  =======================================  ==============
+call                       newest form (4.3)                        older form
+=========================  =======================================  ==============
+``InlineCTE(...)``         three flags (``isAnalysis`` added)       4.0 to 4.2: two
+``Deduplicate(...)``       keys, child, ``Option[DeduplicateSpec]`` 4.0 to 4.2: no spec
+``Observation.getRow``     the observed metrics as one ``Row``      4.0: a ``Map``
+grouped iterator UDFs      ``applyInPandas``/``applyInArrow`` with  4.0: absent
+                           iterators (eval types 212, 213)
+=========================  =======================================  ==============
+
+Spark Connect sessions have no Catalyst plans to read: a ``Bridge`` is made for a
+classic session only.
 
 >>> from pyspark.sql import SparkSession
 >>> spark = SparkSession.builder.getOrCreate()
->>> spark_version(spark) == SUPPORTED_SPARK
+>>> line_of(spark).version == spark_version(spark)
 True
->>> check_supported(spark)
+>>> sorted(SUPPORTED_LINES) == [(4, 0), (4, 1), (4, 2), (4, 3)]
+True
 """
 
 from __future__ import annotations
 
+import json
+from typing import Any
+
 from pyspark.sql import SparkSession
+from pyspark.sql.types import StructType
+from pyspark.util import PythonEvalType
 
 from ..errors import SparkUnsupported
+from .handles import CATALYST
 
-SUPPORTED_SPARK = (4, 3)  # the verified line: Catalyst constructors differ between lines
+
+class SparkLine:
+    """The calls that differ between Spark lines, made as the newest line (4.3) takes
+    them; an older line's adapter overrides what differs on it."""
+
+    version: tuple[int, int] = (4, 3)
+
+    @property
+    def name(self) -> str:
+        return ".".join(map(str, self.version))
+
+    def inline_cte(self, jvm: Any) -> Any:
+        """Catalyst's ``InlineCTE`` rule, inlining every CTE (``alwaysInline``)."""
+        return getattr(jvm, f"{CATALYST}.optimizer.InlineCTE")(True, False, False)
+
+    def deduplicate(self, logical: Any, keys: Any, child: Any, none: Any) -> Any:
+        """A ``Deduplicate`` node over ``child`` (``keys``: a Scala sequence)."""
+        return logical.Deduplicate(keys, child, none)
+
+    def observed_row(self, jvm: Any, observation: Any, schema: StructType) -> bytes:
+        """An ``Observation``'s metrics, one ``Row`` of ``schema``, pickled for Python."""
+        return jvm.org.apache.spark.sql.api.python.PythonSQLUtils.toPyRow(observation.getRow())
+
+
+class _Spark42(SparkLine):
+    version = (4, 2)
+
+    def inline_cte(self, jvm: Any) -> Any:
+        return getattr(jvm, f"{CATALYST}.optimizer.InlineCTE")(True, False)
+
+    def deduplicate(self, logical: Any, keys: Any, child: Any, none: Any) -> Any:
+        return logical.Deduplicate(keys, child)
+
+
+class _Spark41(_Spark42):
+    version = (4, 1)
+
+
+class _Spark40(_Spark41):
+    version = (4, 0)
+
+    def observed_row(self, jvm: Any, observation: Any, schema: StructType) -> bytes:
+        # 4.0's Observation holds its metrics as a Map, not a Row: the Row is made here
+        # from the map's values in the schema's order
+        metrics = observation.get()
+        values = jvm.java.util.ArrayList()
+        for field in schema.fields:
+            values.add(metrics.apply(field.name))
+        jschema = jvm.org.apache.spark.sql.types.DataType.fromJson(json.dumps(schema.jsonValue()))
+        row = getattr(jvm, f"{CATALYST}.expressions.GenericRowWithSchema")(values.toArray(), jschema)
+        return jvm.org.apache.spark.sql.api.python.PythonSQLUtils.toPyRow(row)
+
+
+SUPPORTED_LINES: dict[tuple[int, int], SparkLine] = {
+    line.version: line for line in (SparkLine(), _Spark42(), _Spark41(), _Spark40())
+}
+
+NEWEST = max(SUPPORTED_LINES)  # the line make test runs the whole suite on
 
 
 def spark_version(spark: SparkSession) -> tuple[int, int]:
@@ -25,11 +105,26 @@ def spark_version(spark: SparkSession) -> tuple[int, int]:
     return int(major), int(minor)
 
 
-def check_supported(spark: SparkSession) -> None:
-    """Raises ``SparkUnsupported`` for a Spark Connect session or another Spark line."""
+def line_of(spark: SparkSession) -> SparkLine:
+    """The adapter of a classic session's Spark line; ``SparkUnsupported`` for a Spark
+    Connect session or a line sparkprov does not support."""
     if not hasattr(spark, "_jsparkSession"):
         raise SparkUnsupported(
             "sparkprov needs a classic SparkSession with a JVM; Spark Connect sessions do not expose Catalyst plans"
         )
-    if spark_version(spark) != SUPPORTED_SPARK:
-        raise SparkUnsupported(f"sparkprov supports Spark 4.3 (verified), found {spark.version}")
+    line = SUPPORTED_LINES.get(spark_version(spark))
+    if line is None:
+        names = ", ".join(SUPPORTED_LINES[v].name for v in sorted(SUPPORTED_LINES))
+        raise SparkUnsupported(f"sparkprov supports the Spark lines {names}; this session runs Spark {spark.version}")
+    return line
+
+
+def check_supported(spark: SparkSession) -> None:
+    """Raises ``SparkUnsupported`` unless ``line_of(spark)`` finds the session's line."""
+    line_of(spark)
+
+
+def python_eval_types(*names: str) -> tuple[int, ...]:
+    """The codes of the named ``PythonEvalType``s this PySpark has: a form a line lacks
+    (4.0's grouped iterator functions) is never met in its plans."""
+    return tuple(getattr(PythonEvalType, n) for n in names if hasattr(PythonEvalType, n))

@@ -24,11 +24,11 @@ from typing import TYPE_CHECKING
 from pyspark.sql import DataFrame, Window
 from pyspark.sql import functions as F
 from pyspark.sql.types import ArrayType, IntegerType, LongType, StringType, StructField, StructType
-from pyspark.util import PythonEvalType
 
 from ...errors import InvalidArgument
 from ...functions.declare import Declaration, declaration_of
 from ...plan.catalyst import JExpr, JPlan
+from ...plan.versions import python_eval_types
 from ...store.format import Slot
 from .. import python_functions as P
 from ..explain import STRATEGY, UDTF_COARSE
@@ -40,7 +40,7 @@ if TYPE_CHECKING:
 _HANDLE = "__sp_handle"
 _PARTITION = "__sp_partition"
 _ROW = "__sp_row"  # a declared function's input rows: the row's id in the kept input
-_GROUPED_ITER = (PythonEvalType.SQL_GROUPED_MAP_PANDAS_ITER_UDF, PythonEvalType.SQL_GROUPED_MAP_ARROW_ITER_UDF)
+_GROUPED_ITER = python_eval_types("SQL_GROUPED_MAP_PANDAS_ITER_UDF", "SQL_GROUPED_MAP_ARROW_ITER_UDF")
 
 
 def flat_map_groups(cx: CaptureContext, node: JPlan) -> Rewritten:
