@@ -5,7 +5,14 @@ VENV := .venv
 BIN := $(VENV)/bin
 DATA := data
 
-.PHONY: demo test lint format bench prereqs clean
+# The other Spark lines sparkprov supports (plan/versions.py), each in its own venv with
+# the same test extras (pip's cache keeps their wheels between runs). make test runs the
+# whole suite on the newest line (.venv) and the core subset on the oldest;
+# make test-all-spark runs the core subset on every line.
+SPARK_LINES := 4.0 4.1 4.2
+SPARK_CORE := tests/plan tests/reference tests/bench/test_tpch.py tests/rdd tests/cli/test_main.py
+
+.PHONY: demo test test-all-spark lint format bench prereqs clean
 
 prereqs:
 	@scripts/check_prereqs.sh $(PYTHON)
@@ -44,6 +51,19 @@ test: prereqs $(VENV)/.installed-test $(DATA)/tpch/sf0.01/.done $(DATA)/tpcds/sf
 	# go to one worker (--dist loadscope): a module-scoped fixture (the retries script's two
 	# and a half minutes, a workflow's runs) is made once, not once per worker
 	SPARKPROV_TPCH=$(DATA)/tpch SPARKPROV_TPCDS=$(DATA)/tpcds $(BIN)/python -m pytest -q -n 2 --dist loadscope --durations=15
+	$(MAKE) --no-print-directory test-spark$(firstword $(SPARK_LINES))
+
+.venv-spark%/.installed-test: pyproject.toml | prereqs
+	$(PYTHON) -m venv .venv-spark$*
+	.venv-spark$*/bin/python -m pip install --quiet --upgrade pip
+	.venv-spark$*/bin/python -m pip install --quiet -e '.[test]' 'pyspark==$*.*'
+	touch $@
+
+# the core subset on one line: make test-spark4.0
+test-spark%: .venv-spark%/.installed-test $(DATA)/tpch/sf0.01/.done $(DATA)/tpcds/sf0.01/.done
+	SPARKPROV_TPCH=$(DATA)/tpch SPARKPROV_TPCDS=$(DATA)/tpcds .venv-spark$*/bin/python -m pytest -q -n 2 --dist loadscope -p no:cacheprovider $(SPARK_CORE)
+
+test-all-spark: $(foreach line,$(SPARK_LINES),test-spark$(line))
 
 lint: $(VENV)/.installed-test
 	$(BIN)/ruff check .
@@ -57,4 +77,4 @@ bench: $(VENV)/.installed-test
 	$(BIN)/sparkprov bench capture --suite tpch --sf 1 --queries 1,3,6 --repeat 5 --json bench-tpch.json
 
 clean:
-	rm -rf $(VENV) $(DATA) .sparkprov
+	rm -rf $(VENV) .venv-spark* $(DATA) .sparkprov

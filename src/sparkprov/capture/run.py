@@ -568,9 +568,11 @@ def _checkpointed(staged: DataFrame) -> tuple[DataFrame, list[int]]:
 
     seen = Observation(f"sparkprov_partitions_{uuid.uuid4().hex}")
     part = "__sp_partition"
-    observed = staged.withColumn(part, F.spark_partition_id()).observe(seen, F.collect_set(part).alias("p"))
+    # as one string: Spark 4.0's Observation hands an array to Python as a JVM object
+    numbers = F.array_join(F.collect_set(F.col(part).cast("string")), ",")
+    observed = staged.withColumn(part, F.spark_partition_id()).observe(seen, numbers.alias("p"))
     kept = observed.drop(part).localCheckpoint(eager=True)
-    return kept, sorted(seen.get["p"] or [])
+    return kept, sorted(int(p) for p in (seen.get["p"] or "").split(",") if p)
 
 
 def _file_rid(number: dict[int, int]):

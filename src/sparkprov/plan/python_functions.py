@@ -56,13 +56,11 @@ class PythonFunctions:
         """How PySpark calls a node's Python function (``pyspark.util.PythonEvalType``)."""
         return int(node.functionExpr().evalType())
 
-    def python_udtf(self, node: JPlan) -> tuple[type, bool]:
-        """A Python UDTF node's handler class (unpickled as PySpark pickled it) and
-        whether it takes a table argument (``f(TABLE(t))``: whole partitions)."""
+    def python_udtf(self, node: JPlan) -> tuple[type, str | None]:
+        """A Python UDTF node's handler class (unpickled as PySpark pickled it) and why
+        it takes whole partitions (a table argument, ``f(TABLE(t))``), or None."""
         udtf = node.udtf()
-        table_args = udtf.tableArguments()
-        takes_table = not table_args.isEmpty() and any(self.to_list(table_args.get()))
-        return self._unpickled(udtf.func()), takes_table
+        return self._unpickled(udtf.func()), self.line.udtf_table_argument(self, udtf)
 
     def udtf_generate(
         self, node: JPlan, passed: list[JExpr], child: JPlan, call: tuple[JExpr, list[JExpr]] | None = None
@@ -93,21 +91,8 @@ class PythonFunctions:
             jtype = types.fromJson(data_type.json())
             schema = schema.add(name, jtype)
             attrs.append(self.to_attribute(self.alias(self.null_literal(jtype), name)))
-        table = udtf.tableArguments()
-        if table.isDefined():
-            table = self.jvm.scala.Some(self.seq([*self.to_list(table.get()), *[False] * len(extra)]))
-        call = udtf.copy(
-            udtf.name(),
-            _wrap_function(self.spark.sparkContext, handler),
-            schema,
-            udtf.pickledAnalyzeResult(),
-            self.seq([*self.to_list(udtf.children()), *extra]),
-            udtf.evalType(),
-            udtf.udfDeterministic(),
-            udtf.resultId(),
-            udtf.pythonUDTFPartitionColumnIndexes(),
-            table,
-        )
+        func = _wrap_function(self.spark.sparkContext, handler)
+        call = self.line.udtf_copy(self, udtf, func, schema, [*self.to_list(udtf.children()), *extra], len(extra))
         return call, attrs
 
     def udtf_passed_columns(self, node: JPlan) -> list[JExpr]:

@@ -63,6 +63,34 @@ class SparkLine:
         """An ``Observation``'s metrics, one ``Row`` of ``schema``, pickled for Python."""
         return jvm.org.apache.spark.sql.api.python.PythonSQLUtils.toPyRow(observation.getRow())
 
+    def udtf_table_argument(self, bridge: Any, udtf: Any) -> str | None:
+        """Why a Python UDTF call hands its function whole partitions (``f(TABLE(t))``),
+        or None when it does not."""
+        table = udtf.tableArguments()
+        return "takes a table argument" if table.isDefined() and any(bridge.to_list(table.get())) else None
+
+    def udtf_copy(self, bridge: Any, udtf: Any, func: Any, schema: Any, children: list, extra: int) -> Any:
+        """``udtf`` calling ``func`` with ``children`` as arguments (its own, then
+        ``extra`` plain values) and ``schema`` as its output."""
+        table = udtf.tableArguments()
+        if table.isDefined():
+            table = bridge.jvm.scala.Some(bridge.seq([*bridge.to_list(table.get()), *[False] * extra]))
+        return udtf.copy(*self._udtf_fields(bridge, udtf, func, schema, children), table)
+
+    @staticmethod
+    def _udtf_fields(bridge: Any, udtf: Any, func: Any, schema: Any, children: list) -> list:
+        return [
+            udtf.name(),
+            func,
+            schema,
+            udtf.pickledAnalyzeResult(),
+            bridge.seq(children),
+            udtf.evalType(),
+            udtf.udfDeterministic(),
+            udtf.resultId(),
+            udtf.pythonUDTFPartitionColumnIndexes(),
+        ]
+
 
 class _Spark42(SparkLine):
     version = (4, 2)
@@ -91,6 +119,16 @@ class _Spark40(_Spark41):
         jschema = jvm.org.apache.spark.sql.types.DataType.fromJson(json.dumps(schema.jsonValue()))
         row = getattr(jvm, f"{CATALYST}.expressions.GenericRowWithSchema")(values.toArray(), jschema)
         return jvm.org.apache.spark.sql.api.python.PythonSQLUtils.toPyRow(row)
+
+    def udtf_table_argument(self, bridge: Any, udtf: Any) -> str | None:
+        # 4.0's PythonUDTF does not record which arguments are tables: a table argument
+        # reaches it as a struct of the table's columns, as a struct passed in a LATERAL
+        # call does, so any struct argument is taken for a table (coarse, and said so)
+        structs = [c for c in bridge.to_list(udtf.children()) if c.dataType().typeName() == "struct"]
+        return "takes a table argument or a struct (Spark 4.0 does not tell them apart)" if structs else None
+
+    def udtf_copy(self, bridge: Any, udtf: Any, func: Any, schema: Any, children: list, extra: int) -> Any:
+        return udtf.copy(*self._udtf_fields(bridge, udtf, func, schema, children))
 
 
 SUPPORTED_LINES: dict[tuple[int, int], SparkLine] = {

@@ -156,8 +156,8 @@ def python_udtf(cx: CaptureContext, node: JPlan) -> Rewritten:
     # mapInPandas: the input is computed once so both sides see the same partitions).
     b = cx.bridge
     (child,) = b.children(node)
-    handler, takes_table = b.python_udtf(node)
-    whole = takes_table or callable(getattr(handler, "terminate", None))
+    handler, table = b.python_udtf(node)
+    whole = table is not None or callable(getattr(handler, "terminate", None))
     decl = declaration_of(handler)
     if decl is not None and decl.mode == "blackbox" and not whole:
         decl = None  # its rows come from the row eval() was called on: exact, nothing to run again
@@ -176,7 +176,7 @@ def python_udtf(cx: CaptureContext, node: JPlan) -> Rewritten:
     own = [a for a in b.output(called) if b.expr_id(a) != b.expr_id(number)]
     plan = b.project(own + [b.alias(number, slot.name)], called)
     slot.attr = b.output(plan)[-1]
-    why = "takes a table argument" if takes_table else "has terminate()"
+    why = table or "has terminate()"
     return _blackbox(cx, node, decl, Rewritten(plan, [slot], coarse=UDTF_COARSE.format(why)))
 
 
