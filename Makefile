@@ -10,7 +10,7 @@ DATA := data
 # whole suite on the newest line (.venv) and the core subset on the oldest;
 # make test-all-spark runs the core subset on every line.
 SPARK_LINES := 4.0 4.1 4.2
-SPARK_CORE := tests/plan tests/reference tests/bench/test_tpch.py tests/rdd tests/cli/test_main.py
+SPARK_CORE := tests/plan/test_versions.py tests/reference tests/bench/test_tpch.py tests/rdd tests/cli/test_main.py
 
 .PHONY: demo test test-all-spark lint format bench prereqs clean
 
@@ -64,6 +64,9 @@ test-spark%: .venv-spark%/.installed-test $(DATA)/tpch/sf0.01/.done $(DATA)/tpcd
 	SPARKPROV_TPCH=$(DATA)/tpch SPARKPROV_TPCDS=$(DATA)/tpcds .venv-spark$*/bin/python -m pytest -q -n 2 --dist loadscope -p no:cacheprovider $(SPARK_CORE)
 
 test-all-spark: $(foreach line,$(SPARK_LINES),test-spark$(line))
+
+# made by a pattern rule, so make would delete it as an intermediate file
+.PRECIOUS: .venv-spark%/.installed-test
 
 lint: $(VENV)/.installed-test
 	$(BIN)/ruff check .

@@ -15,6 +15,10 @@ call                       newest form (4.3)                        older form
 ``Observation.getRow``     the observed metrics as one ``Row``      4.0: a ``Map``
 grouped iterator UDFs      ``applyInPandas``/``applyInArrow`` with  4.0: absent
                            iterators (eval types 212, 213)
+``PythonUDTF``             ``tableArguments``: which arguments are  4.0: absent (a
+                           tables; ten constructor fields           struct is taken
+                                                                    for a table);
+                                                                    nine fields
 =========================  =======================================  ==============
 
 Spark Connect sessions have no Catalyst plans to read: a ``Bridge`` is made for a
