@@ -299,11 +299,12 @@ def main(args: argparse.Namespace) -> int:
             where = _where_args(args.workload_where, keep)
             report = run(spark, args.sf, queries, args.repeat, data, args.witnesses, args.strategy, keep, where)
             title = f"TPC-H SF {args.sf}"
+        report["spark"] = spark.version  # the line measured (make test-all-spark's venvs run others)
     finally:
         spark.stop()
     kept = " with witnesses" if args.witnesses else ""
     print(
-        f"\n{title}, strategy {args.strategy}, {args.repeat} interleaved pairs per query "
+        f"\n{title} on Spark {report['spark']}, strategy {args.strategy}, {args.repeat} interleaved pairs per query "
         f"(capture{kept} time / plain time; until the output alone was written in brackets)"
     )
     for r in report["queries"]:

@@ -199,11 +199,12 @@ def main(args) -> int:
 
         data = os.path.expanduser(args.data or f"data/{args.suite}")
         board = run(spark, args.suite, args.sf, data, queries or None, progress)
+        board["spark"] = spark.version
     finally:
         spark.stop()
     print(
-        f"\n{args.suite} SF {args.sf}: {board['pass']} pass, {board['unsupported']} unsupported, "
-        f"{board['fail']} fail, of {board['total']}"
+        f"\n{args.suite} SF {args.sf} on Spark {board['spark']}: {board['pass']} pass, "
+        f"{board['unsupported']} unsupported, {board['fail']} fail, of {board['total']}"
     )
     if args.json_out:
         Path(args.json_out).write_text(json.dumps(board, indent=1))
