@@ -20,6 +20,7 @@ import pyarrow as pa
 from ..capture.restricted import no_such_source, restricted_note
 from ..errors import EmbeddedUnsupported, InvalidArgument, LineageTooLarge
 from ..plan.predicate import check_predicate
+from ..plan.versions import to_arrow
 from ..query.embedded import EMBEDDED_LIMIT, EmbeddedEngine, check_engine
 from ..query.provenance import polynomials
 from ..store.entry import CaptureEntry
@@ -193,14 +194,14 @@ def _spark(
         picked = cap.output.where(where)
         matched = picked.count()
         notes = _notes(entry, traced)
-        started = picked.orderBy(RID).limit(limit).toArrow()
+        started = to_arrow(picked.orderBy(RID).limit(limit))
     else:
         found = cap.forward(source, where, end_to_end=end_to_end)
         traced = found if end_to_end else {cap.name: found}
         matched = cap.sources[source].rows().where(where).count()
         notes = []
         started = None
-    relations = {name: (df.count(), df.orderBy(RID).limit(limit).toArrow()) for name, df in traced.items()}
+    relations = {name: (df.count(), to_arrow(df.orderBy(RID).limit(limit))) for name, df in traced.items()}
     return Answer(entry.name, entry.version, direction, "spark", matched, relations, notes, started)
 
 
@@ -255,7 +256,7 @@ def drill_down(store_root: str, entry: CaptureEntry, where: str, source: str) ->
     # counted here; more as rows Spark selects, counted there
     rids = cap._drill_rids(where)
     matched = len(rids) if isinstance(rids, list) else rids.count()
-    groups = cap.drill_down(rids, source).toArrow()
+    groups = to_arrow(cap.drill_down(rids, source))
     order = [(name, "ascending") for name in groups.column_names]
     return DrillDown(entry.name, entry.version, source, matched, groups.sort_by(order))
 
