@@ -24,7 +24,7 @@ from .handles import JExpr, JPlan
 
 class PythonFunctions:
     """What ``Bridge`` reads of the nodes that call Python (a mixin: ``Bridge.__init__``
-    sets the ``jvm`` and ``_logical`` it uses)."""
+    sets the ``jvm``, ``line`` and ``_logical`` it uses)."""
 
     def python_function(self, node: JPlan) -> tuple[Any, Any, list[JExpr]]:
         """The user's Python function of applyInPandas / mapInPandas / mapInArrow:
@@ -60,9 +60,7 @@ class PythonFunctions:
         """A Python UDTF node's handler class (unpickled as PySpark pickled it) and
         whether it takes a table argument (``f(TABLE(t))``: whole partitions)."""
         udtf = node.udtf()
-        table_args = udtf.tableArguments()
-        takes_table = not table_args.isEmpty() and any(self.to_list(table_args.get()))
-        return self._unpickled(udtf.func()), takes_table
+        return self._unpickled(udtf.func()), self.line.udtf_takes_table(self, udtf)
 
     def udtf_generate(
         self, node: JPlan, passed: list[JExpr], child: JPlan, call: tuple[JExpr, list[JExpr]] | None = None
@@ -93,21 +91,7 @@ class PythonFunctions:
             jtype = types.fromJson(data_type.json())
             schema = schema.add(name, jtype)
             attrs.append(self.to_attribute(self.alias(self.null_literal(jtype), name)))
-        table = udtf.tableArguments()
-        if table.isDefined():
-            table = self.jvm.scala.Some(self.seq([*self.to_list(table.get()), *[False] * len(extra)]))
-        call = udtf.copy(
-            udtf.name(),
-            _wrap_function(self.spark.sparkContext, handler),
-            schema,
-            udtf.pickledAnalyzeResult(),
-            self.seq([*self.to_list(udtf.children()), *extra]),
-            udtf.evalType(),
-            udtf.udfDeterministic(),
-            udtf.resultId(),
-            udtf.pythonUDTFPartitionColumnIndexes(),
-            table,
-        )
+        call = self.line.udtf_copy(self, udtf, _wrap_function(self.spark.sparkContext, handler), schema, extra)
         return call, attrs
 
     def udtf_passed_columns(self, node: JPlan) -> list[JExpr]:

@@ -59,6 +59,26 @@ class _Spark35(_Spark40):
     def concatenated(self, jvm: Any, first: Any, second: Any) -> Any:
         return getattr(first, "$plus$plus")(second, _seq_builder(jvm))
 
+    def udtf_takes_table(self, bridge: Any, udtf: Any) -> bool:
+        # 3.5's PythonUDTF does not mark its table arguments: f(TABLE(t)) passes t's rows
+        # as a struct argument, as a struct the caller builds is passed. Any struct
+        # argument is taken for a table (whole partitions, coarse): never narrower than
+        # the truth
+        struct = bridge.jvm.java.lang.Class.forName("org.apache.spark.sql.types.StructType")
+        return any(struct.isInstance(bridge.data_type(arg)) for arg in bridge.to_list(udtf.children()))
+
+    def udtf_copy(self, bridge: Any, udtf: Any, func: Any, schema: Any, extra: list[Any]) -> Any:
+        # 3.5's PythonUDTF has no analyze result, partition columns nor table arguments
+        return udtf.copy(
+            udtf.name(),
+            func,
+            schema,
+            bridge.seq([*bridge.to_list(udtf.children()), *extra]),
+            udtf.evalType(),
+            udtf.udfDeterministic(),
+            udtf.resultId(),
+        )
+
     # the Dataset API, on the JVM and in Python
 
     def dataset_of_rows(self, jvm: Any, jsession: Any, plan: Any) -> Any:

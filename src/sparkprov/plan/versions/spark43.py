@@ -62,6 +62,30 @@ class SparkLine:
         """Scala sequences ``first`` then ``second``, as one, made in the JVM."""
         return first.appendedAll(second)
 
+    def udtf_takes_table(self, bridge: Any, udtf: Any) -> bool:
+        """Whether a ``PythonUDTF`` call takes a table argument (``f(TABLE(t))``)."""
+        table_args = udtf.tableArguments()
+        return not table_args.isEmpty() and any(bridge.to_list(table_args.get()))
+
+    def udtf_copy(self, bridge: Any, udtf: Any, func: Any, schema: Any, extra: list[Any]) -> Any:
+        """``udtf`` calling ``func`` with ``extra`` arguments after its own (plain values,
+        not table arguments), giving rows of ``schema``."""
+        table = udtf.tableArguments()
+        if table.isDefined():
+            table = bridge.jvm.scala.Some(bridge.seq([*bridge.to_list(table.get()), *[False] * len(extra)]))
+        return udtf.copy(
+            udtf.name(),
+            func,
+            schema,
+            udtf.pickledAnalyzeResult(),
+            bridge.seq([*bridge.to_list(udtf.children()), *extra]),
+            udtf.evalType(),
+            udtf.udfDeterministic(),
+            udtf.resultId(),
+            udtf.pythonUDTFPartitionColumnIndexes(),
+            table,
+        )
+
     # the Dataset API, on the JVM and in Python
 
     def dataset_of_rows(self, jvm: Any, jsession: Any, plan: Any) -> Any:
