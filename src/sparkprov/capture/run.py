@@ -29,6 +29,7 @@ from ..plan.catalyst import Bridge, JPlan
 from ..plan.observed import WatchedJobs
 from ..plan.small_writes import small_rows, write_parquet, write_table
 from ..plan.threads import kept_pool
+from ..plan.versions import observed_metrics
 from ..plan.written import read_written, stored_schema
 from ..sources.identity import RID, ROW_BITS, NamedLeaf
 from ..store.catalog import Store
@@ -570,7 +571,7 @@ def _checkpointed(staged: DataFrame) -> tuple[DataFrame, list[int]]:
     part = "__sp_partition"
     observed = staged.withColumn(part, F.spark_partition_id()).observe(seen, F.collect_set(part).alias("p"))
     kept = observed.drop(part).localCheckpoint(eager=True)
-    return kept, sorted(seen.get["p"] or [])
+    return kept, sorted(observed_metrics(seen)["p"] or [])
 
 
 def _file_rid(number: dict[int, int]):

@@ -52,9 +52,11 @@ True
 
 from __future__ import annotations
 
+from typing import Any
+
 import pyarrow as pa
 import pyspark
-from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import DataFrame, Observation, SparkSession
 from pyspark.sql.types import StructType
 
 from ...errors import SparkUnsupported
@@ -78,6 +80,7 @@ __all__ = [
     "check_supported",
     "installed_line",
     "line_of",
+    "observed_metrics",
     "python_eval_types",
     "spark_version",
     "to_arrow",
@@ -132,6 +135,11 @@ def to_arrow(df: DataFrame) -> pa.Table:
 def arrow_dataframe(spark: SparkSession, table: pa.Table, schema: StructType | None = None) -> DataFrame:
     """A DataFrame of Arrow ``table``'s rows (with ``schema``, else the table's own)."""
     return line_of(spark).arrow_dataframe(spark, table, schema)
+
+
+def observed_metrics(observation: Observation) -> dict[str, Any]:
+    """A PySpark ``Observation``'s metrics, as Python values, once its action ends."""
+    return installed_line().observed_metrics(observation)
 
 
 def check_supported(spark: SparkSession) -> None:

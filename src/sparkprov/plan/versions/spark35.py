@@ -12,7 +12,9 @@ from __future__ import annotations
 from typing import Any
 
 import pyarrow as pa
-from pyspark.sql import DataFrame, SparkSession
+from pyspark import SparkContext
+from pyspark.serializers import CPickleSerializer
+from pyspark.sql import DataFrame, Observation, SparkSession
 from pyspark.sql.column import Column
 from pyspark.sql.pandas.types import from_arrow_schema, to_arrow_schema
 from pyspark.sql.types import StructType
@@ -141,6 +143,14 @@ class _Spark35(_Spark40):
     def observed_row(self, jvm: Any, observation: Any, schema: Any) -> bytes:
         # 3.5's Observation has 4.3's getRow
         return jvm.org.apache.spark.sql.api.python.PythonSQLUtils.toPyRow(observation.getRow())
+
+    def observed_metrics(self, observation: Observation) -> dict[str, Any]:
+        # PySpark 3.5's Observation.get leaves arrays and structs Py4J proxies: the
+        # row is taken from the JVM pickled, as 4.x's get does
+        observation.get  # noqa: B018 - waits for the action, and checks it was observed
+        jvm = SparkContext._jvm
+        row = CPickleSerializer().loads(jvm.PythonSQLUtils.toPyRow(observation._jo.getRow()))
+        return row.asDict(recursive=False)
 
     # PySpark
 

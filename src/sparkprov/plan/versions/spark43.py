@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 import pyarrow as pa
-from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import DataFrame, Observation, SparkSession
 from pyspark.sql.column import Column
 from pyspark.sql.types import StructType
 
@@ -127,6 +127,10 @@ class SparkLine:
     def observed_row(self, jvm: Any, observation: Any, schema: StructType) -> bytes:
         """An ``Observation``'s metrics, one ``Row`` of ``schema``, pickled for Python."""
         return jvm.org.apache.spark.sql.api.python.PythonSQLUtils.toPyRow(observation.getRow())
+
+    def observed_metrics(self, observation: Observation) -> dict[str, Any]:
+        """A PySpark ``Observation``'s metrics, as Python values, once its action ends."""
+        return observation.get
 
     # PySpark
 
