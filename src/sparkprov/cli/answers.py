@@ -20,7 +20,6 @@ import pyarrow as pa
 from ..capture.restricted import no_such_source, restricted_note
 from ..errors import EmbeddedUnsupported, InvalidArgument, LineageTooLarge
 from ..plan.predicate import check_predicate
-from ..plan.versions import to_arrow
 from ..query.embedded import EMBEDDED_LIMIT, EmbeddedEngine, check_engine
 from ..query.provenance import polynomials
 from ..store.entry import CaptureEntry
@@ -185,6 +184,8 @@ def _spark(
     end_to_end: bool = False,
     source_where: str | None = None,
 ) -> Answer:
+    from ..plan.versions import to_arrow  # with Spark: an embedded answer imports no PySpark
+
     cap = _loaded(store_root, entry)
     if direction == "backward":
         # end to end, "auto" reads the store's lineage graph where it is built and holds the trace
@@ -251,6 +252,8 @@ def drill_down(store_root: str, entry: CaptureEntry, where: str, source: str) ->
     Spark: the aggregation the capture's workload declared for ``source``, by group."""
     check_predicate(where)  # before Spark starts
     source = source_named(entry, source)
+    from ..plan.versions import to_arrow  # with Spark, as _spark
+
     cap = _loaded(store_root, entry)
     # the matched rows found once, as drill_down finds them: few as a list (DuckDB's),
     # counted here; more as rows Spark selects, counted there
