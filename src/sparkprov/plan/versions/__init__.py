@@ -57,7 +57,8 @@ from typing import Any
 import pyarrow as pa
 import pyspark
 from pyspark.sql import DataFrame, Observation, SparkSession
-from pyspark.sql.types import StructType
+from pyspark.sql.column import Column
+from pyspark.sql.types import DataType, StructType
 
 from ...errors import SparkUnsupported
 from .spark35 import _Spark35
@@ -84,6 +85,7 @@ __all__ = [
     "python_eval_types",
     "spark_version",
     "to_arrow",
+    "try_cast",
 ]
 
 SUPPORTED_LINES: dict[tuple[int, int], SparkLine] = {
@@ -140,6 +142,11 @@ def arrow_dataframe(spark: SparkSession, table: pa.Table, schema: StructType | N
 def observed_metrics(observation: Observation) -> dict[str, Any]:
     """A PySpark ``Observation``'s metrics, as Python values, once its action ends."""
     return installed_line().observed_metrics(observation)
+
+
+def try_cast(column: str, data_type: DataType) -> Column:
+    """Column ``column`` cast to ``data_type``, NULL where it cannot be."""
+    return installed_line().try_cast(column, data_type)
 
 
 def check_supported(spark: SparkSession) -> None:

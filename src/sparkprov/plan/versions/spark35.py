@@ -17,7 +17,7 @@ from pyspark.serializers import CPickleSerializer
 from pyspark.sql import DataFrame, Observation, SparkSession
 from pyspark.sql.column import Column
 from pyspark.sql.pandas.types import from_arrow_schema, to_arrow_schema
-from pyspark.sql.types import StructType
+from pyspark.sql.types import DataType, StructType
 
 from ..references import JAVA, java_source
 from .spark40 import _Spark40
@@ -112,6 +112,13 @@ class _Spark35(_Spark40):
         )
         jdf = jvm.PythonSQLUtils.toDataFrame(jiter, schema.json(), spark._jsparkSession)
         return DataFrame(jdf, spark)
+
+    def try_cast(self, column: str, data_type: DataType) -> Column:
+        # Column.try_cast came with 4.0; SQL's try_cast is 3.5's
+        from pyspark.sql import functions as F
+
+        quoted = column.replace("`", "``")
+        return F.expr(f"try_cast(`{quoted}` AS {data_type.simpleString()})")
 
     def dataframe_class(self) -> type[DataFrame]:
         return DataFrame

@@ -9,7 +9,7 @@ from typing import Any
 import pyarrow as pa
 from pyspark.sql import DataFrame, Observation, SparkSession
 from pyspark.sql.column import Column
-from pyspark.sql.types import StructType
+from pyspark.sql.types import DataType, StructType
 
 from ..handles import CATALYST
 from ..references import java_source
@@ -99,6 +99,12 @@ class SparkLine:
     def arrow_dataframe(self, spark: SparkSession, table: pa.Table, schema: StructType | None = None) -> DataFrame:
         """A DataFrame of Arrow ``table``'s rows (with ``schema``, else the table's own)."""
         return spark.createDataFrame(table, schema=schema)
+
+    def try_cast(self, column: str, data_type: DataType) -> Column:
+        """Column ``column`` cast to ``data_type``, NULL where it cannot be."""
+        from pyspark.sql import functions as F
+
+        return F.col(column).try_cast(data_type)
 
     def dataframe_class(self) -> type[DataFrame]:
         """PySpark's class of a classic session's DataFrames (whose methods a script's
