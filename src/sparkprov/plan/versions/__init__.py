@@ -156,5 +156,5 @@ def check_supported(spark: SparkSession) -> None:
 
 def python_eval_types(*names: str) -> tuple[int, ...]:
     """The codes of the named ``PythonEvalType``s this PySpark has: a form a line lacks
-    (4.0's grouped iterator functions) is never met in its plans."""
+    (the grouped iterator functions of 4.0 and 3.5) is never met in its plans."""
     return tuple(getattr(PythonEvalType, n) for n in names if hasattr(PythonEvalType, n))

@@ -102,7 +102,7 @@ class _Spark35(_Spark40):
         schema = schema or from_arrow_schema(table.schema)
         table = table.cast(to_arrow_schema(schema))
         step = max(1, -(-table.num_rows // spark.sparkContext.defaultParallelism))
-        batches = table.combine_chunks().to_batches(max_chunksize=step) or schema_batch(table)
+        batches = table.combine_chunks().to_batches(max_chunksize=step) or _schema_batch(table)
         jvm = spark._jvm
         jiter = spark.sparkContext._serialize_to_jvm(
             batches,
@@ -176,7 +176,7 @@ class _Spark35(_Spark40):
         return source
 
 
-def schema_batch(table: pa.Table) -> list[pa.RecordBatch]:
+def _schema_batch(table: pa.Table) -> list[pa.RecordBatch]:
     # no rows: one empty batch, which carries the schema
     return [pa.RecordBatch.from_pylist([], schema=table.schema)]
 
