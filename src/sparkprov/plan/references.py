@@ -180,9 +180,9 @@ def described(
 
 def _lister(spark: SparkSession, client: Any) -> Any:
     gateway = spark.sparkContext._gateway.java_gateway_server.getGateway()  # where ids are put
-    from .versions import line_of  # which imports this module
-
-    lister = compiled(spark, _LISTER_CLASS, line_of(spark).java_source(_LISTER_CLASS), gateway)
+    # the one helper not given by the session's line (versions imports this module): it
+    # names nothing that differs between them (scala.collection.Iterable is 2.12's and 2.13's)
+    lister = compiled(spark, _LISTER_CLASS, java_source(_LISTER_CLASS), gateway)
     if lister is None:
         log.warning("sparkprov: plan lists are read one element per JVM call (lister not compiled)")
     _LISTERS[client] = lister
