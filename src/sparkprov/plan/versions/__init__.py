@@ -37,6 +37,21 @@ Column <-> expression         ``classic.ExpressionUtils``; PySpark's    3.5: ``C
 analysis errors logged        to PySpark's query context loggers        3.5: not logged
 grouped iterator UDFs         ``applyInPandas``/``applyInArrow`` with   4.0, 3.5: absent
                               iterators (eval types 212, 213)
+``PythonUDTF``                table arguments marked; ``copy`` of ten   3.5: unmarked (a
+                              arguments                                 struct argument);
+                                                                        seven
+mapInArrow's node             ``MapInArrow``                            3.5:
+                                                                        ``PythonMapInArrow``
+``DataFrame.toArrow``         PySpark's                                 3.5: from the Arrow
+                                                                        batches
+``createDataFrame`` of Arrow  PySpark's                                 3.5: the batches
+                                                                        handed to the JVM
+``Column.try_cast``           PySpark's                                 3.5: SQL's
+                                                                        ``try_cast``
+``Observation.get``           Python values                             3.5: Py4J proxies
+                                                                        (the row pickled
+                                                                        instead)
+``PythonEvalType``            ``pyspark.util``                          3.5: ``pyspark.rdd``
 ============================  ========================================  ===================
 
 Spark Connect sessions have no Catalyst plans to read: a ``Bridge`` is made for a
