@@ -5,11 +5,11 @@ VENV := .venv
 BIN := $(VENV)/bin
 DATA := data
 
-# The other Spark lines sparkprov supports (plan/versions.py), each in its own venv with
+# The other Spark lines sparkprov supports (plan/versions/), each in its own venv with
 # the same test extras (pip's cache keeps their wheels between runs). make test runs the
 # whole suite on the newest line (.venv) and the core subset on the oldest;
 # make test-all-spark runs the core subset on every line.
-SPARK_LINES := 4.0 4.1 4.2
+SPARK_LINES := 3.5 4.0 4.1 4.2
 SPARK_CORE := tests/plan/test_versions.py tests/reference tests/bench/test_tpch.py tests/rdd tests/cli/test_main.py
 
 .PHONY: demo test test-all-spark lint format bench prereqs clean

@@ -7,6 +7,7 @@ from pyspark.sql import functions as F
 
 from sparkprov.plan import rid_collector
 from sparkprov.plan.catalyst import Bridge
+from sparkprov.plan.versions import line_of
 
 
 def _rows(spark):
@@ -35,12 +36,12 @@ def test_nested_arrays_are_flattened_and_distinct_ones_sorted(spark):
     # every inner array twice: the outer arrays repeat each rid
     doubled = inner.unionAll(inner).withColumn("h", F.col("g") % 3)
     attr = Bridge(spark).analyzed(doubled).output().apply(1)
-    utils = spark._jvm.org.apache.spark.sql.classic.ExpressionUtils
-    from pyspark.sql.classic.column import Column
-
+    line = line_of(spark)
     for distinct in (False, True):
         made = rid_collector.collect_rids(spark, attr, nested=True, distinct=distinct)
-        outer = {r.h: r.r for r in doubled.groupBy("h").agg(Column(utils.column(made)).alias("r")).collect()}
+        outer = {
+            r.h: r.r for r in doubled.groupBy("h").agg(line.expression_column(spark._jvm, made).alias("r")).collect()
+        }
         for h, arr in outer.items():
             once = sorted(r.rid for r in rows.where(f"g % 3 = {h} AND rid IS NOT NULL").collect())
             assert arr == once if distinct else sorted(arr) == sorted(once * 2)

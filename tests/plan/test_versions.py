@@ -24,7 +24,7 @@ def test_the_session_gets_the_adapter_of_its_line(spark):
 
 
 def test_other_lines_and_connect_sessions_are_refused():
-    refused = r"the Spark lines 4\.0, 4\.1, 4\.2, 4\.3; this session runs Spark 3\.4\.1"
+    refused = r"the Spark lines 3\.5, 4\.0, 4\.1, 4\.2, 4\.3; this session runs Spark 3\.4\.1"
     with pytest.raises(SparkUnsupported, match=refused):
         line_of(SimpleNamespace(_jsparkSession=object(), version="3.4.1"))
     with pytest.raises(SparkUnsupported, match="Spark Connect"):

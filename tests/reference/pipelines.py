@@ -16,6 +16,24 @@ from pyspark.sql import functions as F
 
 from . import semantics as R
 
+# PySpark 4's subqueries and lateral joins of DataFrames (Column.outer, DataFrame.scalar,
+# exists, lateralJoin); without them (3.5) the same query is written in SQL over temporary
+# views of the DataFrames (column names are unique across a pipeline, so none is qualified)
+DATAFRAME_SUBQUERIES = hasattr(DataFrame, "scalar")
+_views = itertools.count()
+
+
+def _view(df: DataFrame) -> str:
+    name = f"sp_ref_view_{next(_views)}"
+    df.createOrReplaceTempView(name)
+    return name
+
+
+def _sql(child: DataFrame, other: DataFrame, text: str) -> DataFrame:
+    """``text`` with ``{child}`` and ``{other}`` naming views of the two DataFrames."""
+    return child.sparkSession.sql(text.format(child=_view(child), other=_view(other)))
+
+
 BASE_COLUMNS = ["k", "a", "b", "c"]  # k: unique key, a/b: small ints with NULLs, c: string
 BASE_INTS = {"k", "a", "b"}
 
@@ -261,6 +279,13 @@ class ScalarFilter(WithSubquery):
     op: str = "<"
 
     def spark(self, dfs):
+        if not DATAFRAME_SUBQUERIES:
+            return _sql(
+                self.child.spark(dfs),
+                self.other.spark(dfs),
+                f"SELECT * FROM {{child}} WHERE `{self.column}` {self.op} "
+                f"(SELECT max(`{self.other_col}`) FROM {{other}})",
+            )
         sub = self.other.spark(dfs).select(F.max(self.other_col)).scalar()
         c = F.col(self.column)
         return self.child.spark(dfs).where({"<": c < sub, ">=": c >= sub, "=": c == sub, "<>": c != sub}[self.op])
@@ -277,6 +302,13 @@ class Exists(WithSubquery):
     negate: bool = False
 
     def spark(self, dfs):
+        if not DATAFRAME_SUBQUERIES:
+            where = f"EXISTS (SELECT * FROM {{other}} WHERE `{self.other_col}` = `{self.column}`)"
+            return _sql(
+                self.child.spark(dfs),
+                self.other.spark(dfs),
+                f"SELECT * FROM {{child}} WHERE {'NOT ' * self.negate}{where}",
+            )
         sub = self.other.spark(dfs).where(F.col(self.other_col) == F.col(self.column).outer()).exists()
         return self.child.spark(dfs).where(~sub if self.negate else sub)
 
@@ -291,6 +323,9 @@ class CorrelatedCount(WithSubquery):
 
     def spark(self, dfs):
         other = self.other.spark(dfs)
+        if not DATAFRAME_SUBQUERIES:
+            count = f"(SELECT count(1) FROM {{other}} WHERE `{self.other_col}` = `{self.column}`)"
+            return _sql(self.child.spark(dfs), other, f"SELECT *, {count} AS `{self.columns[-1]}` FROM {{child}}")
         sub = other.where(F.col(self.other_col) == F.col(self.column).outer()).select(F.count(F.lit(1))).scalar()
         return self.child.spark(dfs).select("*", sub.alias(self.columns[-1]))
 
@@ -316,6 +351,11 @@ class Explode(Node):
                         yield (x,)
 
             each = F.udtf(Each, returnType=f"{self.columns[-1]} long")
+            if not DATAFRAME_SUBQUERIES:
+                name = f"sp_ref_each_{next(_views)}"
+                df.sparkSession.udtf.register(name, each)
+                args = ", ".join(f"`{c}`" for c in self.sources)
+                return df.sparkSession.sql(f"SELECT * FROM {_view(df)}, LATERAL {name}({args})")
             return df.lateralJoin(each(*[F.col(c).outer() for c in self.sources]))
         arr = F.array(*[F.col(c) for c in self.sources])
         return df.select("*", F.explode(arr).alias(self.columns[-1]))

@@ -165,13 +165,17 @@ def cells_table(
 
 def _table(data: Any, columns: list[str]) -> pa.Table:
     # a Spark DataFrame collected through Arrow (only the named columns), or an Arrow table
+    from pyspark.sql import DataFrame  # classic or Connect
+
+    from ..plan.versions import to_arrow
+
     if isinstance(data, pa.Table):
         table = data
-    elif hasattr(data, "toArrow") and hasattr(data, "select"):
+    elif isinstance(data, DataFrame):
         missing = [c for c in columns if c not in data.columns]
         if missing:
             raise InvalidArgument(f"no column {missing[0]!r}; the DataFrame has {', '.join(data.columns)}")
-        table = data.select(*columns).toArrow()
+        table = to_arrow(data.select(*columns))
     else:
         raise InvalidArgument(f"cells or tiles come as a Spark DataFrame or an Arrow table, not {type(data).__name__}")
     missing = [c for c in columns if c not in table.column_names]

@@ -34,6 +34,7 @@ from pyspark.sql import functions as F
 from pyspark.sql.types import DoubleType, FloatType, StructType
 
 from ..errors import LineageDeclarationWrong
+from ..plan.versions import to_arrow
 from ..sources.identity import RID
 from ..store.entry import CaptureEntry
 from .later import Pending, close, run_again
@@ -82,7 +83,7 @@ def exact_pairs(entry: CaptureEntry, out_rids: list[int], coarse: dict[str, Data
         if any(number < 0 for number in pairs):
             return None
         names = {i: name for name, i in numbers.items()}
-        return {names[i]: union_pairs(parts).select(OUT, IN).toArrow() for i, parts in pairs.items()}
+        return {names[i]: to_arrow(union_pairs(parts).select(OUT, IN)) for i, parts in pairs.items()}
     finally:
         for kept in rewriter.checkpoints:
             kept.unpersist()

@@ -568,7 +568,8 @@ def _checkpointed(staged: DataFrame) -> tuple[DataFrame, list[int]]:
 
     seen = Observation(f"sparkprov_partitions_{uuid.uuid4().hex}")
     part = "__sp_partition"
-    # as one string: Spark 4.0's Observation hands an array to Python as a JVM object
+    # as one string: the Observations of Spark 4.0 and 3.5 hand an array to Python as a
+    # JVM object
     numbers = F.array_join(F.collect_set(F.col(part).cast("string")), ",")
     observed = staged.withColumn(part, F.spark_partition_id()).observe(seen, numbers.alias("p"))
     kept = observed.drop(part).localCheckpoint(eager=True)

@@ -102,7 +102,7 @@ def _check_declared_udfs(cx: CaptureContext, node: JPlan) -> None:
     # A Python UDF's lineage is fixed by what it is: a scalar one's value comes from
     # its row, a grouped aggregate's from its group. A declaration saying otherwise
     # would be ignored, so it is refused (rowwise on a scalar UDF says what is so).
-    from pyspark.util import PythonEvalType
+    from ..plan.versions import PythonEvalType
 
     names = {v: k for k, v in vars(PythonEvalType).items() if k.startswith("SQL_")}
     for function, eval_type in cx.bridge.python_udfs(node):

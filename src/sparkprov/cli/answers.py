@@ -184,6 +184,8 @@ def _spark(
     end_to_end: bool = False,
     source_where: str | None = None,
 ) -> Answer:
+    from ..plan.versions import to_arrow  # with Spark: an embedded answer imports no PySpark
+
     cap = _loaded(store_root, entry)
     if direction == "backward":
         # end to end, "auto" reads the store's lineage graph where it is built and holds the trace
@@ -193,14 +195,14 @@ def _spark(
         picked = cap.output.where(where)
         matched = picked.count()
         notes = _notes(entry, traced)
-        started = picked.orderBy(RID).limit(limit).toArrow()
+        started = to_arrow(picked.orderBy(RID).limit(limit))
     else:
         found = cap.forward(source, where, end_to_end=end_to_end)
         traced = found if end_to_end else {cap.name: found}
         matched = cap.sources[source].rows().where(where).count()
         notes = []
         started = None
-    relations = {name: (df.count(), df.orderBy(RID).limit(limit).toArrow()) for name, df in traced.items()}
+    relations = {name: (df.count(), to_arrow(df.orderBy(RID).limit(limit))) for name, df in traced.items()}
     return Answer(entry.name, entry.version, direction, "spark", matched, relations, notes, started)
 
 
@@ -250,12 +252,14 @@ def drill_down(store_root: str, entry: CaptureEntry, where: str, source: str) ->
     Spark: the aggregation the capture's workload declared for ``source``, by group."""
     check_predicate(where)  # before Spark starts
     source = source_named(entry, source)
+    from ..plan.versions import to_arrow  # with Spark, as _spark
+
     cap = _loaded(store_root, entry)
     # the matched rows found once, as drill_down finds them: few as a list (DuckDB's),
     # counted here; more as rows Spark selects, counted there
     rids = cap._drill_rids(where)
     matched = len(rids) if isinstance(rids, list) else rids.count()
-    groups = cap.drill_down(rids, source).toArrow()
+    groups = to_arrow(cap.drill_down(rids, source))
     order = [(name, "ascending") for name in groups.column_names]
     return DrillDown(entry.name, entry.version, source, matched, groups.sort_by(order))
 

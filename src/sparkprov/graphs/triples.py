@@ -22,6 +22,7 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from ..errors import CaptureFailed, InvalidArgument
+from ..plan.versions import try_cast
 from ..query.planner import source_pairs, writer_of
 from ..store.catalog import Store
 from ..store.entry import CaptureEntry
@@ -109,4 +110,4 @@ def check_imported(df: DataFrame, where: str) -> DataFrame:
             f"{', '.join(IMPORT_COLUMNS)} (src and dst rows named by dataset and rid, op naming the step)"
         )
     # try_cast: an unreadable rid becomes NULL, which the import refuses by name
-    return df.select(*[F.col(c).try_cast(t).alias(c) for c, t in IMPORT_COLUMNS.items()])
+    return df.select(*[try_cast(c, t).alias(c) for c, t in IMPORT_COLUMNS.items()])

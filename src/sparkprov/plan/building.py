@@ -115,10 +115,12 @@ class Building:
         return self._logical.Project(self.seq(exprs), child)
 
     def aggregate_like(self, agg: JPlan, aggregate_exprs: list[JExpr], child: JPlan) -> JPlan:
-        return self._logical.Aggregate(agg.groupingExpressions(), self.seq(aggregate_exprs), child, agg.hint())
+        return self.line.aggregate(
+            self._logical, agg.groupingExpressions(), self.seq(aggregate_exprs), child, agg, self.none()
+        )
 
     def group_by(self, keys: list[JExpr], aggregate_exprs: list[JExpr], child: JPlan) -> JPlan:
-        return self._logical.Aggregate(self.seq(keys), self.seq(aggregate_exprs), child, self.none())
+        return self.line.aggregate(self._logical, self.seq(keys), self.seq(aggregate_exprs), child, None, self.none())
 
     def deduplicate(self, keys: list[JExpr], child: JPlan) -> JPlan:
         return self.line.deduplicate(self._logical, self.seq(keys), child, self.none())

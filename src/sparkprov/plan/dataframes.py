@@ -18,7 +18,7 @@ from .handles import JPlan
 
 class DataFrames:
     """How ``Bridge`` goes from DataFrames to plans and back (a mixin: ``Bridge.__init__``
-    sets the ``spark``, ``jvm`` and ``jsession`` it uses)."""
+    sets the ``spark``, ``jvm``, ``line`` and ``jsession`` it uses)."""
 
     @staticmethod
     def analyzed(df: DataFrame) -> JPlan:
@@ -32,7 +32,7 @@ class DataFrames:
         return df._jdf.queryExecution().withCachedData()
 
     def to_dataframe(self, plan: JPlan) -> DataFrame:
-        jdf = self.jvm.org.apache.spark.sql.classic.Dataset.ofRows(self.jsession, plan)
+        jdf = self.line.dataset_of_rows(self.jvm, self.jsession, plan)
         return DataFrame(jdf, self.spark)
 
     def checked_dataframe(self, plan: JPlan) -> DataFrame:

@@ -28,7 +28,7 @@ from typing import Any
 
 from ..errors import InvalidArgument, UnsupportedOperation
 from .handles import JExpr, JPlan
-from .references import compiled, described, java_source
+from .references import compiled, described
 
 _NOT_FILES = object()  # remembered for a LogicalRelation that is not over files
 _FILE_GETTERS = ("getPath.toUri", "getLen", "getModificationTime")  # a file's entry, read in the JVM
@@ -56,7 +56,7 @@ def _hidden_index(column: str, leaf: Any) -> UnsupportedOperation:
 
 class Files:
     """What ``Bridge`` reads of the files relations read, and the rids it builds for
-    them (a mixin: ``Bridge.__init__`` sets the ``spark``, ``jvm``, ``jsession``,
+    them (a mixin: ``Bridge.__init__`` sets the ``spark``, ``jvm``, ``line``, ``jsession``,
     ``_expr``, ``_logical``, ``_fs_class``, ``_leaves`` and ``_row_index`` it uses)."""
 
     def file_relation(self, node: JPlan) -> Any | None:
@@ -135,7 +135,7 @@ class Files:
 
     def _leaves_helper(self) -> Any:
         if self._leaves is None:
-            self._leaves = compiled(self.spark, _LEAVES_CLASS, java_source(_LEAVES_CLASS)) or False
+            self._leaves = compiled(self.spark, _LEAVES_CLASS, self.line.java_source(_LEAVES_CLASS)) or False
         return self._leaves
 
     def with_file_rids(self, leaf: JPlan, files: list[str], row_bits: int, name: str) -> JPlan:
@@ -186,7 +186,7 @@ class Files:
             rid = e.BitwiseOr(e.ShiftLeft(number, self.int_literal(row_bits)), rid)
             read = read.withMetadataColumns()
         # the leaf's columns with the rid appended, in the JVM: one call, not one per column
-        return self._logical.Project(leaf.output().appended(self.alias(rid, name)), read)
+        return self._logical.Project(self.line.appended(self.jvm, leaf.output(), self.alias(rid, name)), read)
 
     def _reading_row_index(self, leaf: JPlan) -> tuple[JPlan, JExpr]:
         """``leaf`` reading each row's index in its file as one more data column, and
@@ -219,12 +219,12 @@ class Files:
         partitioned = partitions.length()
         if partitioned:
             data = output.length() - partitioned
-            output = output.take(data).appended(index).appendedAll(output.drop(data))
+            output = self.line.concatenated(
+                self.jvm, self.line.appended(self.jvm, output.take(data), index), output.drop(data)
+            )
         else:
-            output = output.appended(index)
-        read = self.jvm.org.apache.spark.sql.execution.datasources.LogicalRelation(
-            relation, output, leaf.catalogTable(), leaf.isStreaming(), leaf.stream()
-        )
+            output = self.line.appended(self.jvm, output, index)
+        read = self.line.logical_relation(self.jvm, relation, output, leaf)
         return read, index
 
     def _row_index_constants(self) -> tuple[str, Any]:

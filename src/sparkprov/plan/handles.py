@@ -24,7 +24,7 @@ from typing import Any
 from py4j.java_gateway import JavaClass, JavaPackage, JVMView
 from py4j.protocol import Py4JError
 
-from .references import compiled, described, elements, java_source
+from .references import compiled, described, elements
 
 JPlan = Any
 JExpr = Any
@@ -96,7 +96,7 @@ class Looked:
 
 class Handles:
     """The Scala values and the memo of ``Bridge`` (a mixin: ``Bridge.__init__`` sets
-    the ``spark``, ``jvm``, ``_none``, ``_seqs`` and ``_walk`` it uses)."""
+    the ``spark``, ``jvm``, ``line``, ``_none``, ``_seqs`` and ``_walk`` it uses)."""
 
     @contextmanager
     def remembering(self) -> Iterator[None]:
@@ -135,7 +135,7 @@ class Handles:
         # element. (List.of refuses nulls.)
         if len(items) <= 10:
             if self._seqs is None:
-                self._seqs = compiled(self.spark, _SEQS_CLASS, java_source(_SEQS_CLASS)) or False
+                self._seqs = compiled(self.spark, _SEQS_CLASS, self.line.java_source(_SEQS_CLASS)) or False
             if self._seqs:
                 return self._seqs.seq(*items)
         if any(item is None for item in items):

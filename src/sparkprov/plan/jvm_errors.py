@@ -26,9 +26,9 @@ from contextlib import contextmanager
 from typing import Any, TypeVar
 
 from py4j.protocol import Py4JError, Py4JJavaError
-from pyspark.logger import PySparkLogger
 
 from ..errors import SparkFailed
+from .versions import installed_line
 
 T = TypeVar("T")
 
@@ -89,11 +89,6 @@ def translating(cls: type[T]) -> type[T]:
     return cls
 
 
-# PySpark 4 logs an ERROR, with its stack, for every analysis error raised with a query
-# context (``PySparkException._log_exception``), before the caller can handle it
-_QUERY_CONTEXT_LOGGERS = ("DataFrameQueryContextLogger", "SQLQueryContextLogger")
-
-
 class _OtherThreads(logging.Filter):
     def __init__(self) -> None:
         super().__init__()
@@ -113,8 +108,9 @@ def quiet_analysis() -> Iterator[None]:
     ...     pass
     """
     quiet = _OtherThreads()
-    # made as PySpark makes them: a plain logger of that name would not take its arguments
-    loggers = [PySparkLogger.getLogger(name) for name in _QUERY_CONTEXT_LOGGERS]
+    # PySpark 4 logs an ERROR, with its stack, for every analysis error raised with a
+    # query context, before the caller can handle it
+    loggers = installed_line().query_context_loggers()
     for logger in loggers:
         logger.addFilter(quiet)
     try:

@@ -37,8 +37,9 @@ from pyspark.sql.pandas.types import to_arrow_schema
 from pyspark.sql.types import ArrayType, StructField, StructType
 
 from .handles import JPlan
-from .references import compiled, java_source
+from .references import compiled
 from .small_writes import small_plan
+from .versions import line_of
 
 OBSERVED_BYTES = 1 << 20  # at most this many bytes by Catalyst's estimate are gathered so
 _WAIT_S = 2.0  # Spark completes an observation as its action ends; a little slack
@@ -71,7 +72,7 @@ class ObservedRows:
         gathered = bridge.alias(e.aggregate.CollectList(row).toAggregateExpression(), "rows")
         dataframe_id = uuid.uuid4().int & ((1 << 62) - 1)
         self._observation = jvm.org.apache.spark.sql.Observation(self.name)
-        bridge.jsession.observationManager().register(self._observation, dataframe_id)
+        self._line.register_observation(bridge.spark, self._observation, dataframe_id)
         self.plan: JPlan = bridge._logical.CollectMetrics(self.name, bridge.seq([gathered]), child, dataframe_id)
 
     def table(self, jobs: WatchedJobs) -> pa.Table | None:
@@ -131,7 +132,7 @@ class WatchedJobs:
 
     def _ran_once(self) -> bool:
         scala = self._sc._jsc.sc()
-        helper = compiled(self._spark, _JOBS_CLASS, java_source(_JOBS_CLASS))
+        helper = compiled(self._spark, _JOBS_CLASS, line_of(self._spark).java_source(_JOBS_CLASS))
         if helper is not None:  # in one round trip: what follows asks per job and per stage
             return bool(helper.ranOnce(scala, self.tag, _WAIT_MS))
         try:

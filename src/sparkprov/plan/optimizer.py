@@ -24,7 +24,7 @@ from typing import Any
 
 from ..errors import InvalidArgument
 from .handles import CATALYST, JPlan
-from .references import compiled, java_source
+from .references import compiled
 
 # per (session, key) that a settings block has changed: its value before the first
 # block, and the blocks open now with their values, in the order they began
@@ -88,7 +88,7 @@ class Optimizing:
 
     def _optimize_helper(self) -> Any:
         if self._optimize is None:
-            self._optimize = compiled(self.spark, _OPTIMIZE_CLASS, java_source(_OPTIMIZE_CLASS)) or False
+            self._optimize = compiled(self.spark, _OPTIMIZE_CLASS, self.line.java_source(_OPTIMIZE_CLASS)) or False
         return self._optimize
 
     def optimizes_apart(self) -> bool:

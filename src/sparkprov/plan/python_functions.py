@@ -24,7 +24,7 @@ from .handles import JExpr, JPlan
 
 class PythonFunctions:
     """What ``Bridge`` reads of the nodes that call Python (a mixin: ``Bridge.__init__``
-    sets the ``jvm`` and ``_logical`` it uses)."""
+    sets the ``jvm``, ``line`` and ``_logical`` it uses)."""
 
     def python_function(self, node: JPlan) -> tuple[Any, Any, list[JExpr]]:
         """The user's Python function of applyInPandas / mapInPandas / mapInArrow:
@@ -91,8 +91,7 @@ class PythonFunctions:
             jtype = types.fromJson(data_type.json())
             schema = schema.add(name, jtype)
             attrs.append(self.to_attribute(self.alias(self.null_literal(jtype), name)))
-        func = _wrap_function(self.spark.sparkContext, handler)
-        call = self.line.udtf_copy(self, udtf, func, schema, [*self.to_list(udtf.children()), *extra], len(extra))
+        call = self.line.udtf_copy(self, udtf, _wrap_function(self.spark.sparkContext, handler), schema, extra)
         return call, attrs
 
     def udtf_passed_columns(self, node: JPlan) -> list[JExpr]:

@@ -23,7 +23,7 @@ from py4j.java_gateway import JavaObject
 from pyspark.sql.types import StructType
 
 from .handles import CATALYST, JExpr, JPlan, memo_entry
-from .references import compiled, java_source
+from .references import compiled
 
 # Java, compiled by Janino once per JVM (references.compiled): plan/java/SparkprovTree.java
 _TREE_CLASS = "SparkprovTree"
@@ -35,12 +35,14 @@ _TREE_PATTERNS = ("PLAN_EXPRESSION", "GENERATOR", "SCALAR_SUBQUERY", "PYTHON_UDF
 
 class Reading:
     """What ``Bridge`` reads of plans and expressions (a mixin: ``Bridge.__init__`` sets
-    the ``spark``, ``jvm``, ``_walk``, ``_tree`` and ``_patterns`` it uses)."""
+    the ``spark``, ``jvm``, ``line``, ``_walk``, ``_tree`` and ``_patterns`` it uses)."""
 
     def node_name(self, node: JPlan) -> str:
         """A plan node's operator name (its class's simple name: no operator sparkprov
-        reads overrides Catalyst's ``nodeName``); one round trip."""
-        return self._remembered(node, 1, node.nodeName)
+        reads overrides Catalyst's ``nodeName``), as the newest Spark line names the
+        operator; one round trip."""
+        name = self._remembered(node, 1, node.nodeName)
+        return self.line.operators.get(name, name)
 
     @staticmethod
     def class_name(obj: Any) -> str:
@@ -86,7 +88,7 @@ class Reading:
     def _tree_walker(self) -> Any:
         if self._tree is None:
             gateway = self.spark.sparkContext._gateway.java_gateway_server.getGateway()
-            self._tree = compiled(self.spark, _TREE_CLASS, java_source(_TREE_CLASS), gateway) or False
+            self._tree = compiled(self.spark, _TREE_CLASS, self.line.java_source(_TREE_CLASS), gateway) or False
         return self._tree
 
     def _pattern(self, pattern: str) -> Any:

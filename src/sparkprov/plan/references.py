@@ -119,16 +119,20 @@ class _Releaser:
             self._carried.append(proxy._target_id)
 
 
-_SOURCES: dict[str, str] = {}  # by class name, once read
+_SOURCES: dict[str, str] = {}  # by class name (a line's own: folder/name), once read
+JAVA = Path(__file__).parent / "java"
 
 
-def java_source(name: str) -> str:
-    """The source of Java helper ``name``: ``plan/java/<name>.java``, shipped with the
-    package (``make test`` compiles every one with javac against PySpark's jars too).
-    Read when first compiled, on the driver: executors import this module from a zip."""
-    if name not in _SOURCES:
-        _SOURCES[name] = (Path(__file__).parent / "java" / f"{name}.java").read_text()
-    return _SOURCES[name]
+def java_source(name: str, folder: str = "") -> str:
+    """The source of Java helper ``name``: ``plan/java/<name>.java`` (with ``folder``, a
+    line's own version of it, ``plan/java/<folder>/<name>.java``: see ``versions``),
+    shipped with the package (the tests compile each with javac against PySpark's jars
+    too). Read when first compiled, on the driver: executors import this module from a
+    zip."""
+    key = f"{folder}/{name}" if folder else name
+    if key not in _SOURCES:
+        _SOURCES[key] = (JAVA / folder / f"{name}.java").read_text()
+    return _SOURCES[key]
 
 
 # Java, compiled by Janino once per JVM (references.compiled): plan/java/SparkprovElements.java
@@ -176,6 +180,8 @@ def described(
 
 def _lister(spark: SparkSession, client: Any) -> Any:
     gateway = spark.sparkContext._gateway.java_gateway_server.getGateway()  # where ids are put
+    # the one helper not given by the session's line (versions imports this module): it
+    # names nothing that differs between them (scala.collection.Iterable is 2.12's and 2.13's)
     lister = compiled(spark, _LISTER_CLASS, java_source(_LISTER_CLASS), gateway)
     if lister is None:
         log.warning("sparkprov: plan lists are read one element per JVM call (lister not compiled)")

@@ -45,7 +45,8 @@ from pyspark import SparkContext
 from pyspark.sql import Column, DataFrame, SparkSession
 
 from ..errors import InvalidArgument, JvmHelperUnavailable
-from .references import bytecode, compiled, java_source
+from .references import bytecode, compiled
+from .versions import line_of
 
 log = logging.getLogger("sparkprov")
 
@@ -63,7 +64,7 @@ def collect_rids(spark: SparkSession, attr: JExpr, nested: bool, distinct: bool)
     when ``nested``) into one array per group, sorted and without repeats when
     ``distinct``; None when ``attr`` holds something else, or the function cannot be
     compiled or shipped to the executors (logged once)."""
-    maker = compiled(spark, _CLASS, java_source(_CLASS))
+    maker = compiled(spark, _CLASS, line_of(spark).java_source(_CLASS))
     if maker is None or not _shipped(spark):
         return None
     return maker.of(attr, nested, distinct)
@@ -73,17 +74,15 @@ def rids_column(df: DataFrame, name: str, distinct: bool = False) -> Column:
     """The aggregate column collecting ``df``'s rid column ``name`` (longs) into an
     array per group, as an injected aggregate does; a ValueError when ``name`` holds
     something else, a RuntimeError when the function is not available."""
-    from pyspark.sql.classic.column import Column as ClassicColumn
-
     spark = df.sparkSession
     kind = df.schema[name].dataType.simpleString()
     if kind != "bigint":
         raise InvalidArgument(f"column {name} holds {kind}, not rids (bigint)")
-    utils = spark._jvm.org.apache.spark.sql.classic.ExpressionUtils
-    made = collect_rids(spark, utils.expression(df[name]._jc), nested=False, distinct=distinct)
+    line = line_of(spark)
+    made = collect_rids(spark, line.column_expression(spark._jvm, df[name]), nested=False, distinct=distinct)
     if made is None:
         raise JvmHelperUnavailable("the rid collector could not be compiled or shipped (see the log)")
-    return ClassicColumn(utils.column(made))
+    return line.expression_column(spark._jvm, made)
 
 
 def _shipped(spark: SparkSession) -> bool:

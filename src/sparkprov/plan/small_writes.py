@@ -66,6 +66,7 @@ from pyspark.sql.types import (
     VarcharType,
 )
 
+from .versions import to_arrow
 from .written import SPARK_SCHEMA, stored_schema
 
 SMALL_BYTES = 10 * 1024 * 1024
@@ -110,7 +111,7 @@ def _collected(df: DataFrame, partitions: bool, rows: int | None = None) -> pa.T
     df = df if nullable == df.schema else df.to(nullable)
     if partitions:  # numbered below the limit: the partitions of df's own rows
         df = df.withColumn(PARTITION, F.spark_partition_id())
-    return (df if rows is None else df.limit(rows)).toArrow()
+    return to_arrow(df if rows is None else df.limit(rows))
 
 
 def _driver_data(plan) -> bool:

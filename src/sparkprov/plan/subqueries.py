@@ -22,7 +22,7 @@ from .handles import CATALYST, JExpr, JPlan
 
 class Subqueries:
     """What ``Bridge`` reads and rewrites of subquery expressions (a mixin:
-    ``Bridge.__init__`` sets the ``jvm``, ``_expr``, ``_logical`` and ``_classes`` it
+    ``Bridge.__init__`` sets the ``jvm``, ``line``, ``_expr``, ``_logical`` and ``_classes`` it
     uses)."""
 
     def contains_subquery(self, expr: JExpr) -> bool:
@@ -107,7 +107,9 @@ class Subqueries:
             return node.copy(self.seq([walk(e) for e in self.project_list(node)]), node.child())
         if op == "Aggregate":
             exprs = [walk(e) for e in self.aggregate_expressions(node)]
-            return self._logical.Aggregate(node.groupingExpressions(), self.seq(exprs), node.child(), node.hint())
+            return self.line.aggregate(
+                self._logical, node.groupingExpressions(), self.seq(exprs), node.child(), node, self.none()
+            )
         raise InvalidArgument(f"cannot replace a subquery in {op}")
 
     def uncorrelated_exists_conjuncts(self, node: JPlan) -> tuple[list[JPlan], list[JExpr]]:

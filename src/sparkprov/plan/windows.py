@@ -21,7 +21,7 @@ from .handles import JExpr, JPlan
 
 class Windows:
     """What ``Bridge`` reads and builds of Window nodes (a mixin: ``Bridge.__init__``
-    sets the ``spark`` and ``_expr`` it uses)."""
+    sets the ``spark``, ``line`` and ``_expr`` it uses)."""
 
     def window_parts(self, window: JPlan) -> tuple[list[JExpr], list[JExpr], list[JExpr]]:
         """(window expressions (named), partition spec, order spec) of a Window node."""
@@ -84,4 +84,4 @@ class Windows:
         )
 
     def window_like(self, window: JPlan, window_exprs: list[JExpr], child: JPlan) -> JPlan:
-        return window.copy(self.seq(window_exprs), window.partitionSpec(), window.orderSpec(), child, window.hint())
+        return self.line.window_like(window, self.seq(window_exprs), child)

@@ -26,6 +26,7 @@ from pyspark.sql import functions as F
 from ..capture import blackbox
 from ..capture.lineage import IN, OUT
 from ..errors import CoarseLineageWarning, LineageTooLarge
+from ..plan.versions import arrow_dataframe
 from ..sources.identity import RID
 from ..store.entry import CaptureEntry
 from . import engines
@@ -91,5 +92,5 @@ def _kept(rows: DataFrame, pairs: pa.Table | None, column: str) -> DataFrame:
     # the rows whose rid the pairs' column holds
     rids = np.unique(pairs.column(column).to_numpy()) if pairs is not None else np.array([], np.int64)
     spark = rows.sparkSession
-    kept = spark.createDataFrame(pa.table({RID: pa.array(rids, pa.int64())}))
+    kept = arrow_dataframe(spark, pa.table({RID: pa.array(rids, pa.int64())}))
     return rows.join(F.broadcast(kept), RID, "left_semi")

@@ -22,6 +22,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.types import LongType, StructField, StructType
 
 from ..errors import EmbeddedUnsupported, LineageTooLarge
+from ..plan.versions import arrow_dataframe
 from ..sources.identity import RID
 from ..store.entry import OutputInfo
 from .embedded import ENGINES, EmbeddedEngine, check_engine  # noqa: F401 - also from here
@@ -66,13 +67,13 @@ def local_dataframe(spark: SparkSession, table: pa.Table, schema: StructType) ->
     """``table`` (rows counted with ``check_rows`` first) as a DataFrame with Spark's own ``schema``."""
     if table.num_rows == 0:  # Arrow has no column types to give for nothing
         return spark.createDataFrame([], schema)
-    return spark.createDataFrame(table, schema=schema)
+    return arrow_dataframe(spark, table, schema)
 
 
 def rows_by_rid(spark: SparkSession, relation: DataFrame, rids: np.ndarray) -> DataFrame:
     """The rows of ``relation`` whose ``_sp_rid`` is in ``rids``: the rids found in this
     process, too many to hand over as rows, and the rows read by Spark."""
-    wanted = spark.createDataFrame(pa.table({"__sp_wanted": pa.array(rids, pa.int64())}))
+    wanted = arrow_dataframe(spark, pa.table({"__sp_wanted": pa.array(rids, pa.int64())}))
     return relation.join(wanted, relation[RID] == wanted["__sp_wanted"], "left_semi")  # keeps the columns' order
 
 

@@ -31,13 +31,13 @@ from typing import Any
 
 import pyspark
 from pyspark import SparkContext
-from pyspark.sql import DataFrameWriter, SparkSession
-from pyspark.sql.classic.dataframe import DataFrame
+from pyspark.sql import DataFrame, DataFrameWriter, SparkSession
 
 import sparkprov
 
 from ..api import LineageSession
 from ..errors import one_line
+from ..plan.versions import installed_line
 from ..rdd.context import LineageContext
 from ..sources.identity import safe_id
 from ..store.catalog import Store
@@ -139,9 +139,10 @@ class Tracer:
             patch(SparkContext, method, lambda orig, m=method: self._untraced_source(orig, m))
         patch(SparkContext, "union", self._union)
         patch(SparkSession, "createDataFrame", self._create_dataframe_hook)
-        patch(DataFrame, "rdd", self._rdd_property)
+        frames = installed_line().dataframe_class()  # whose methods a classic DataFrame runs
+        patch(frames, "rdd", self._rdd_property)
         for action in DATAFRAME_ACTIONS:
-            patch(DataFrame, action, lambda orig, a=action: self._dataframe_action(orig, a, lambda df: df))
+            patch(frames, action, lambda orig, a=action: self._dataframe_action(orig, a, lambda df: df))
         for action in WRITER_ACTIONS:
             patch(DataFrameWriter, action, lambda orig, a=action: self._dataframe_action(orig, a, _written))
         self._originals = {(cls, attr): original for cls, attr, original in saved}
