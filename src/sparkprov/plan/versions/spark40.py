@@ -38,14 +38,4 @@ class _Spark40(_Spark41):
 
     def udtf_copy(self, bridge: Any, udtf: Any, func: Any, schema: Any, extra: list[Any]) -> Any:
         # 4.0's PythonUDTF has no table arguments field
-        return udtf.copy(
-            udtf.name(),
-            func,
-            schema,
-            udtf.pickledAnalyzeResult(),
-            bridge.seq([*bridge.to_list(udtf.children()), *extra]),
-            udtf.evalType(),
-            udtf.udfDeterministic(),
-            udtf.resultId(),
-            udtf.pythonUDTFPartitionColumnIndexes(),
-        )
+        return udtf.copy(*self._udtf_fields(bridge, udtf, func, schema, extra))

@@ -74,7 +74,13 @@ class SparkLine:
         table = udtf.tableArguments()
         if table.isDefined():
             table = bridge.jvm.scala.Some(bridge.seq([*bridge.to_list(table.get()), *[False] * len(extra)]))
-        return udtf.copy(
+        return udtf.copy(*self._udtf_fields(bridge, udtf, func, schema, extra), table)
+
+    @staticmethod
+    def _udtf_fields(bridge: Any, udtf: Any, func: Any, schema: Any, extra: list[Any]) -> list[Any]:
+        # a PythonUDTF's fields up to its partition columns (4.0 has no more, 4.1 added
+        # table arguments)
+        return [
             udtf.name(),
             func,
             schema,
@@ -84,8 +90,7 @@ class SparkLine:
             udtf.udfDeterministic(),
             udtf.resultId(),
             udtf.pythonUDTFPartitionColumnIndexes(),
-            table,
-        )
+        ]
 
     # the Dataset API, on the JVM and in Python
 
