@@ -23,10 +23,14 @@ def test_the_session_gets_the_adapter_of_its_line(spark):
     assert bridge.line.name == ".".join(spark.version.split(".")[:2])
 
 
+class _Context:  # a SparkContext's stand-in: line_of remembers a line per context
+    pass
+
+
 def test_other_lines_and_connect_sessions_are_refused():
     refused = r"the Spark lines 3\.5, 4\.0, 4\.1, 4\.2, 4\.3; this session runs Spark 3\.4\.1"
     with pytest.raises(SparkUnsupported, match=refused):
-        line_of(SimpleNamespace(_jsparkSession=object(), version="3.4.1"))
+        line_of(SimpleNamespace(_jsparkSession=object(), _sc=_Context(), version="3.4.1"))
     with pytest.raises(SparkUnsupported, match="Spark Connect"):
         line_of(SimpleNamespace(version="4.3.0"))
 

@@ -37,9 +37,10 @@ Column <-> expression         ``classic.ExpressionUtils``; PySpark's    3.5: ``C
 analysis errors logged        to PySpark's query context loggers        3.5: not logged
 grouped iterator UDFs         ``applyInPandas``/``applyInArrow`` with   4.0, 3.5: absent
                               iterators (eval types 212, 213)
-``PythonUDTF``                table arguments marked; ``copy`` of ten   3.5: unmarked (a
-                              arguments                                 struct argument);
-                                                                        seven
+``PythonUDTF``                table arguments marked; ``copy`` of ten   4.0, 3.5: unmarked
+                              arguments                                 (a struct is taken
+                                                                        for a table); 4.0:
+                                                                        nine, 3.5: seven
 mapInArrow's node             ``MapInArrow``                            3.5:
                                                                         ``PythonMapInArrow``
 ``DataFrame.toArrow``         PySpark's                                 3.5: from the Arrow
@@ -48,9 +49,10 @@ mapInArrow's node             ``MapInArrow``                            3.5:
                                                                         handed to the JVM
 ``Column.try_cast``           PySpark's                                 3.5: SQL's
                                                                         ``try_cast``
-``Observation.get``           Python values                             3.5: Py4J proxies
-                                                                        (the row pickled
-                                                                        instead)
+``Observation.get``           Python values                             4.0, 3.5: arrays
+                                                                        as Py4J proxies
+                                                                        (capture observes a
+                                                                        string instead)
 ``PythonEvalType``            ``pyspark.util``                          3.5: ``pyspark.rdd``
 ============================  ========================================  ===================
 
@@ -66,6 +68,9 @@ True
 """
 
 from __future__ import annotations
+
+import weakref
+from typing import Any
 
 import pyarrow as pa
 import pyspark
@@ -124,6 +129,11 @@ def _supported(version: str) -> SparkLine:
     return line
 
 
+# a context's line: spark.version asks the JVM (a round trip), and line_of is asked on
+# hot paths (every capture's watched jobs, every trace's rows by rid)
+_LINES: weakref.WeakKeyDictionary[Any, SparkLine] = weakref.WeakKeyDictionary()
+
+
 def line_of(spark: SparkSession) -> SparkLine:
     """The adapter of a classic session's Spark line; ``SparkUnsupported`` for a Spark
     Connect session or a line sparkprov does not support."""
@@ -131,7 +141,10 @@ def line_of(spark: SparkSession) -> SparkLine:
         raise SparkUnsupported(
             "sparkprov needs a classic SparkSession with a JVM; Spark Connect sessions do not expose Catalyst plans"
         )
-    return _supported(spark.version)
+    line = _LINES.get(spark._sc)
+    if line is None:
+        line = _LINES[spark._sc] = _supported(spark.version)
+    return line
 
 
 def installed_line() -> SparkLine:

@@ -19,6 +19,7 @@ from pyspark.sql.types import DataType, StructType
 
 from ..references import JAVA, java_source
 from .spark40 import _Spark40
+from .spark43 import SparkLine
 
 # the folder of plan/java holding the Java helpers' own sources for 3.5, where a
 # renaming does not do (see java_source)
@@ -137,9 +138,8 @@ class _Spark35(_Spark40):
         args[1] = jvm.java.lang.Long.valueOf(str(dataframe_id))
         register.invoke(observation, args)
 
-    def observed_row(self, jvm: Any, observation: Any, schema: Any) -> bytes:
-        # 3.5's Observation has 4.3's getRow
-        return jvm.org.apache.spark.sql.api.python.PythonSQLUtils.toPyRow(observation.getRow())
+    # 3.5's Observation has 4.3's getRow, where 4.0's has a map
+    observed_row = SparkLine.observed_row
 
     # PySpark
 
