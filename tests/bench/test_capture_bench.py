@@ -84,3 +84,44 @@ def test_workload_arguments_keep_the_sources_a_query_reads_with_their_predicates
     for bad, message in [(["l_tax < 0.02"], "takes source:predicate"), (["part:p_size > 1"], "does not list")]:
         with pytest.raises(SystemExit, match=message):
             capture._where_args(bad, ["lineitem"])
+
+
+def test_tpcds_suite_measures_its_files_with_the_suites_settings(spark, tpcds_dir):
+    before = spark.conf.get("spark.sql.ansi.enabled")
+    report = capture.run_tpcds(spark, 0.01, ["q3"], 1, str(tpcds_dir.parent))
+    (q3,) = report["queries"]
+    assert report["suite"] == "tpcds" and q3["query"] == "q3" and q3["status"] == "pass"
+    assert q3["median_ratio"] > 0 and q3["pairs"] > 0 and q3["input_bytes"] > 0
+    assert report["pass"] == 1 and report["fail"] == report["timeout"] == report["unsupported"] == 0
+    assert report["median_ratio"] == q3["median_ratio"]
+    assert spark.conf.get("spark.sql.ansi.enabled") == before  # the suite's setting, for its queries only
+    with pytest.raises(ValueError, match="TPC-DS has no files q100"):
+        capture.run_tpcds(spark, 0.01, ["q3", "q100"], 1, str(tpcds_dir.parent))
+
+
+def test_a_query_that_fails_or_outlasts_its_time_is_reported_and_the_suite_goes_on(spark, tpch_dir):
+    from pyspark.sql import functions as F
+
+    @F.udf("long")
+    def slow(x):
+        import time
+
+        time.sleep(3)
+        return x
+
+    spark.udf.register("sp_bench_slow", slow)
+    spark.range(4).repartition(4).createOrReplaceTempView("sp_bench_four")
+    workloads = [
+        ("missing", "SELECT nope FROM no_such_table"),
+        ("slow", "SELECT sp_bench_slow(id) AS v FROM sp_bench_four"),
+        ("quick", "SELECT id FROM sp_bench_four WHERE id > 1"),
+    ]
+    results = {r["query"]: r for r in capture.compare(spark, workloads, 1, False, "auto", timeout=1.0)}
+    assert results["missing"]["status"] == "fail" and "no_such_table" in results["missing"]["reason"]
+    slow_one = results["slow"]
+    assert slow_one["status"] == "timeout" and "longer than 1 s" in slow_one["reason"]
+    assert slow_one["seconds"] < 3  # cancelled, not waited for
+    assert results["quick"]["status"] == "pass" and results["quick"]["pairs"] == 2
+    summary = capture.summarize(list(results.values()))
+    assert (summary["pass"], summary["fail"], summary["timeout"]) == (1, 1, 1)
+    assert summary["median_ratio"] == results["quick"]["median_ratio"]

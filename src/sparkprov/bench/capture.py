@@ -1,5 +1,6 @@
-"""``sparkprov bench capture``: time TPC-H queries (or Smoke's microbenchmarks, ``--suite
-micro``) with capture on and off, under a capture strategy (``--strategy``).
+"""``sparkprov bench capture``: time TPC-H queries (TPC-DS files with ``--suite tpcds``,
+Smoke's microbenchmarks with ``--suite micro``) with capture on and off, under a capture
+strategy (``--strategy``).
 
 Pairs are interleaved (the order alternates between pairs) in one Spark session and
 the median of the per-pair ratios is reported. The plain run writes its result to
@@ -12,6 +13,11 @@ does a lazy capture (``--strategy lazy``), whose lineage bytes are what it store
 built. With
 ``--witnesses`` the capture keeps why/how structure, and a capture without it runs in
 every round too, so the structure's own cost is a same-run ratio.
+
+A query that capture refuses, that fails, or whose run (plain or captured) outlasts
+``timeout`` seconds (its Spark jobs are then cancelled) is reported with its status
+(``unsupported``, ``fail``, ``timeout``) and reason, and the suite goes on; the
+summary's ratios are over the queries measured (``pass``).
 
 >>> summarize([{"median_ratio": 1.5, "lineage_bytes": 10, "input_bytes": 100},
 ...            {"median_ratio": 2.5, "lineage_bytes": 30, "input_bytes": 100}])["max_ratio"]
@@ -27,16 +33,19 @@ import re
 import shutil
 import statistics
 import tempfile
+import threading
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from pyspark.sql.types import StructType
 
 from ..capture import later
-from ..errors import InvalidArgument
-from ..plan.catalyst import task_seconds
-from . import tpch
+from ..errors import InvalidArgument, SparkprovError, UnsupportedOperation
+from ..plan.catalyst import Bridge, task_seconds
+from . import coverage, tpch
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -47,6 +56,11 @@ def _dir_bytes(path: str) -> int:
 
 
 def summarize(results: list[dict]) -> dict:
+    """The suite's figures over its measured queries, and how many ended otherwise."""
+    ended = {s: sum(1 for r in results if r.get("status", "pass") == s) for s in STATUSES}
+    results = [r for r in results if r.get("status", "pass") == "pass"]
+    if not results:
+        return {"median_ratio": None, "max_ratio": None, "storage_ratio": None, **ended}
     ratios = [r["median_ratio"] for r in results]
     lineage = sum(r["lineage_bytes"] for r in results)
     inputs = sum(r["input_bytes"] for r in results)
@@ -58,7 +72,45 @@ def summarize(results: list[dict]) -> dict:
         "task_median_ratio": _median_of(results, "task_median_ratio"),
         "cpu_median_ratio": _median_of(results, "cpu_median_ratio"),
         "storage_ratio": float(f"{lineage / inputs:.3g}") if inputs else None,
+        **ended,
     }
+
+
+STATUSES = ("pass", "unsupported", "fail", "timeout")
+
+
+class _TimedOut(SparkprovError):
+    """A run outlasted the benchmark's time limit."""
+
+
+@contextmanager
+def deadline(spark: SparkSession, seconds: float | None, what: str) -> Iterator[None]:
+    """Cancel every Spark job if the block runs longer than ``seconds`` and raise
+    ``_TimedOut`` naming ``what`` (nothing else runs in a benchmark's session)."""
+    if not seconds:
+        yield
+        return
+    lock, state = threading.Lock(), {"done": False, "fired": False}
+
+    def fire() -> None:
+        with lock:  # never cancel the jobs of whatever runs after the block
+            if not state["done"]:
+                state["fired"] = True
+                spark.sparkContext.cancelAllJobs()
+
+    timer = threading.Timer(seconds, fire)
+    timer.daemon = True
+    timer.start()
+    try:
+        yield
+    except Exception as exc:
+        if state["fired"]:
+            raise _TimedOut(f"{what} ran longer than {seconds:g} s; its jobs were cancelled") from exc
+        raise
+    finally:
+        with lock:
+            state["done"] = True
+        timer.cancel()
 
 
 def _median_of(results: list[dict], key: str) -> float | None:
@@ -93,19 +145,21 @@ def run(
     strategy: str = "auto",
     workload_sources: list[str] | None = None,
     workload_where: dict[str, str] | None = None,
+    timeout: float | None = None,
 ) -> dict:
     """Benchmark TPC-H ``queries`` at scale factor ``sf`` on ``spark``; returns the report.
 
-    ``witnesses`` captures with ``witnesses=True`` (the structure why/how read), whose
-    stored side relations count as lineage bytes. ``strategy`` is passed to capture,
-    and ``workload_sources`` as ``workload={"sources": ...}``: a query keeps lineage
-    for those of them it reads (and for all its sources if it reads none of them),
-    with ``workload_where``'s predicates for those it names (``{"where": ...}``).
+    ``timeout``: seconds each run may take. ``witnesses`` captures with
+    ``witnesses=True`` (the structure why/how read), whose stored side relations
+    count as lineage bytes. ``strategy`` is passed to capture, and
+    ``workload_sources`` as ``workload={"sources": ...}``: a query keeps lineage for
+    those of them it reads (and for all its sources if it reads none of them), with
+    ``workload_where``'s predicates for those it names (``{"where": ...}``).
     """
     path = tpch.generate(sf, data_dir)
     tpch.register(spark, path)
     keep = (workload_sources, workload_where or {}) if workload_sources else None
-    results = compare(spark, [(n, tpch.query(n)) for n in queries], repeat, witnesses, strategy, keep)
+    results = compare(spark, [(n, tpch.query(n)) for n in queries], repeat, witnesses, strategy, keep, timeout)
     return {
         "suite": "tpch",
         "sf": sf,
@@ -114,6 +168,41 @@ def run(
         "strategy": strategy,
         "workload_sources": workload_sources,
         "workload_where": workload_where,
+        "queries": results,
+        **summarize(results),
+    }
+
+
+def run_tpcds(
+    spark: SparkSession,
+    sf: float,
+    queries: list[str] | None,
+    repeat: int,
+    data_dir: str,
+    strategy: str = "auto",
+    witnesses: bool = False,
+    timeout: float | None = None,
+) -> dict:
+    """Benchmark TPC-DS files ``queries`` (names such as ``q3`` or ``q14a``; None: all
+    103) at scale factor ``sf`` on ``spark``, with the suite's settings
+    (``bench coverage``'s); returns the report, as :func:`run`'s."""
+    s = coverage.suite("tpcds")
+    wanted = queries or s.queries()
+    unknown = [q for q in wanted if q not in s.queries()]
+    if unknown:
+        raise InvalidArgument(
+            f"TPC-DS has no files {', '.join(unknown)}; names are q1..q99 with q14a/b, q23a/b, q24a/b, q39a/b"
+        )
+    s.register(spark, s.generate(sf, data_dir))
+    with Bridge(spark).settings(dict(s.conf)):
+        results = compare(spark, [(q, s.text(q)) for q in wanted], repeat, witnesses, strategy, timeout=timeout)
+    return {
+        "suite": "tpcds",
+        "sf": sf,
+        "repeat": repeat,
+        "witnesses": witnesses,
+        "strategy": strategy,
+        "timeout_s": timeout,
         "queries": results,
         **summarize(results),
     }
@@ -142,11 +231,18 @@ def run_micro(spark: SparkSession, rows: int, repeat: int, data_dir: str, names=
 
 
 def compare(
-    spark, workloads: list[tuple], repeat: int, witnesses: bool, strategy: str, keep: tuple | None = None
+    spark,
+    workloads: list[tuple],
+    repeat: int,
+    witnesses: bool,
+    strategy: str,
+    keep: tuple | None = None,
+    timeout: float | None = None,
 ) -> list[dict]:
     """Each ``(label, SQL text)`` run plain and captured, interleaved; one result per workload.
     ``keep``: ``(sources, {source: predicate})``, the sources to keep lineage for (a
-    workload), among those each query reads, and the predicates of some of them."""
+    workload), among those each query reads, and the predicates of some of them.
+    ``timeout``: seconds each run may take (see the module's docstring)."""
     import sparkprov as sp
 
     work = Path(tempfile.mkdtemp(prefix="sparkprov-bench-"))
@@ -154,60 +250,85 @@ def compare(
     try:
         session = sp.LineageSession(spark, store=work / "store")
         for n, text in workloads:
-            plain_t, cap_t, default_t, output_t, check_t = [], [], [], [], []
-            plain_tasks, cap_tasks = [], []
-            cap = None
-
-            def plain(i: int, n=n, text: str = text) -> float:
-                t = time.perf_counter()
-                spark.sql(text).write.parquet(str(work / f"plain-{n}-{i}"))
-                return time.perf_counter() - t
-
-            workload = _workload(text, keep)
-
-            def captured(i: int, n=n, text: str = text, kept: bool = witnesses, workload=workload):
-                t = time.perf_counter()
-                c = session.capture(spark.sql(text), f"q{n}", witnesses=kept, strategy=strategy, workload=workload)
-                returned = time.perf_counter() - t
-                if c._entry.lineage.later == "defer":
-                    c.build_lineage()  # waits for the background resolution: part of capture's work
-                # the time until both are stored, and until the output alone was
-                return time.perf_counter() - t, returned - c._entry.timings["lineage_s"], c
-
-            # warm-up, each kind once: file listings, generated code (a capture's plan
-            # compiles classes of its own: Q2's first capture compiles 32), the JIT
-            warm_up = {"plain_s": round(plain(-1), 3), "capture_s": round(captured(-1)[0], 3)}
-            # each round runs every kind once, in an order rotated between rounds; with
-            # witnesses, a capture without them is a third kind, to compare in the same run
-            kinds = ["plain", "capture", "default"] if witnesses else ["plain", "capture"]
-            for i in range(repeat):
-                k = i % len(kinds)
-                for kind in kinds[k:] + kinds[:k]:
-                    before, _ = task_seconds(spark)
-                    if kind == "plain":
-                        plain_t.append(plain(i))
-                        plain_tasks.append(task_seconds(spark, before)[1])
-                    elif kind == "capture":
-                        t, until_output, cap = captured(i)
-                        cap_t.append(t)
-                        output_t.append(until_output)
-                        check_t.append(cap._entry.timings.get("check_s"))
-                        cap_tasks.append(task_seconds(spark, before)[1])
-                    else:
-                        default_t.append(captured(i, kept=False)[0])
-                extra = f", without witnesses {default_t[-1]:.2f}s" if default_t else ""
-                print(
-                    f"{_label(n)} round {i + 1}/{repeat}: plain {plain_t[-1]:.2f}s, capture {cap_t[-1]:.2f}s{extra}",
-                    flush=True,
-                )
-            results.append(_result(spark, n, cap, plain_t, cap_t, output_t, default_t, witnesses))
-            if None not in check_t:  # lazy: its check beside the query, against the plain run
-                results[-1]["check_s"] = check_t
-                results[-1]["check_median_ratio"] = round(statistics.median(c / p for c, p in zip(check_t, plain_t)), 3)
-            results[-1].update(_task_ratios(plain_tasks, cap_tasks), warm_up=warm_up)
+            started = time.perf_counter()
+            try:
+                result = _pairs(spark, session, work, n, text, repeat, witnesses, strategy, keep, timeout)
+            except Exception as exc:  # this query's end, not the suite's
+                result = {"query": n, **_ended(exc)}
+                print(f"{_label(n)}: {result['status']}: {result['reason']}", flush=True)
+            result["seconds"] = round(time.perf_counter() - started, 1)
+            results.append(result)
     finally:
         shutil.rmtree(work, ignore_errors=True)
     return results
+
+
+def _ended(exc: Exception) -> dict:
+    """How a query that was not measured ended, and why."""
+    if isinstance(exc, _TimedOut):
+        return {"status": "timeout", "reason": str(exc)}
+    if isinstance(exc, UnsupportedOperation):
+        return {"status": "unsupported", "reason": str(exc).splitlines()[0]}
+    return {"status": "fail", "reason": coverage.reason(exc)}
+
+
+def _pairs(spark, session, work: Path, n, text: str, repeat, witnesses, strategy, keep, timeout) -> dict:
+    """One workload's interleaved runs, plain and captured; its result."""
+    plain_t, cap_t, default_t, output_t, check_t = [], [], [], [], []
+    plain_tasks, cap_tasks = [], []
+    cap = None
+    name = n if isinstance(n, str) else f"q{n}"
+
+    def plain(i: int) -> float:
+        t = time.perf_counter()
+        with deadline(spark, timeout, f"{_label(n)} without capture"):
+            spark.sql(text).write.parquet(str(work / f"plain-{name}-{i}"))
+        return time.perf_counter() - t
+
+    workload = _workload(text, keep)
+
+    def captured(i: int, kept: bool = witnesses):
+        t = time.perf_counter()
+        with deadline(spark, timeout, f"{_label(n)}'s capture"):
+            c = session.capture(spark.sql(text), name, witnesses=kept, strategy=strategy, workload=workload)
+            returned = time.perf_counter() - t
+            if c._entry.lineage.later == "defer":
+                c.build_lineage()  # waits for the background resolution: part of capture's work
+        # the time until both are stored, and until the output alone was
+        return time.perf_counter() - t, returned - c._entry.timings["lineage_s"], c
+
+    # warm-up, each kind once: file listings, generated code (a capture's plan
+    # compiles classes of its own: Q2's first capture compiles 32), the JIT
+    warm_up = {"plain_s": round(plain(-1), 3), "capture_s": round(captured(-1)[0], 3)}
+    # each round runs every kind once, in an order rotated between rounds; with
+    # witnesses, a capture without them is a third kind, to compare in the same run
+    kinds = ["plain", "capture", "default"] if witnesses else ["plain", "capture"]
+    for i in range(repeat):
+        k = i % len(kinds)
+        for kind in kinds[k:] + kinds[:k]:
+            before, _ = task_seconds(spark)
+            if kind == "plain":
+                plain_t.append(plain(i))
+                plain_tasks.append(task_seconds(spark, before)[1])
+            elif kind == "capture":
+                t, until_output, cap = captured(i)
+                cap_t.append(t)
+                output_t.append(until_output)
+                check_t.append(cap._entry.timings.get("check_s"))
+                cap_tasks.append(task_seconds(spark, before)[1])
+            else:
+                default_t.append(captured(i, kept=False)[0])
+        extra = f", without witnesses {default_t[-1]:.2f}s" if default_t else ""
+        print(
+            f"{_label(n)} round {i + 1}/{repeat}: plain {plain_t[-1]:.2f}s, capture {cap_t[-1]:.2f}s{extra}",
+            flush=True,
+        )
+    result = _result(spark, n, cap, plain_t, cap_t, output_t, default_t, witnesses)
+    if None not in check_t:  # lazy: its check beside the query, against the plain run
+        result["check_s"] = check_t
+        result["check_median_ratio"] = round(statistics.median(c / p for c, p in zip(check_t, plain_t)), 3)
+    result.update(_task_ratios(plain_tasks, cap_tasks), warm_up=warm_up)
+    return result
 
 
 def _task_ratios(plain: list[tuple], captured: list[tuple]) -> dict:
@@ -255,6 +376,7 @@ def _result(spark, n, cap, plain_t, cap_t, output_t, default_t, witnesses: bool)
     input_bytes = sum(sum(f[1] for f in s.original) for s in entry.sources.values())
     result = {
         "query": n,
+        "status": "pass",
         "plain_s": [round(x, 3) for x in plain_t],
         "capture_s": [round(x, 3) for x in cap_t],
         "median_ratio": round(statistics.median(c / p for c, p in zip(cap_t, plain_t)), 3),
@@ -293,11 +415,17 @@ def main(args: argparse.Namespace) -> int:
             names = [q.strip() for q in args.queries.split(",") if q.strip()] if args.queries else None
             report = run_micro(spark, args.rows, args.repeat, data, names, args.strategy)
             title = f"Smoke microbenchmarks, {args.rows:,} rows"
+        elif args.suite == "tpcds":
+            names = coverage.query_names(args.queries or "") or None
+            report = run_tpcds(spark, args.sf, names, args.repeat, data, args.strategy, args.witnesses, args.timeout)
+            title = f"TPC-DS SF {args.sf}"
         else:
             queries = [int(q) for q in args.queries.split(",") if q.strip()]
             keep = [s.strip() for s in args.workload_sources.split(",") if s.strip()] if args.workload_sources else None
             where = _where_args(args.workload_where, keep)
-            report = run(spark, args.sf, queries, args.repeat, data, args.witnesses, args.strategy, keep, where)
+            report = run(
+                spark, args.sf, queries, args.repeat, data, args.witnesses, args.strategy, keep, where, args.timeout
+            )
             title = f"TPC-H SF {args.sf}"
         report["spark"] = spark.version  # the line measured (make test-all-spark's venvs run others)
     finally:
@@ -308,6 +436,9 @@ def main(args: argparse.Namespace) -> int:
         f"(capture{kept} time / plain time; until the output alone was written in brackets)"
     )
     for r in report["queries"]:
+        if r["status"] != "pass":
+            print(f"  {_label(r['query']):<18} {r['status']}: {r['reason']}")
+            continue
         print(
             f"  {_label(r['query']):<18} median ratio {r['median_ratio']:.2f} ({r['output_median_ratio']:.2f})   "
             f"plain median {statistics.median(r['plain_s']):.2f}s   task time {r['task_median_ratio']:.2f}, "
@@ -321,6 +452,11 @@ def main(args: argparse.Namespace) -> int:
                 else ""
             )
         )
+    ended = ", ".join(f"{report[s]} {s}" for s in STATUSES[1:] if report[s])
+    if ended:
+        print(f"  {report['pass']} measured; {ended}")
+    if report["median_ratio"] is None:
+        return 1
     print(
         f"  median {report['median_ratio']} ({report['output_median_ratio']}), max {report['max_ratio']}, "
         f"storage {report['storage_ratio']}; executors' task time {report['task_median_ratio']}, "

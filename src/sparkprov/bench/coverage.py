@@ -84,7 +84,7 @@ def check_query(spark: SparkSession, session, data, s: Suite, query: str, rows: 
         try:
             plain = [tuple(r) for r in spark.sql(text).collect()]
         except Exception as exc:  # not capture's doing, but no answer to check either
-            entry.update(status="fail", reason=f"the query fails without capture: {_reason(exc)}")
+            entry.update(status="fail", reason=f"the query fails without capture: {reason(exc)}")
             return entry
         try:
             cap = session.capture(spark.sql(text), name=query)
@@ -118,13 +118,14 @@ def check_query(spark: SparkSession, session, data, s: Suite, query: str, rows: 
             entry.update(status="pass")
         entry["output_rows"] = len(plain)
     except Exception as exc:  # a crash is a failure of this query, not of the run
-        entry.update(status="fail", reason=_reason(exc))
+        entry.update(status="fail", reason=reason(exc))
     finally:
         entry["seconds"] = round(time.time() - started, 2)
     return entry
 
 
-def _reason(exc: Exception) -> str:
+def reason(exc: Exception) -> str:
+    """What went wrong, in one line: the exception's type and its JVM cause where it has one."""
     # a Py4JJavaError's first line only names the py4j call; the JVM exception says what failed
     lines = [x.strip() for x in str(exc).splitlines() if x.strip()]
     java = [x for x in lines if x.startswith(("Caused by:", "org.apache.", "java."))]
@@ -177,6 +178,16 @@ def run(
     return board
 
 
+def query_names(text: str) -> list[str]:
+    """The query names of a comma-separated ``--queries`` (``3`` is ``q3``).
+
+    >>> query_names("3, q14a,")
+    ['q3', 'q14a']
+    """
+    names = [q.strip() if q.strip().startswith("q") else f"q{q.strip()}" for q in text.split(",")]
+    return [q for q in names if q != "q"]
+
+
 def main(args) -> int:
     """The ``sparkprov bench coverage`` command."""
     import json
@@ -185,8 +196,7 @@ def main(args) -> int:
 
     from ..local import local_session
 
-    queries = [q.strip() if q.strip().startswith("q") else f"q{q.strip()}" for q in (args.queries or "").split(",")]
-    queries = [q for q in queries if q != "q"]
+    queries = query_names(args.queries or "")
     # one line per query is the progress report; Spark's stage bars would bury it
     spark = local_session(
         "sparkprov-coverage", shuffle_partitions=4, driver_memory="6g", **{"spark.ui.showConsoleProgress": "false"}
