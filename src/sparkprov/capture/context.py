@@ -241,7 +241,7 @@ class CaptureContext:
                 line.strategy = "scalar subquery: over constants only, no lineage"
                 self.subqueries[key] = -1
                 continue
-            kept_plan = self.kept(inner.plan) if why else self._cached(inner.plan)
+            kept_plan = self.kept(inner.plan) if why else self.computed_once(inner.plan)
             value = self.user_output(inner)[0]
             self.subqueries[key] = (
                 self.side(
@@ -388,13 +388,14 @@ class CaptureContext:
         self.checkpoints.append(df)
         return self.bridge.analyzed(df)
 
-    def _cached(self, plan: JPlan) -> JPlan:
+    def computed_once(self, plan: JPlan) -> JPlan:
         """``plan`` kept when first computed (a cached relation), not now: a scalar
         subquery's row is then computed inside the query's own job, beside the stages
         that do not wait for it, as Spark runs it without capture, and its lineage is
-        read from the same row. Only for deterministic plans: a cache evicted and
-        computed again gives a deterministic plan's row again (released after the
-        capture)."""
+        read from the same row; a window's rows, with their positions, are read by its
+        side relation from what the query computed. Only for deterministic plans: a
+        cache evicted and computed again gives a deterministic plan's rows again
+        (released after the capture)."""
         self._computed_apart(plan)
         df = self.bridge.to_dataframe(plan).persist(StorageLevel.MEMORY_AND_DISK)
         self.checkpoints.append(df)
