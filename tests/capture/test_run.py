@@ -85,3 +85,20 @@ def test_small_rows_into_the_store_are_one_file_traced_by_position(session, spar
         behind = again.backward(f"id = {row.id}", end_to_end=True)["stage/numbers"]
         assert [r.id for r in behind.collect()] == [row.id]
     assert sorted(r.id for r in again.output.collect()) == [11, 20, 21]
+
+
+def test_a_window_over_one_source_stores_each_pair_once(session, spark):
+    from pyspark.sql import Window
+    from pyspark.sql import functions as F
+
+    events = session.source(
+        spark.createDataFrame([(1, 10, "a"), (1, 20, "b"), (2, 5, "c"), (2, 6, "d")], ["id", "at", "v"]), "events"
+    )
+    latest = Window.partitionBy("id").orderBy(F.desc("at"))
+    running = latest.rowsBetween(Window.unboundedPreceding, Window.currentRow)
+    df = events.withColumn("n", F.row_number().over(latest)).withColumn("seen", F.count("v").over(running))
+    cap = session.capture(df, "windowed")
+    # each row reaches itself by its own slot and by both frames, and "d" also reaches
+    # "c" through its running count: one pair each all the same
+    pairs = [tuple(r) for r in spark.read.parquet(cap._entry.lineage.path).select("out_rid", "in_rid").collect()]
+    assert len(pairs) == len(set(pairs)) == 4 + 2

@@ -27,6 +27,7 @@ summary's ratios are over the queries measured (``pass``).
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import os
 import re
@@ -90,13 +91,18 @@ def deadline(spark: SparkSession, seconds: float | None, what: str) -> Iterator[
     if not seconds:
         yield
         return
-    lock, state = threading.Lock(), {"done": False, "fired": False}
+    lock, state, done = threading.Lock(), {"fired": False}, threading.Event()
 
     def fire() -> None:
-        with lock:  # never cancel the jobs of whatever runs after the block
-            if not state["done"]:
+        # again until the block ends: a job submitted after a cancel (the next step of
+        # a capture, a write's job after its planning) would otherwise run to its end
+        while True:
+            with lock:  # never cancel the jobs of whatever runs after the block
+                if done.is_set():
+                    return
                 state["fired"] = True
                 spark.sparkContext.cancelAllJobs()
+            done.wait(0.25)
 
     timer = threading.Timer(seconds, fire)
     timer.daemon = True
@@ -109,7 +115,7 @@ def deadline(spark: SparkSession, seconds: float | None, what: str) -> Iterator[
         raise
     finally:
         with lock:
-            state["done"] = True
+            done.set()
         timer.cancel()
 
 
@@ -208,6 +214,36 @@ def run_tpcds(
     }
 
 
+def run_pipelines(
+    spark: SparkSession,
+    rows: int,
+    repeat: int,
+    data_dir: str,
+    names: list[str] | None = None,
+    strategy: str = "auto",
+    timeout: float | None = None,
+) -> dict:
+    """The pipelines of ``bench/pipelines.py`` over ``rows`` orders (None: all of them);
+    returns the report, as :func:`run`'s."""
+    from . import pipelines
+
+    unknown = [n for n in names or () if n not in pipelines.PIPELINES]
+    if unknown:
+        raise InvalidArgument(f"unknown pipelines {unknown}; choose from {', '.join(pipelines.PIPELINES)}")
+    pipelines.register(spark, pipelines.generate(rows, data_dir))
+    chosen = [(n, functools.partial(f, spark)) for n, f in pipelines.PIPELINES.items() if not names or n in names]
+    results = compare(spark, chosen, repeat, False, strategy, timeout=timeout)
+    return {
+        "suite": "pipelines",
+        "rows": rows,
+        "repeat": repeat,
+        "strategy": strategy,
+        "timeout_s": timeout,
+        "queries": results,
+        **summarize(results),
+    }
+
+
 def run_micro(spark: SparkSession, rows: int, repeat: int, data_dir: str, names=None, strategy: str = "auto") -> dict:
     """Smoke's microbenchmarks (``bench/micro.py``) over ``rows`` rows; returns the report."""
     from . import micro
@@ -239,7 +275,8 @@ def compare(
     keep: tuple | None = None,
     timeout: float | None = None,
 ) -> list[dict]:
-    """Each ``(label, SQL text)`` run plain and captured, interleaved; one result per workload.
+    """Each ``(label, SQL text)`` (or ``(label, a function of no arguments that gives the
+    DataFrame)``) run plain and captured, interleaved; one result per workload.
     ``keep``: ``(sources, {source: predicate})``, the sources to keep lineage for (a
     workload), among those each query reads, and the predicates of some of them.
     ``timeout``: seconds each run may take (see the module's docstring)."""
@@ -272,8 +309,9 @@ def _ended(exc: Exception) -> dict:
     return {"status": "fail", "reason": coverage.reason(exc)}
 
 
-def _pairs(spark, session, work: Path, n, text: str, repeat, witnesses, strategy, keep, timeout) -> dict:
+def _pairs(spark, session, work: Path, n, text, repeat, witnesses, strategy, keep, timeout) -> dict:
     """One workload's interleaved runs, plain and captured; its result."""
+    query = text if callable(text) else lambda: spark.sql(text)
     plain_t, cap_t, default_t, output_t, check_t = [], [], [], [], []
     plain_tasks, cap_tasks = [], []
     cap = None
@@ -282,15 +320,15 @@ def _pairs(spark, session, work: Path, n, text: str, repeat, witnesses, strategy
     def plain(i: int) -> float:
         t = time.perf_counter()
         with deadline(spark, timeout, f"{_label(n)} without capture"):
-            spark.sql(text).write.parquet(str(work / f"plain-{name}-{i}"))
+            query().write.parquet(str(work / f"plain-{name}-{i}"))
         return time.perf_counter() - t
 
-    workload = _workload(text, keep)
+    workload = _workload(text, keep) if isinstance(text, str) else None
 
     def captured(i: int, kept: bool = witnesses):
         t = time.perf_counter()
         with deadline(spark, timeout, f"{_label(n)}'s capture"):
-            c = session.capture(spark.sql(text), name, witnesses=kept, strategy=strategy, workload=workload)
+            c = session.capture(query(), name, witnesses=kept, strategy=strategy, workload=workload)
             returned = time.perf_counter() - t
             if c._entry.lineage.later == "defer":
                 c.build_lineage()  # waits for the background resolution: part of capture's work
@@ -408,13 +446,20 @@ def main(args: argparse.Namespace) -> int:
         raise InvalidArgument("--repeat must be at least 1")
     from ..local import local_session
 
-    spark = local_session("sparkprov-bench", shuffle_partitions=8, driver_memory="6g")
+    # a line per round is the progress report; Spark's stage bars would bury it
+    spark = local_session(
+        "sparkprov-bench", shuffle_partitions=8, driver_memory="6g", **{"spark.ui.showConsoleProgress": "false"}
+    )
     try:
         data = os.path.expanduser(args.data)
         if args.suite == "micro":
             names = [q.strip() for q in args.queries.split(",") if q.strip()] if args.queries else None
             report = run_micro(spark, args.rows, args.repeat, data, names, args.strategy)
             title = f"Smoke microbenchmarks, {args.rows:,} rows"
+        elif args.suite == "pipelines":
+            names = [q.strip() for q in args.queries.split(",") if q.strip()] if args.queries else None
+            report = run_pipelines(spark, args.rows, args.repeat, data, names, args.strategy, args.timeout)
+            title = f"pipelines, {args.rows:,} orders"
         elif args.suite == "tpcds":
             names = coverage.query_names(args.queries or "") or None
             report = run_tpcds(spark, args.sf, names, args.repeat, data, args.strategy, args.witnesses, args.timeout)

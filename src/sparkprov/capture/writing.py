@@ -128,8 +128,10 @@ def store_lineage(spark, pairs: dict, graph: SideGraph, lineage: Path, shared: P
 
 def unique_pairs(rewriter: CaptureContext) -> bool:
     """Whether every ``(output, input)`` pair is found once, so none need removing."""
-    # one scan and no join: every path is unique
-    if len(rewriter.instances) == 1 and "Join" not in rewriter.operators:
+    # one scan, no join and no window: every path is unique (a window's row reaches
+    # itself twice, by its own slot and by its frame, and rows in overlapping frames)
+    ranged = any(side.ranged for side in rewriter.sides)
+    if len(rewriter.instances) == 1 and "Join" not in rewriter.operators and not ranged:
         return True
     # Rows and rid arrays (kept without repeats by inject) of distinct sources: one
     # pair per rid. A handle's side relation could reach a row along several paths.

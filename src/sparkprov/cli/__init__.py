@@ -132,14 +132,14 @@ def build_parser() -> argparse.ArgumentParser:
     cap = bench_sub.add_parser(
         "capture", help="capture on/off time ratio on TPC-H or TPC-DS queries, Smoke's or Titian's workloads"
     )
-    cap.add_argument("--suite", choices=["tpch", "tpcds", "micro", "titian"], default="tpch")
+    cap.add_argument("--suite", choices=["tpch", "tpcds", "pipelines", "micro", "titian"], default="tpch")
     cap.add_argument("--sf", type=float, default=1.0, help="TPC-H or TPC-DS scale factor (default 1)")
     cap.add_argument("--size", default="1GB", help="titian: bytes of generated text (default 1GB)")
     cap.add_argument(
         "--queries",
         default=None,
         help="comma-separated TPC-H query numbers (default 1,3,6), TPC-DS files (q3,q14a...; default: all 103), "
-        "micro or Titian workloads (default: all)",
+        "pipelines, micro or Titian workloads (default: all)",
     )
     cap.add_argument(
         "--timeout",
@@ -148,7 +148,9 @@ def build_parser() -> argparse.ArgumentParser:
         help="seconds a run (plain or captured) may take before its jobs are cancelled and the query is reported "
         "as timed out (default 600; 0: no limit)",
     )
-    cap.add_argument("--rows", type=int, default=1_000_000, help="micro: rows per table (default 1,000,000)")
+    cap.add_argument(
+        "--rows", type=int, default=1_000_000, help="micro: rows per table; pipelines: orders (default 1,000,000)"
+    )
     cap.add_argument(
         "--strategy",
         choices=("auto", "inject", "logical", "defer", "lazy"),  # capture.strategy.STRATEGIES (light startup)
