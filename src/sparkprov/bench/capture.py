@@ -1,4 +1,5 @@
 """``sparkprov bench capture``: time TPC-H queries (TPC-DS files with ``--suite tpcds``,
+the data-engineering pipelines of ``bench/pipelines.py`` with ``--suite pipelines``,
 Smoke's microbenchmarks with ``--suite micro``) with capture on and off, under a capture
 strategy (``--strategy``).
 

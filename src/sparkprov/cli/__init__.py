@@ -130,7 +130,8 @@ def build_parser() -> argparse.ArgumentParser:
     bench = sub.add_parser("bench", help="benchmarks")
     bench_sub = bench.add_subparsers(dest="bench_command", required=True)
     cap = bench_sub.add_parser(
-        "capture", help="capture on/off time ratio on TPC-H or TPC-DS queries, Smoke's or Titian's workloads"
+        "capture",
+        help="capture on/off time ratio on TPC-H or TPC-DS queries, data pipelines, Smoke's or Titian's workloads",
     )
     cap.add_argument("--suite", choices=["tpch", "tpcds", "pipelines", "micro", "titian"], default="tpch")
     cap.add_argument("--sf", type=float, default=1.0, help="TPC-H or TPC-DS scale factor (default 1)")
