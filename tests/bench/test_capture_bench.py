@@ -99,7 +99,7 @@ def test_tpcds_suite_measures_its_files_with_the_suites_settings(spark, tpcds_di
         capture.run_tpcds(spark, 0.01, ["q3", "q100"], 1, str(tpcds_dir.parent))
 
 
-def test_a_query_that_fails_or_outlasts_its_time_is_reported_and_the_suite_goes_on(spark, tpch_dir):
+def test_a_query_that_fails_or_outlasts_its_time_is_reported_and_the_suite_goes_on(spark):
     from pyspark.sql import functions as F
 
     @F.udf("long")

@@ -98,7 +98,7 @@ def test_a_window_over_one_source_stores_each_pair_once(session, spark):
     running = latest.rowsBetween(Window.unboundedPreceding, Window.currentRow)
     df = events.withColumn("n", F.row_number().over(latest)).withColumn("seen", F.count("v").over(running))
     cap = session.capture(df, "windowed")
-    # each row reaches itself by its own slot and by both frames, and "d" also reaches
-    # "c" through its running count: one pair each all the same
+    # each row reaches itself by its own slot and by both frames, and "a" and "c" also
+    # reach the row before them in their partition ("b", "d"): one pair each all the same
     pairs = [tuple(r) for r in spark.read.parquet(cap._entry.lineage.path).select("out_rid", "in_rid").collect()]
     assert len(pairs) == len(set(pairs)) == 4 + 2
