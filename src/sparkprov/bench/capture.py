@@ -48,6 +48,7 @@ from ..capture import later
 from ..errors import InvalidArgument, SparkprovError, UnsupportedOperation
 from ..plan.catalyst import Bridge, task_seconds
 from . import coverage, tpch
+from .session import workload_names
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -92,7 +93,7 @@ def deadline(spark: SparkSession, seconds: float | None, what: str) -> Iterator[
     if not seconds:
         yield
         return
-    lock, state, done = threading.Lock(), {"fired": False}, threading.Event()
+    lock, fired, done = threading.Lock(), threading.Event(), threading.Event()
 
     def fire() -> None:
         # again until the block ends: a job submitted after a cancel (the next step of
@@ -101,7 +102,7 @@ def deadline(spark: SparkSession, seconds: float | None, what: str) -> Iterator[
             with lock:  # never cancel the jobs of whatever runs after the block
                 if done.is_set():
                     return
-                state["fired"] = True
+                fired.set()
                 spark.sparkContext.cancelAllJobs()
             done.wait(0.25)
 
@@ -111,7 +112,7 @@ def deadline(spark: SparkSession, seconds: float | None, what: str) -> Iterator[
     try:
         yield
     except Exception as exc:
-        if state["fired"]:
+        if fired.is_set():
             raise _TimedOut(f"{what} ran longer than {seconds:g} s; its jobs were cancelled") from exc
         raise
     finally:
@@ -454,11 +455,11 @@ def main(args: argparse.Namespace) -> int:
     try:
         data = os.path.expanduser(args.data)
         if args.suite == "micro":
-            names = [q.strip() for q in args.queries.split(",") if q.strip()] if args.queries else None
+            names = workload_names(args.queries)
             report = run_micro(spark, args.rows, args.repeat, data, names, args.strategy)
             title = f"Smoke microbenchmarks, {args.rows:,} rows"
         elif args.suite == "pipelines":
-            names = [q.strip() for q in args.queries.split(",") if q.strip()] if args.queries else None
+            names = workload_names(args.queries)
             report = run_pipelines(spark, args.rows, args.repeat, data, names, args.strategy, args.timeout)
             title = f"pipelines, {args.rows:,} orders"
         elif args.suite == "tpcds":
