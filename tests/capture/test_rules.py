@@ -202,6 +202,32 @@ def test_window_functions(session, keyed):
     assert got == {(4, "b", 1): {("t", 4)}, (3, "a", 2): {("t", 3), ("t", 4)}}
 
 
+def test_window_frames_after_the_row_or_empty(spark, session, keyed):
+    from pyspark.sql import Window
+
+    ordered = Window.partitionBy("g").orderBy("k")
+    query = keyed.select(
+        "k",
+        F.sum("k").over(ordered.rowsBetween(1, 2)).alias("after"),
+        F.sum("k").over(ordered.rowsBetween(-2, -1)).alias("before"),
+    )
+    got = lineage_by_output(session.capture(query, name="frames"))
+    # a row whose frame is empty depends on itself alone
+    assert got[(0, 1, None)] == {("t", 0), ("t", 1)} and got[(1, None, 0)] == {("t", 0), ("t", 1)}
+    assert got[(4, None, None)] == {("t", 4)}
+    # a frame ending before the row: empty in partitions of two rows, not the first row
+    far = keyed.select("k", F.sum("k").over(ordered.rowsBetween(-3, -2)).alias("far"))
+    assert lineage_by_output(session.capture(far, name="far")) == {(k, None): {("t", k)} for k in range(5)}
+    # one long partition: each row with the two before it, and its predecessor for lag
+    long = session.source(spark.range(3000).select((F.col("id") % 1).alias("g"), F.col("id").alias("k")), "long")
+    w = Window.partitionBy("g").orderBy("k")
+    cap = session.capture(long.select("k", F.avg("k").over(w.rowsBetween(-2, 0)), F.lag("k").over(w)), name="long")
+    rid_of = {r["_sp_rid"]: r["k"] for r in cap.output.collect()}
+    k_of = {r["_sp_rid"]: r["id"] for r in cap.sources["long"].rows().collect()}  # the range itself
+    pairs = {(rid_of[r["out_rid"]], k_of[r["in_rid"]]) for r in cap.pairs("long").collect()}
+    assert pairs == {(k, j) for k in range(3000) for j in range(max(0, k - 2), k + 1)}
+
+
 def test_size_based_and_offset_window_functions(session, keyed):
     from pyspark.sql import Window
 

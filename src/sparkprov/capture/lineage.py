@@ -101,9 +101,11 @@ def source_pairs(rows: DataFrame, slots: list[Slot], graph: SideGraph) -> dict[i
         parts = probes.pop(k, [])
         if not parts:
             continue
-        frontier = union_pairs([p for p, _ in parts], distinct=len(parts) > 1 or k in derived)
+        distinct = len(parts) > 1 or k in derived
+        frontier = union_pairs([p for p, _ in parts], distinct=distinct)
         cheap = all(c for _, c in parts)
-        if k in derived and not cheap:
+        # a window's frontier is read twice (its pairs counted first): kept unless a scan
+        if (k in derived and not cheap) or (graph.sides[k].ranged and (distinct or not cheap)):
             frontier, cheap = graph.keep(frontier), True
         if graph.sides[k].ranged:
             joined = _range_join(frontier, graph.relation(k))
@@ -222,9 +224,14 @@ def _range_join(frontier: DataFrame, side_df: DataFrame) -> DataFrame:
             f"its lineage has {total:,} (row, input row) pairs, more than {MAX_WINDOW_PAIRS:,}: "
             "window frames that large need factorized lineage, which is not implemented yet",
         )
-    p = frontier.select(F.col(OUT), F.col(f"{_PROBE}.h").alias(_KEY), lo.alias(_LO), hi.alias(_HI))
-    cond = p[_KEY].eqNullSafe(side_df[HANDLE]) & side_df[POS].between(p[_LO], p[_HI])
-    return p.join(side_df, cond).drop(_KEY, _LO, _HI, HANDLE, POS)
+    # Each probe made one row per position it reads, then joined on (partition, position):
+    # work in proportion to the pairs. A join on the partition alone with the range as
+    # its condition compares every row of a partition with every other (a lag or a
+    # three-row frame paid a partition's square).
+    at = F.explode(F.sequence(lo, hi)).alias(_LO)  # sequence(3, 1) counts down: empty frames left out
+    p = frontier.where(lo <= hi).select(F.col(OUT), F.col(f"{_PROBE}.h").alias(_KEY), at)
+    cond = p[_KEY].eqNullSafe(side_df[HANDLE]) & (p[_LO] == side_df[POS])
+    return p.join(side_df, cond).drop(_KEY, _LO, HANDLE, POS)
 
 
 def shared_pairs(referenced: set[int], graph: SideGraph) -> list[DataFrame]:
