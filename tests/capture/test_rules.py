@@ -228,6 +228,28 @@ def test_window_frames_after_the_row_or_empty(spark, session, keyed):
     assert pairs == {(k, j) for k in range(3000) for j in range(max(0, k - 2), k + 1)}
 
 
+def test_stacked_windows_reach_the_lower_frames_once_each(spark, session):
+    from pyspark.sql import Window
+
+    n = 200
+    rows = session.source(spark.range(n).select((F.col("id") % 1).alias("g"), F.col("id").alias("k")), "rows")
+    up, down = Window.partitionBy("g").orderBy("k"), Window.partitionBy("g").orderBy(F.desc("k"))
+    running = rows.withColumn("run", F.sum("k").over(up.rowsBetween(Window.unboundedPreceding, 0)))
+    # a frame over the running totals of the rows beside each row (another order: two windows)
+    query = running.select("k", F.max("run").over(down.rowsBetween(-1, 1)).alias("near"), F.lag("run").over(up))
+    cap = session.capture(query, name="stacked")
+    rid_of = {r["_sp_rid"]: r["k"] for r in cap.output.collect()}
+    k_of = {r["_sp_rid"]: r["id"] for r in cap.sources["rows"].rows().collect()}
+    got = [(rid_of[r["out_rid"]], k_of[r["in_rid"]]) for r in cap.pairs("rows").collect()]
+    # row k reads the running totals of k - 1 .. k + 1: every row up to k + 1
+    assert sorted(got) == [(k, j) for k in range(n) for j in range(min(k + 1, n - 1) + 1)]
+    # ranges of one row apart from each other stay apart
+    apart = session.capture(rows.select("k", F.lag("k", 3).over(up), F.lead("k", 3).over(up)), name="apart")
+    rid_of = {r["_sp_rid"]: r["k"] for r in apart.output.collect()}
+    got = {(rid_of[r["out_rid"]], k_of[r["in_rid"]]) for r in apart.pairs("rows").collect()}
+    assert got == {(k, j) for k in range(n) for j in (k - 3, k, k + 3) if 0 <= j < n}
+
+
 def test_size_based_and_offset_window_functions(session, keyed):
     from pyspark.sql import Window
 

@@ -18,7 +18,7 @@ from collections import defaultdict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from pyspark.sql import DataFrame
+from pyspark.sql import DataFrame, Window
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
@@ -45,6 +45,7 @@ _PROBE = "__sp_probe"
 _TOP = "__sp_top"
 _KEY = "__sp_key"
 _LO, _HI = "__sp_lo", "__sp_hi"
+_RUN = "__sp_run"
 POS = "__sp_pos"
 ROW_SLOTS = ("source", "rids")  # slots naming source rows directly (a rid, or an array of rids)
 
@@ -102,10 +103,13 @@ def source_pairs(rows: DataFrame, slots: list[Slot], graph: SideGraph) -> dict[i
         if not parts:
             continue
         distinct = len(parts) > 1 or k in derived
-        frontier = union_pairs([p for p, _ in parts], distinct=distinct)
+        ranged = graph.sides[k].ranged
+        frontier = union_pairs([p for p, _ in parts], distinct=distinct and not ranged)
+        if distinct and ranged:  # a row's ranges in one partition overlap when windows are stacked
+            frontier = _merged_ranges(frontier)
         cheap = all(c for _, c in parts)
         # a window's frontier is read twice (its pairs counted first): kept unless a scan
-        if (k in derived and not cheap) or (graph.sides[k].ranged and (distinct or not cheap)):
+        if (k in derived and not cheap) or (ranged and (distinct or not cheap)):
             frontier, cheap = graph.keep(frontier), True
         if graph.sides[k].ranged:
             joined = _range_join(frontier, graph.relation(k))
@@ -210,6 +214,24 @@ def _prefiltered(side_df: DataFrame, frontier: DataFrame) -> DataFrame:
         cond = column.isin(sorted(v for v in values if v is not None)) if values - {None} else F.lit(False)
         kept = kept & (cond | column.isNull() if None in values else cond)
     return side_df.where(kept)
+
+
+def _merged_ranges(frontier: DataFrame) -> DataFrame:
+    """``frontier``'s window ranges with those of one output row in one partition merged
+    where they overlap or touch: the same positions, each reached once. Stacked windows
+    reach a lower window's side through every row of an upper frame, each with a range
+    of its own (a running total under a 30-day frame: the running totals of the month's
+    rows, all from position 1), so their pairs were made many times over and then made
+    distinct (TPC-H-sized pipelines: 27M made for 9.5M kept). Takes the place of the
+    frontier's distinct: the same one shuffle."""
+    lo, hi = F.col(f"{_PROBE}.lo"), F.col(f"{_PROBE}.hi")
+    flat = frontier.where(lo <= hi).select(OUT, F.col(f"{_PROBE}.h").alias(_KEY), lo.alias(_LO), hi.alias(_HI))
+    ordered = Window.partitionBy(OUT, _KEY).orderBy(_LO, _HI)
+    reach = F.max(_HI).over(ordered.rowsBetween(Window.unboundedPreceding, -1))  # of the ranges before
+    starts = flat.withColumn(_RUN, F.when(reach.isNull() | (F.col(_LO) > reach + 1), 1).otherwise(0))
+    runs = starts.withColumn(_RUN, F.sum(_RUN).over(ordered.rowsBetween(Window.unboundedPreceding, 0)))
+    merged = runs.groupBy(OUT, _KEY, _RUN).agg(F.min(_LO).alias("lo"), F.max(_HI).alias("hi"))
+    return merged.select(OUT, F.struct(F.col(_KEY).alias("h"), "lo", "hi").alias(_PROBE))
 
 
 def _range_join(frontier: DataFrame, side_df: DataFrame) -> DataFrame:
