@@ -111,7 +111,7 @@ def source_pairs(rows: DataFrame, slots: list[Slot], graph: SideGraph) -> dict[i
         # a window's frontier is read twice (its pairs counted first): kept unless a scan
         if (k in derived and not cheap) or (ranged and (distinct or not cheap)):
             frontier, cheap = graph.keep(frontier), True
-        if graph.sides[k].ranged:
+        if ranged:
             joined = _range_join(frontier, graph.relation(k))
         else:
             if getattr(graph.sides[k], "combine", None) == "matches":
@@ -222,7 +222,7 @@ def _merged_ranges(frontier: DataFrame) -> DataFrame:
     reach a lower window's side through every row of an upper frame, each with a range
     of its own (a running total under a 30-day frame: the running totals of the month's
     rows, all from position 1), so their pairs were made many times over and then made
-    distinct (TPC-H-sized pipelines: 27M made for 9.5M kept). Takes the place of the
+    distinct (the pipelines suite's running totals at 1M orders: 27M made for 9.5M kept). Takes the place of the
     frontier's distinct: the same one shuffle."""
     lo, hi = F.col(f"{_PROBE}.lo"), F.col(f"{_PROBE}.hi")
     flat = frontier.where(lo <= hi).select(OUT, F.col(f"{_PROBE}.h").alias(_KEY), lo.alias(_LO), hi.alias(_HI))
@@ -250,7 +250,7 @@ def _range_join(frontier: DataFrame, side_df: DataFrame) -> DataFrame:
     # work in proportion to the pairs. A join on the partition alone with the range as
     # its condition compares every row of a partition with every other (a lag or a
     # three-row frame paid a partition's square).
-    at = F.explode(F.sequence(lo, hi)).alias(_LO)  # sequence(3, 1) counts down: empty frames left out
+    at = F.explode(F.sequence(lo, hi)).alias(_LO)  # sequence(3, 1) counts down: empty frames (lo > hi) left out first
     p = frontier.where(lo <= hi).select(F.col(OUT), F.col(f"{_PROBE}.h").alias(_KEY), at)
     cond = p[_KEY].eqNullSafe(side_df[HANDLE]) & (p[_LO] == side_df[POS])
     return p.join(side_df, cond).drop(_KEY, _LO, HANDLE, POS)
