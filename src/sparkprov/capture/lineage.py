@@ -222,10 +222,9 @@ def _merged_ranges(frontier: DataFrame) -> DataFrame:
     reach a lower window's side through every row of an upper frame, each with a range
     of its own (a running total under a 30-day frame: the running totals of the month's
     rows, all from position 1), so their pairs were made many times over and then made
-    distinct (the pipelines suite's running totals at 1M orders: 27M made for 9.5M kept). Takes the place of the
-    frontier's distinct: the same one shuffle."""
-    lo, hi = F.col(f"{_PROBE}.lo"), F.col(f"{_PROBE}.hi")
-    flat = frontier.where(lo <= hi).select(OUT, F.col(f"{_PROBE}.h").alias(_KEY), lo.alias(_LO), hi.alias(_HI))
+    distinct (the pipelines suite's running totals at 1M orders: 27M made for 9.5M
+    kept). Takes the place of the frontier's distinct: the same one shuffle."""
+    flat = _ranges(frontier)
     ordered = Window.partitionBy(OUT, _KEY).orderBy(_LO, _HI)
     reach = F.max(_HI).over(ordered.rowsBetween(Window.unboundedPreceding, -1))  # of the ranges before
     starts = flat.withColumn(_RUN, F.when(reach.isNull() | (F.col(_LO) > reach + 1), 1).otherwise(0))
@@ -234,11 +233,18 @@ def _merged_ranges(frontier: DataFrame) -> DataFrame:
     return merged.select(OUT, F.struct(F.col(_KEY).alias("h"), "lo", "hi").alias(_PROBE))
 
 
+def _ranges(frontier: DataFrame) -> DataFrame:
+    """``frontier``'s window ranges as columns ``(out_rid, key, lo, hi)``, empty ones
+    (``lo > hi``: a frame with no rows) left out."""
+    lo, hi = F.col(f"{_PROBE}.lo"), F.col(f"{_PROBE}.hi")
+    return frontier.where(lo <= hi).select(OUT, F.col(f"{_PROBE}.h").alias(_KEY), lo.alias(_LO), hi.alias(_HI))
+
+
 def _range_join(frontier: DataFrame, side_df: DataFrame) -> DataFrame:
     # Flattened window lineage grows with the frames' sizes: refuse what would not fit
     # rather than fill the disk (a factorized form is future work).
-    lo, hi = F.col(f"{_PROBE}.lo"), F.col(f"{_PROBE}.hi")
-    total = frontier.select(F.sum(F.greatest(hi - lo + 1, F.lit(0)))).first()[0] or 0
+    ranges = _ranges(frontier)
+    total = ranges.select(F.sum(F.col(_HI) - F.col(_LO) + 1)).first()[0] or 0
     if total > MAX_WINDOW_PAIRS:
         raise UnsupportedOperation(
             "Window",
@@ -250,8 +256,8 @@ def _range_join(frontier: DataFrame, side_df: DataFrame) -> DataFrame:
     # work in proportion to the pairs. A join on the partition alone with the range as
     # its condition compares every row of a partition with every other (a lag or a
     # three-row frame paid a partition's square).
-    at = F.explode(F.sequence(lo, hi)).alias(_LO)  # sequence(3, 1) counts down: empty frames (lo > hi) left out first
-    p = frontier.where(lo <= hi).select(F.col(OUT), F.col(f"{_PROBE}.h").alias(_KEY), at)
+    # (empty ranges are left out first: sequence(3, 1) counts down)
+    p = ranges.select(OUT, _KEY, F.explode(F.sequence(_LO, _HI)).alias(_LO))
     cond = p[_KEY].eqNullSafe(side_df[HANDLE]) & (p[_LO] == side_df[POS])
     return p.join(side_df, cond).drop(_KEY, _LO, HANDLE, POS)
 
