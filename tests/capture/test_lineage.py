@@ -138,6 +138,7 @@ def test_a_few_groups_are_read_by_their_key_values(spark, tmp_path, monkeypatch)
     # An aggregate's side relation over a Parquet source: the output reached two of
     # its groups, one with a NULL key. Their key values are pushed to the scan, and
     # the pairs are those of the two groups, the NULL one included.
+    monkeypatch.setattr(lineage, "SMALL_BYTES", 0)  # as large as a side worth the job finding its keys
     path = str(tmp_path / "groups")
     rows = [(k % 4 if k % 4 else None, f"v{k % 2}", 100 + k) for k in range(40)]
     spark.createDataFrame(rows, "k long, v string, s0 long").write.parquet(path)
@@ -157,6 +158,12 @@ def test_a_few_groups_are_read_by_their_key_values(spark, tmp_path, monkeypatch)
     assert "IsNull(k)" in scan, scan
 
     monkeypatch.setattr(lineage, "PREFILTER_MAX_HANDLES", 1)  # two groups reached: more than that
+    found = source_pairs(outputs, slots, graph)
+    assert _pairs(found) == expected
+    assert "IsNull(k)" not in found[0][0]._jdf.queryExecution().executedPlan().toString()
+
+    # a side whose files are small is read whole: no job to find the keys first
+    monkeypatch.undo()
     found = source_pairs(outputs, slots, graph)
     assert _pairs(found) == expected
     assert "IsNull(k)" not in found[0][0]._jdf.queryExecution().executedPlan().toString()

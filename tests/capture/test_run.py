@@ -4,6 +4,8 @@ spreads the rows over files, and written files that do not match fail the captur
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pyarrow.parquet as pq
 import pytest
 
@@ -102,3 +104,44 @@ def test_a_window_over_one_source_stores_each_pair_once(session, spark):
     # reach the row before them in their partition ("b", "d"): one pair each all the same
     pairs = [tuple(r) for r in spark.read.parquet(cap._entry.lineage.path).select("out_rid", "in_rid").collect()]
     assert len(pairs) == len(set(pairs)) == 4 + 2
+
+
+def test_few_pairs_are_written_here_as_spark_lays_them_out(session, spark, tmp_path, monkeypatch):
+    # a join under an aggregate, its groups resolved through side relations: few pairs
+    # are collected and written by this process, a folder per source, sorted, distinct;
+    # the same pairs as Spark's own write of them
+    from pyspark.sql import functions as F
+
+    from sparkprov.capture import writing
+
+    rows = [(i, i % 7, float(i)) for i in range(300)]
+    spark.createDataFrame(rows, "id long, k long, v double").write.parquet(str(tmp_path / "big"))
+    spark.createDataFrame([(k, f"n{k % 3}") for k in range(7)], "k long, name string").write.parquet(
+        str(tmp_path / "small")
+    )
+
+    def capture(name):
+        big = session.source(spark.read.parquet(str(tmp_path / "big")), "big")
+        small = session.source(spark.read.parquet(str(tmp_path / "small")), "small")
+        query = big.join(small, "k").groupBy("name").agg(F.sum("v").alias("s"))
+        return session.capture(query, name, strategy="logical")
+
+    here = capture("here")
+    folders = sorted(p.name for p in Path(here._entry.lineage.path).iterdir() if p.is_dir())
+    assert folders == ["src=0", "src=1"]
+    for folder in folders:
+        (part,) = (Path(here._entry.lineage.path) / folder).glob("*.parquet")
+        assert part.name == "part-0.parquet"  # this process's file, not Spark's
+        table = pq.read_table(part).to_pylist()
+        pairs = [(r["out_rid"], r["in_rid"]) for r in table]
+        assert pairs == sorted(set(pairs))
+    monkeypatch.setattr(writing, "small_rows", lambda df, **kw: None)
+    spark_written = capture("spark")
+    assert not list(Path(spark_written._entry.lineage.path).rglob("part-0.parquet"))
+    by_name = {r.name: r._sp_rid for r in spark_written.output.collect()}
+    for row in here.output.collect():
+        for source in ("big", "small"):
+            ours = sorted(r.id if source == "big" else r.k for r in here.backward([row._sp_rid])[source].collect())
+            theirs = spark_written.backward([by_name[row.name]])[source].collect()
+            assert ours == sorted(r.id if source == "big" else r.k for r in theirs)
+    assert here.pairs("big").count() == spark_written.pairs("big").count() == 300

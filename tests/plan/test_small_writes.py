@@ -68,6 +68,25 @@ def test_rows_of_a_shuffled_rdd_are_left_to_spark(spark):
     assert small_rows(pairs.reduceByKey(lambda a, b: a + b).toDF(["k", "v"])) is None
 
 
+def test_a_join_of_small_inputs_is_tried_when_asked(spark, tmp_path, monkeypatch):
+    # a join's estimate multiplies its inputs' sizes; lineage's own joins over small
+    # files are collected up to a prefix all the same, when asked
+    for name, n in (("a", 50), ("b", 5)):
+        spark.range(n).selectExpr("id % 5 AS k", "id AS v").write.parquet(str(tmp_path / name))
+    a, b = (spark.read.parquet(str(tmp_path / name)) for name in ("a", "b"))
+    joined = a.join(b.withColumnRenamed("v", "w"), "k")
+    monkeypatch.setattr(small_writes, "SMALL_BYTES", 20_000)  # more than the files, less than their product
+    assert small_rows(joined) is None
+    assert small_rows(joined, small_inputs=True).num_rows == 50
+    monkeypatch.setattr(small_writes, "SMALL_ROWS", 49)  # more rows than a prefix holds
+    assert small_rows(joined, small_inputs=True) is None
+    monkeypatch.setattr(small_writes, "SMALL_ROWS", 100)
+    monkeypatch.setattr(small_writes, "SMALL_BYTES", 1_000)  # inputs larger than small: not tried
+    ran = []
+    monkeypatch.setattr(small_writes, "_collected", lambda *args: ran.append(args))
+    assert small_rows(joined, small_inputs=True) is None and ran == []
+
+
 def test_what_is_left_to_spark(spark, tmp_path):
     small = spark.range(5)
     assert small_rows(small, limit=0) is None  # estimated larger than the limit

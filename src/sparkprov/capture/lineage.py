@@ -23,6 +23,7 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from ..errors import UnsupportedOperation
+from ..plan.small_writes import SMALL_BYTES, estimated_bytes
 from ..store.format import (  # noqa: F401 - the store's names, used here and by modules that import them from here
     IN,
     OUT,
@@ -198,6 +199,8 @@ def _prefiltered(side_df: DataFrame, frontier: DataFrame) -> DataFrame:
     a value in the hour a clock turns back could come back as another.)"""
     fields = side_df.schema[HANDLE].dataType
     if not isinstance(fields, T.StructType):  # a global aggregate's constant handle
+        return side_df
+    if estimated_bytes(side_df) <= SMALL_BYTES:  # read whole at less than the job finding the keys costs
         return side_df
     keys = [f.name for f in fields.fields if isinstance(f.dataType, _ATOMIC)]
     if not keys:

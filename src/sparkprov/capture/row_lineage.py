@@ -121,27 +121,30 @@ def build_locally(entry: CaptureEntry, within_limit: Callable[[int], None]) -> N
 
 
 def publish_local_pairs(path: Path, by_source: dict, distinct: bool) -> None:
-    """Write a pair table from this process: ``by_source`` holds, per source number,
-    pyarrow tables of ``(out_rid, in_rid)``; laid out as Spark writes one (a folder per
-    source, sorted by output rid, small row groups) and renamed into ``path`` whole."""
+    """Write a pair table from this process (``write_local_pairs``), renamed into
+    ``path`` whole."""
+    publish_written(path, lambda tmp: write_local_pairs(tmp, by_source, distinct))
+
+
+def write_local_pairs(folder: Path, by_source: dict, distinct: bool) -> None:
+    """Write a pair table into the new folder ``folder`` from this process:
+    ``by_source`` holds, per source number, pyarrow tables of ``(out_rid, in_rid)``;
+    laid out as Spark writes one (a folder per source, sorted by output rid, small row
+    groups)."""
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    def write(tmp: Path) -> None:
-        tmp.mkdir(parents=True)
-        for src, found in by_source.items():
-            pairs = pa.concat_tables(found)
-            if distinct:
-                pairs = pairs.group_by([OUT, IN]).aggregate([])
-            pairs = pairs.sort_by([(OUT, "ascending"), (IN, "ascending")])
-            folder = tmp / f"{SRC}={src}"
-            folder.mkdir()
-            pq.write_table(
-                pairs,
-                folder / "part-0.parquet",
-                row_group_size=ROW_GROUP,
-                use_dictionary=False,
-                column_encoding={OUT: "DELTA_BINARY_PACKED", IN: "DELTA_BINARY_PACKED"},
-            )
-
-    publish_written(path, write)
+    folder.mkdir(parents=True)
+    for src, found in by_source.items():
+        pairs = pa.concat_tables(found)
+        if distinct:
+            pairs = pairs.group_by([OUT, IN]).aggregate([])
+        pairs = pairs.sort_by([(OUT, "ascending"), (IN, "ascending")])
+        (folder / f"{SRC}={src}").mkdir()
+        pq.write_table(
+            pairs,
+            folder / f"{SRC}={src}" / "part-0.parquet",
+            row_group_size=ROW_GROUP,
+            use_dictionary=False,
+            column_encoding={OUT: "DELTA_BINARY_PACKED", IN: "DELTA_BINARY_PACKED"},
+        )

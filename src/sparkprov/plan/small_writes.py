@@ -85,19 +85,26 @@ _EXACT = (BooleanType, ByteType, ShortType, IntegerType, LongType, FloatType, Do
           VarcharType, BinaryType, DateType, TimestampType, TimestampNTZType, DecimalType)  # fmt: skip
 
 
-def small_rows(df: DataFrame, limit: int | None = None, partitions: bool = False) -> pa.Table | None:
+def small_rows(
+    df: DataFrame, limit: int | None = None, partitions: bool = False, small_inputs: bool = False
+) -> pa.Table | None:
     """``df``'s rows as an Arrow table (one Spark job), if they are small by the rules
     above (at most ``limit`` bytes, ``SMALL_BYTES`` by default); None otherwise (nothing
     run, unless Catalyst could not size them: then a prefix of them was). With
     ``partitions``, a last column ``PARTITION`` holds the number of each row's Spark
-    partition (the rows come in partition order)."""
+    partition (the rows come in partition order). With ``small_inputs``, a prefix is
+    also tried when what the plan reads is small (its leaves' estimates add up to at
+    most ``SMALL_BYTES``): for lineage's own joins, whose estimates multiply their
+    inputs' sizes, and which cost little to run twice over such inputs."""
     # estimated on the analyzed plan: optimizing it here would optimize it twice when
     # Spark writes it (the write plans its query anew), seconds for a large plan
     limit = SMALL_BYTES if limit is None else limit
     plan = df._jdf.queryExecution().analyzed()
     if small_plan(plan, df.schema, limit):
         return _collected(df, partitions)
-    if not all(_kept_exactly(f.dataType) for f in df.schema.fields) or not _driver_data(plan):
+    if not all(_kept_exactly(f.dataType) for f in df.schema.fields):
+        return None
+    if not _driver_data(plan) and not (small_inputs and _reads_little(plan)):
         return None
     # Catalyst does not know its size: as many rows as could be small, and one more
     table = _collected(df, partitions, SMALL_ROWS + 1)
@@ -112,6 +119,16 @@ def _collected(df: DataFrame, partitions: bool, rows: int | None = None) -> pa.T
     if partitions:  # numbered below the limit: the partitions of df's own rows
         df = df.withColumn(PARTITION, F.spark_partition_id())
     return to_arrow(df if rows is None else df.limit(rows))
+
+
+def _reads_little(plan) -> bool:
+    leaves = plan.collectLeaves()
+    total = 0
+    for i in range(leaves.size()):
+        total += int(str(leaves.apply(i).stats().sizeInBytes()))
+        if total > SMALL_BYTES:
+            return False
+    return True
 
 
 def _driver_data(plan) -> bool:
@@ -130,6 +147,12 @@ def small_plan(plan, schema: StructType, limit: int) -> bool:
     if not all(_kept_exactly(f.dataType) for f in schema.fields):
         return False
     return int(str(plan.stats().sizeInBytes())) <= limit and not _UNBOUNDED.search(plan.treeString())
+
+
+def estimated_bytes(df: DataFrame) -> int:
+    """Catalyst's estimate of ``df``'s size (of its analyzed plan: its files' sizes
+    where it reads files; unknown sizes are huge)."""
+    return int(str(df._jdf.queryExecution().analyzed().stats().sizeInBytes()))
 
 
 def write_table(
@@ -182,12 +205,12 @@ def _encoded(table: pa.Table, schema: StructType, group: int, padding: int = 0) 
     return out.getvalue()
 
 
-def write_parquet(df: DataFrame, path: str | os.PathLike) -> str:
+def write_parquet(df: DataFrame, path: str | os.PathLike, small_inputs: bool = False) -> str:
     """``df`` written as Parquet to the new folder ``path``: through Arrow when its rows
-    are small and ``path`` is local, else by Spark. Returns which wrote it (``"arrow"``
-    or ``"spark"``)."""
+    are small (``small_rows``, with ``small_inputs``) and ``path`` is local, else by
+    Spark. Returns which wrote it (``"arrow"`` or ``"spark"``)."""
     if "://" not in str(path).removeprefix("file://"):
-        table = small_rows(df)
+        table = small_rows(df, small_inputs=small_inputs)
         if table is not None:
             write_table(table, df.schema, path)
             return "arrow"
