@@ -18,9 +18,9 @@ import pyarrow as pa
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
+from ..plan import small_writes
 from ..plan.catalyst import Bridge
 from ..plan.observed import WatchedJobs
-from ..plan import small_writes
 from ..plan.small_writes import small_rows, write_parquet, write_table
 from ..plan.written import read_written
 from ..store.catalog import publish_written
