@@ -22,12 +22,12 @@ from typing import TYPE_CHECKING
 
 from ..store.catalog import publish_written
 from ..store.entry import CaptureEntry
-from ..store.format import IN, OUT, RID, SHARED_REF, SRC, Slot, slots_from_json
+from ..store.format import IN, OUT, RID, SHARED_REF, Slot, slots_from_json
+from ..store.parquet import write_local_pairs
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
-ROW_GROUP = 64 * 1024  # rows per row group of a pair table built in this process
 # values of the rid arrays one batch of Spark's vectorized Parquet reader may hold: it
 # reserves one contiguous vector for a batch's values (4,096 rows by default), and an
 # aggregate's groups of a million rids each would need gigabytes
@@ -124,27 +124,3 @@ def publish_local_pairs(path: Path, by_source: dict, distinct: bool) -> None:
     """Write a pair table from this process (``write_local_pairs``), renamed into
     ``path`` whole."""
     publish_written(path, lambda tmp: write_local_pairs(tmp, by_source, distinct))
-
-
-def write_local_pairs(folder: Path, by_source: dict, distinct: bool) -> None:
-    """Write a pair table into the new folder ``folder`` from this process:
-    ``by_source`` holds, per source number, pyarrow tables of ``(out_rid, in_rid)``;
-    laid out as Spark writes one (a folder per source, sorted by output rid, small row
-    groups)."""
-    import pyarrow as pa
-    import pyarrow.parquet as pq
-
-    folder.mkdir(parents=True)
-    for src, found in by_source.items():
-        pairs = pa.concat_tables(found)
-        if distinct:
-            pairs = pairs.group_by([OUT, IN]).aggregate([])
-        pairs = pairs.sort_by([(OUT, "ascending"), (IN, "ascending")])
-        (folder / f"{SRC}={src}").mkdir()
-        pq.write_table(
-            pairs,
-            folder / f"{SRC}={src}" / "part-0.parquet",
-            row_group_size=ROW_GROUP,
-            use_dictionary=False,
-            column_encoding={OUT: "DELTA_BINARY_PACKED", IN: "DELTA_BINARY_PACKED"},
-        )

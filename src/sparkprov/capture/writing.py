@@ -25,9 +25,9 @@ from ..plan.small_writes import small_rows, write_parquet, write_table
 from ..plan.written import read_written
 from ..store.catalog import publish_written
 from ..store.format import IN, OUT, PAIRS_SCHEMA, REF, SHARED_REF, SHARED_SCHEMA, SRC, Slot, ref_source
+from ..store.parquet import write_local_pairs
 from .context import CaptureContext
 from .lineage import ROW_SLOTS, SideGraph, shared_pairs, union_pairs
-from .row_lineage import write_local_pairs
 
 
 def names_rows(rewriter: CaptureContext) -> bool:

@@ -1,4 +1,4 @@
-"""Stored pair tables read in this process: row groups located by their statistics.
+"""Stored pair tables read (and, when small, written) in this process: row groups located by their statistics.
 
 A capture writes its ``(out_rid, in_rid)`` pairs sorted by ``out_rid`` in small row
 groups, so the Parquet min/max statistics of each row group say which rids it can
@@ -24,9 +24,10 @@ import pyarrow.parquet as pq
 
 from .catalog import publish_written
 from .files import parquet_files
-from .format import IN, OUT
+from .format import IN, OUT, SRC
 
 FORWARD_ROW_GROUP = 128 * 1024  # rows per row group of a forward index
+PAIR_ROW_GROUP = 64 * 1024  # rows per row group of a pair table written in this process
 
 
 class PairTable:
@@ -206,3 +207,24 @@ def files_sql(paths: list[str]) -> str:
     "['/a/x.parquet', '/b/it''s.parquet']"
     """
     return "[" + ", ".join(sql_literal(p) for p in paths) + "]"
+
+
+def write_local_pairs(folder: Path, by_source: dict, distinct: bool) -> None:
+    """Write a pair table into the new folder ``folder`` from this process:
+    ``by_source`` holds, per source number, pyarrow tables of ``(out_rid, in_rid)``;
+    laid out as Spark writes one (a folder per source, sorted by output rid, small row
+    groups)."""
+    folder.mkdir(parents=True)
+    for src, found in by_source.items():
+        pairs = pa.concat_tables(found)
+        if distinct:
+            pairs = pairs.group_by([OUT, IN]).aggregate([])
+        pairs = pairs.sort_by([(OUT, "ascending"), (IN, "ascending")])
+        (folder / f"{SRC}={src}").mkdir()
+        pq.write_table(
+            pairs,
+            folder / f"{SRC}={src}" / "part-0.parquet",
+            row_group_size=PAIR_ROW_GROUP,
+            use_dictionary=False,
+            column_encoding={OUT: "DELTA_BINARY_PACKED", IN: "DELTA_BINARY_PACKED"},
+        )
