@@ -125,7 +125,7 @@ def _reads_little(plan) -> bool:
     leaves = plan.collectLeaves()
     total = 0
     for i in range(leaves.size()):
-        total += int(str(leaves.apply(i).stats().sizeInBytes()))
+        total += _plan_bytes(leaves.apply(i))
         if total > SMALL_BYTES:
             return False
     return True
@@ -146,13 +146,17 @@ def small_plan(plan, schema: StructType, limit: int) -> bool:
     the rules above: at most ``limit`` bytes."""
     if not all(_kept_exactly(f.dataType) for f in schema.fields):
         return False
-    return int(str(plan.stats().sizeInBytes())) <= limit and not _UNBOUNDED.search(plan.treeString())
+    return _plan_bytes(plan) <= limit and not _UNBOUNDED.search(plan.treeString())
 
 
 def estimated_bytes(df: DataFrame) -> int:
     """Catalyst's estimate of ``df``'s size (of its analyzed plan: its files' sizes
     where it reads files; unknown sizes are huge)."""
-    return int(str(df._jdf.queryExecution().analyzed().stats().sizeInBytes()))
+    return _plan_bytes(df._jdf.queryExecution().analyzed())
+
+
+def _plan_bytes(plan) -> int:
+    return int(str(plan.stats().sizeInBytes()))  # a Scala BigInt
 
 
 def write_table(

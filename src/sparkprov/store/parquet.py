@@ -1,4 +1,5 @@
-"""Stored pair tables read (and, when small, written) in this process: row groups located by their statistics.
+"""Stored pair tables read in this process: row groups located by their statistics;
+pair tables written in this process in the layout Spark writes (``write_local_pairs``).
 
 A capture writes its ``(out_rid, in_rid)`` pairs sorted by ``out_rid`` in small row
 groups, so the Parquet min/max statistics of each row group say which rids it can
