@@ -133,6 +133,15 @@ def test_scd2_has_one_current_version_and_no_overlap(spark, data, answers):
         )
 
 
+def test_order_features_are_standardized_over_every_order(spark, data, answers):
+    out = frame(spark, "order_features", answers["order_features"])
+    sold = table(data, "orders").query("status in ('completed', 'shipped')")
+    assert len(out) == len(sold) and out["order_id"].is_unique
+    assert abs(out["quantity_z"].mean()) < 1e-9 and abs(out["quantity_z"].std() - 1) < 1e-9
+    assert abs(float(out["revenue_share"].sum()) - 1) < 1e-6
+    assert out["revenue_percentile"].between(0, 1).all() and out["revenue_percentile"].min() == 0
+
+
 def test_rfm_quartiles(spark, answers):
     out = frame(spark, "rfm", answers["rfm"])
     assert out["customer_id"].is_unique

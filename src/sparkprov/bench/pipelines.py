@@ -341,6 +341,22 @@ def running_totals(spark: SparkSession) -> DataFrame:
     )
 
 
+def order_features(spark: SparkSession) -> DataFrame:
+    """Per sold order, features standardized over all of them, as a model's input is:
+    the quantity's z-score, the revenue above the average, the order's share of all
+    revenue and its revenue's percentile (windows over the whole input)."""
+    everything = Window.partitionBy()
+    quantity = F.col("quantity").cast("double")
+    return _sold(spark).select(
+        "order_id",
+        "customer_id",
+        ((quantity - F.avg(quantity).over(everything)) / F.stddev(quantity).over(everything)).alias("quantity_z"),
+        (F.col("revenue") - F.avg("revenue").over(everything)).alias("revenue_above_avg"),
+        (F.col("revenue") / F.sum("revenue").over(everything)).alias("revenue_share"),
+        F.percent_rank().over(Window.orderBy("revenue", "order_id")).alias("revenue_percentile"),
+    )
+
+
 def monthly_distinct(spark: SparkSession) -> DataFrame:
     """Distinct products and active days per customer and month."""
     orders = spark.table("orders").withColumn("month", F.date_format("ts", "yyyy-MM"))
@@ -476,6 +492,7 @@ PIPELINES: dict[str, Callable[[SparkSession], DataFrame]] = {
     "etl_star": etl_star,
     "pandas_features": pandas_features,
     "running_totals": running_totals,
+    "order_features": order_features,
     "monthly_distinct": monthly_distinct,
     "union_rollup": union_rollup,
     "dedup_events": dedup_events,

@@ -22,6 +22,7 @@ from ..plan import small_writes
 from ..plan.catalyst import Bridge
 from ..plan.observed import WatchedJobs
 from ..plan.small_writes import small_rows, write_parquet, write_table
+from ..plan.versions import to_arrow
 from ..plan.written import read_written
 from ..store.catalog import publish_written
 from ..store.format import IN, OUT, PAIRS_SCHEMA, REF, SHARED_REF, SHARED_SCHEMA, SRC, Slot, ref_source
@@ -80,16 +81,17 @@ SHARED_HERE_MAX = 2_000_000  # rids a shared side's rows may hold to be written 
 
 def _write_shared_here(graph: SideGraph, referenced: set[int], path: str) -> bool:
     """``write_shared`` in this process (pyarrow), when every referenced side's slots
-    are rids or rid arrays (a scalar subquery computed with inject) and hold at most
-    ``SHARED_HERE_MAX`` rids: its kept row is read once, which spares the jobs that
-    writing a few thousand pairs with Spark takes. Returns whether it did."""
-    import pyarrow as pa
+    are rids or rid arrays (a scalar subquery computed with inject, a window's rows
+    over a scan) and hold at most ``SHARED_HERE_MAX`` rids: its rows are read once,
+    through Arrow, which spares the jobs that writing them with Spark takes. Returns
+    whether it did."""
+    import pyarrow.compute as pc
     import pyarrow.parquet as pq
 
     sides = sorted(referenced)
     if not all(s.kind in ROW_SLOTS for k in sides for s in graph.sides[k].slots):
         return False
-    refs, srcs, rids = [], [], []
+    parts = []
     for k in sides:
         slots = graph.sides[k].slots
         if not slots:
@@ -100,20 +102,23 @@ def _write_shared_here(graph: SideGraph, referenced: set[int], path: str) -> boo
         ]
         count = sum(sizes[1:], sizes[0])
         # one job: each row's rid count, and its rids only when within the bound (a
-        # shared side is a scalar subquery's result: one row)
+        # scalar subquery's result is one row; a window's side, a row per input row)
         within = count <= SHARED_HERE_MAX
-        counted = graph.relation(k).select(count.alias("__sp_n"), *[F.when(within, F.col(s.name)) for s in slots])
-        found_rows = counted.collect()
-        if sum(row[0] or 0 for row in found_rows) > SHARED_HERE_MAX:
+        names = [f"__sp_s{i}" for i in range(len(slots))]
+        counted = graph.relation(k).select(
+            count.alias("__sp_n"), *[F.when(within, F.col(s.name)).alias(n) for s, n in zip(slots, names)]
+        )
+        found = to_arrow(counted.limit(SHARED_HERE_MAX + 1))
+        if found.num_rows > SHARED_HERE_MAX or (pc.sum(found.column("__sp_n")).as_py() or 0) > SHARED_HERE_MAX:
             return False
-        for row in found_rows:
-            for slot, value in zip(slots, row[1:]):
-                found = [r for r in (value if slot.kind == "rids" else [value]) or () if r is not None]
-                refs += [k] * len(found)
-                srcs += [graph.source_of(slot.ref)] * len(found)
-                rids += found
-    columns = {REF: pa.array(refs, pa.int32()), SRC: pa.array(srcs, pa.int32()), IN: pa.array(rids, pa.int64())}
-    table = pa.table(columns).group_by([REF, SRC, IN]).aggregate([])  # distinct, as Spark's path makes it
+        for slot, name in zip(slots, names):
+            column = found.column(name)
+            rids = (pc.list_flatten(column) if slot.kind == "rids" else column).drop_null().cast(pa.int64())
+            refs = pa.array(np.full(len(rids), k, dtype=np.int32))
+            srcs = pa.array(np.full(len(rids), graph.source_of(slot.ref), dtype=np.int32))
+            parts.append(pa.table({REF: refs, SRC: srcs, IN: rids}))
+    empty = pa.table({REF: pa.array([], pa.int32()), SRC: pa.array([], pa.int32()), IN: pa.array([], pa.int64())})
+    table = pa.concat_tables([empty, *parts]).group_by([REF, SRC, IN]).aggregate([])  # distinct, as Spark's
     Path(path).mkdir(parents=True)
     pq.write_table(table, Path(path) / "part-0.parquet")
     return True

@@ -44,6 +44,10 @@ def rule(cx: CaptureContext, node: JPlan) -> Rewritten:
     #   percent_rank, cume_dist, ntile   the whole partition
     #   lag / lead         the one position pos + offset
     # The side relation (partition key, position, input slots) resolves them.
+    # A window over one partition (no PARTITION BY) whose function reads all of it
+    # (percent of a total, a z-score) gives every row the same lineage, the whole
+    # input: flattened, its pairs grow with the square of the input. It is kept once,
+    # as a shared side (a scalar subquery's form), and each row refers to it.
     b = cx.bridge
     (child,) = b.children(node)
     named, partition, _ = b.window_parts(node)
@@ -59,14 +63,25 @@ def rule(cx: CaptureContext, node: JPlan) -> Rewritten:
     pos = count("RowFrame", "unbounded_preceding", "current_row")
     bounds: list[tuple[JExpr, JExpr]] = []  # (lo, hi) expressions over the counts
     unstable = False  # positions among ties differ between runs: keep this run's
+    # (with witnesses, why and how read every window's side as ranges: query/provenance.py)
+    once = not partition and not cx.witnesses
+    whole = False  # some function reads the whole input, kept once
+
+    def whole_partition() -> None:
+        nonlocal whole
+        if once:
+            whole = True
+        else:
+            size = count("RowFrame", "unbounded_preceding", "unbounded_following")
+            bounds.append((b.long_literal(1), b.to_attribute(size)))
+
     for e in named:
         kind, fn, wexpr = b.window_function(e)
         if kind in RANK_LIKE:
             peers = count("RangeFrame", "unbounded_preceding", "current_row")
             bounds.append((b.long_literal(1), b.to_attribute(peers)))
         elif kind in WHOLE_PARTITION:
-            size = count("RowFrame", "unbounded_preceding", "unbounded_following")
-            bounds.append((b.long_literal(1), b.to_attribute(size)))
+            whole_partition()
         elif kind in ("Lag", "Lead"):
             if fn.ignoreNulls():
                 raise UnsupportedOperation(f"Window ({kind.lower()} IGNORE NULLS)", cx.plan_text(node))
@@ -76,8 +91,7 @@ def rule(cx: CaptureContext, node: JPlan) -> Rewritten:
         elif kind in ("AggregateExpression", "NthValue"):
             ftype, lower, upper = b.frame(wexpr)
             if b.is_unbounded(lower) and b.is_unbounded(upper):
-                size = count("RowFrame", "unbounded_preceding", "unbounded_following")
-                bounds.append((b.long_literal(1), b.to_attribute(size)))
+                whole_partition()
                 continue
             hi = count(ftype, "unbounded_preceding", upper)
             size = count(ftype, lower, upper)
@@ -95,6 +109,9 @@ def rule(cx: CaptureContext, node: JPlan) -> Rewritten:
         value = b.named_struct([("h", handle), ("lo", lo), ("hi", hi)])
         window_cols.append(b.alias(value, slot.name))
         slots.append(slot)
+    shared = cx.new_slot("group", -1) if whole else None  # its side is added below
+    if shared is not None:
+        window_cols.append(b.alias(b.int_literal(0), shared.name))
     user = cx.user_output(Rewritten(b.with_new_children(node, [inner.plan]), inner.slots))
     exprs = user + [s.attr for s in inner.slots] + [b.alias(b.to_attribute(pos), _POS)] + window_cols
     plan = b.project(exprs, window)
@@ -104,12 +121,21 @@ def rule(cx: CaptureContext, node: JPlan) -> Rewritten:
     # differ between runs are computed before the query and kept.
     plan = cx.kept(plan) if unstable or cx.nondeterminism(child) else cx.computed_once(plan)
     out = b.output(plan)
-    pos_attr = out[len(user) + len(inner.slots)]
-    for slot, attr in zip(slots, out[len(out) - len(slots) :]):
+    own = len(user) + len(inner.slots)
+    pos_attr = out[own]
+    for slot, attr in zip(slots, out[own + 1 :]):
         slot.attr = attr
-    side_exprs = [b.alias(handle, "__sp_h"), b.alias(pos_attr, _POS)]
-    side_plan = b.project(side_exprs + out[len(user) : len(user) + len(inner.slots)], plan)
     side_slots = [Slot(s.name, s.kind, s.ref, a) for s, a in zip(inner.slots, out[len(user) :])]
-    cx.sides.append(SideRelation(side_index, "Window", side_plan, side_slots, ranged=True))
-    result = b.project(out[: len(user)] + out[len(user) : len(user) + len(inner.slots)] + [s.attr for s in slots], plan)
-    return Rewritten(result, side_slots + slots)
+    if slots:
+        side_exprs = [b.alias(handle, "__sp_h"), b.alias(pos_attr, _POS)]
+        side_plan = b.project(side_exprs + out[len(user) : own], plan)
+        cx.sides.append(SideRelation(side_index, "Window", side_plan, side_slots, ranged=True))
+    if shared is not None:
+        k = cx.side("Window", b.int_literal(0), Rewritten(plan, side_slots), shared=True)
+        slots.append(Slot(shared.name, "group", k, out[-1]))
+    result = b.project(out[:own] + [s.attr for s in slots], plan)
+    strategy = None
+    if whole:
+        ranged = "; per other function, a range of positions (side relation: position, input slots)"
+        strategy = "own slots plus a reference to the whole input's lineage, kept once" + (ranged if bounds else "")
+    return Rewritten(result, side_slots + slots, strategy=strategy)
