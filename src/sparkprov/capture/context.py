@@ -315,7 +315,8 @@ class CaptureContext:
         ]
 
     def refers_to_shared(self, slot: Slot) -> bool:
-        """Whether ``slot`` is a handle of a shared side (a scalar subquery's row)."""
+        """Whether ``slot`` is a handle of a shared side (a scalar subquery's row, a
+        window's whole input)."""
         return slot.kind == "group" and self.sides[slot.ref].shared
 
     def collected_kind(self, slot: Slot) -> str:

@@ -1,5 +1,5 @@
-"""Writing a capture's lineage into the store: the pair table, the shared lineage of
-scalar subqueries, the side relations kept for why/how, and the settings of the jobs
+"""Writing a capture's lineage into the store: the pair table, the shared lineage (of
+scalar subqueries, of windows over the whole input), the side relations kept for why/how, and the settings of the jobs
 that write them. Used at capture (``run``) and by lineage finished later (``later``,
 ``row_lineage``, an RDD capture's pairs).
 
@@ -33,7 +33,8 @@ from .lineage import ROW_SLOTS, SideGraph, shared_pairs, union_pairs
 
 def names_rows(rewriter: CaptureContext) -> bool:
     """Whether every output slot names source rows (a rid, a rid array) or refers to a
-    scalar subquery's lineage: the output rows then hold the whole lineage."""
+    shared side's lineage (a scalar subquery's, a window's over the whole input): the
+    output rows then hold the whole lineage."""
     return all(s.kind in ROW_SLOTS or rewriter.refers_to_shared(s) for s in rewriter.root.slots)
 
 
@@ -125,7 +126,7 @@ def _write_shared_here(graph: SideGraph, referenced: set[int], path: str) -> boo
 
 
 def store_lineage(spark, pairs: dict, graph: SideGraph, lineage: Path, shared: Path, distinct: bool) -> str | None:
-    """Write the pair table (``source_pairs``) and the lineage of the scalar subqueries
+    """Write the pair table (``source_pairs``) and the lineage of the shared sides
     its references name (stored once), each renamed into place, the pair table last:
     its presence says both are complete. Returns the shared lineage's path, if any."""
     referenced = {-src - 1 for src in pairs if src < 0}

@@ -70,7 +70,8 @@ def ensure_lineage(spark: SparkSession, entry: CaptureEntry) -> None:
 
 def source_pairs(spark: SparkSession, entry: CaptureEntry, source: str) -> DataFrame:
     """``(out_rid, in_rid)`` of one source of capture ``entry``, its lineage completed
-    first; lineage shared by many output rows (a scalar subquery's) joined in lazily."""
+    first; lineage shared by many output rows (a scalar subquery's, a window's over the
+    whole input) joined in lazily."""
     ensure_lineage(spark, entry)
     stored = entry.lineage
     pairs = spark.read.schema(PAIRS_SCHEMA).parquet(stored.path)

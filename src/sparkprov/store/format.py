@@ -30,8 +30,9 @@ SRC = "src"  # source number: the partition column of the stored pair table
 REF = "ref"  # shared side relation number, in the table of shared lineage
 PAIRS_SCHEMA = f"{OUT} long, {IN} long, {SRC} int"
 SHARED_SCHEMA = f"{REF} int, {SRC} int, {IN} long"
-# a reference to a shared side's lineage (a scalar subquery's row) as lineage kept in the
-# output rows records it: its ref is the side's pseudo-source number (ref_source)
+# a reference to a shared side's lineage (a scalar subquery's row, a window's whole
+# input) as lineage kept in the output rows records it: its ref is the side's
+# pseudo-source number (ref_source)
 SHARED_REF = "shared"
 
 
@@ -92,7 +93,7 @@ def parents_first(start: Iterable[int], children: Callable[[int], Iterable[int]]
 
 
 def shared_path(lineage: LineageInfo) -> str | None:
-    """Where a capture's shared lineage (scalar subqueries') is, if it has any: one
+    """Where a capture's shared lineage (scalar subqueries', whole-input windows') is, if it has any: one
     finished later has it only once built, and only if its query has such subqueries."""
     path = lineage.shared
     return path if path and (not lineage.later or Path(path).is_dir()) else None
