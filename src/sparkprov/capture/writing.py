@@ -1,7 +1,7 @@
 """Writing a capture's lineage into the store: the pair table, the shared lineage (of
-scalar subqueries, of windows over the whole input), the side relations kept for why/how, and the settings of the jobs
-that write them. Used at capture (``run``) and by lineage finished later (``later``,
-``row_lineage``, an RDD capture's pairs).
+scalar subqueries, of windows over the whole input), the side relations kept for
+why/how, and the settings of the jobs that write them. Used at capture (``run``) and
+by lineage finished later (``later``, ``row_lineage``, an RDD capture's pairs).
 
 >>> PAIR_WRITE_OPTIONS["parquet.writer.version"]
 'v2'
