@@ -26,7 +26,7 @@ from ..plan.versions import to_arrow
 from ..plan.written import read_written
 from ..store.catalog import publish_written
 from ..store.format import IN, OUT, PAIRS_SCHEMA, REF, SHARED_REF, SHARED_SCHEMA, SRC, Slot, ref_source
-from ..store.parquet import write_local_pairs
+from ..store.parquet import SHARED_ARROW, write_local_pairs
 from .context import CaptureContext
 from .lineage import ROW_SLOTS, SideGraph, shared_pairs, union_pairs
 
@@ -118,8 +118,8 @@ def _write_shared_here(graph: SideGraph, referenced: set[int], path: str) -> boo
             refs = pa.array(np.full(len(rids), k, dtype=np.int32))
             srcs = pa.array(np.full(len(rids), graph.source_of(slot.ref), dtype=np.int32))
             parts.append(pa.table({REF: refs, SRC: srcs, IN: rids}))
-    empty = pa.table({REF: pa.array([], pa.int32()), SRC: pa.array([], pa.int32()), IN: pa.array([], pa.int64())})
-    table = pa.concat_tables([empty, *parts]).group_by([REF, SRC, IN]).aggregate([])  # distinct, as Spark's
+    table = pa.concat_tables([SHARED_ARROW.empty_table(), *parts])
+    table = table.group_by([REF, SRC, IN]).aggregate([])  # distinct, as Spark's path makes it
     Path(path).mkdir(parents=True)
     pq.write_table(table, Path(path) / "part-0.parquet")
     return True

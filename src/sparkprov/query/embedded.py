@@ -43,7 +43,15 @@ from ..store.entry import CaptureEntry
 from ..store.files import parquet_files
 from ..store.format import IN, OUT, REF, RID, ROW_BITS, SRC, shared_path
 from ..store.layout import CaptureFolders, local_path
-from ..store.parquet import PairTable, build_forward_index, distinct_sorted, files_sql, rid_array, sql_literal
+from ..store.parquet import (
+    SHARED_ARROW,
+    PairTable,
+    build_forward_index,
+    distinct_sorted,
+    files_sql,
+    rid_array,
+    sql_literal,
+)
 from ..store.source_info import SourceInfo, compare_fingerprint, snapshot_column
 from . import provenance
 from .sides import SideLineage
@@ -140,9 +148,7 @@ class EmbeddedEngine:
             self._shared = (
                 pa.concat_tables([pq.read_table(f, columns=[REF, SRC, IN]) for f in files])
                 if files
-                else pa.table(
-                    {REF: pa.array([], pa.int32()), SRC: pa.array([], pa.int32()), IN: pa.array([], pa.int64())}
-                )
+                else SHARED_ARROW.empty_table()
             )
             self._within_limit(self._shared.num_rows)
         return self._shared

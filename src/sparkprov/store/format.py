@@ -93,7 +93,8 @@ def parents_first(start: Iterable[int], children: Callable[[int], Iterable[int]]
 
 
 def shared_path(lineage: LineageInfo) -> str | None:
-    """Where a capture's shared lineage (scalar subqueries', whole-input windows') is, if it has any: one
-    finished later has it only once built, and only if its query has such subqueries."""
+    """Where a capture's shared lineage (scalar subqueries', whole-input windows') is, if
+    it has any: one finished later has it only once built, and only if its query has
+    such subqueries or windows."""
     path = lineage.shared
     return path if path and (not lineage.later or Path(path).is_dir()) else None
