@@ -131,7 +131,7 @@ def test_shared_sides_are_referenced_and_resolved_once(spark):
     assert _pairs(found) == {-1: {(1, 0), (2, 0)}}  # references, not copies
     assert g.built == {}
     shared = {tuple(r) for r in union_pairs(shared_pairs({0}, g.graph)).collect()}
-    assert shared == {(0, 0, 7), (0, 0, 8)}
+    assert shared == {(0, 0, 0, 7), (0, 0, 0, 8)}  # (ref, set, src, in_rid): its one set, 0
 
 
 def test_a_few_groups_are_read_by_their_key_values(spark, tmp_path, monkeypatch):

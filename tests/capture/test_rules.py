@@ -274,56 +274,6 @@ def test_size_based_and_offset_window_functions(session, keyed):
     assert lead[(0, 1)] == {("t", 0), ("t", 1)} and lead[(1, None)] == {("t", 1)}
 
 
-def test_windows_over_the_whole_input_keep_its_lineage_once(spark, session, tmp_path):
-    from pyspark.sql import Window
-
-    from sparkprov.bench.checks import check_row
-
-    n = 60
-    spark.range(n).select(F.col("id").alias("k"), (F.col("id") * 7 % 13).alias("x")).write.parquet(str(tmp_path / "t"))
-    t = session.source(spark.read.parquet(str(tmp_path / "t")), "t")
-    whole = Window.partitionBy()
-
-    def zscores(src):  # every row reads the whole input; the lag, its row and the one before
-        z = (F.col("x") - F.avg("x").over(whole)) / F.stddev("x").over(whole)
-        return src.select(
-            "k",
-            z.alias("z"),
-            F.ntile(4).over(Window.orderBy("x", "k")).alias("q"),
-            F.lag("k").over(Window.orderBy("k")).alias("prev"),
-        )
-
-    # resolved at capture (the lag's ranges), built by the first answer; the share below
-    # keeps its lineage in the output rows
-    for strategy in ("auto", "lazy"):
-        cap = session.capture(zscores(t), f"z-{strategy}", strategy=strategy)
-        assert strategy == "lazy" or "whole input's lineage, kept once" in cap.explain(), cap.explain()
-        k_of = {r["_sp_rid"]: r["k"] for r in cap.output.collect()}
-        rid = next(r for r, k in k_of.items() if k == 17)
-        assert sorted(r.k for r in cap.backward([rid], "t").collect()) == list(range(n)), strategy
-    src_k = {r["_sp_rid"]: r["k"] for r in cap.sources["t"].rows().collect()}
-    pairs = {(k_of[r["out_rid"]], src_k[r["in_rid"]]) for r in cap.pairs("t").collect()}
-    assert pairs == {(o, i) for o in range(n) for i in range(n)}
-    assert cap.backward([rid], "t", engine="embedded").count() == n
-    for engine in ("spark", "embedded"):  # behind every row's average
-        assert cap.forward("t", "k = 3", engine=engine).count() == n, engine
-    for rid in list(k_of)[:2]:  # re-execution over B(o), and forward from it
-        assert check_row(cap, rid, lambda restricted: zscores(restricted["t"])) == []
-    # stored once: flattened, 20,000 rows would need 400M pairs (refused above 50M)
-    big = session.source(spark.range(20_000).select(F.col("id").alias("k"), (F.col("id") % 97).alias("x")), "big")
-    cap = session.capture(big.select("k", (F.col("x") / F.sum("x").over(whole)).alias("share")), "share")
-    assert spark.read.parquet(cap._entry.lineage.shared).count() == 20_000
-    (row,) = cap.output.where("k = 5").collect()
-    assert cap.backward([row["_sp_rid"]], "big").count() == 20_000
-    assert spark.read.parquet(cap._entry.lineage.path).count() == 2 * 20_000  # its own row, and a reference
-    # with a PARTITION BY, each partition's rows are another set: ranges, as before
-    halves = t.select("k", F.count("*").over(Window.partitionBy(F.col("k") % 2)).alias("n"))
-    cap = session.capture(halves, "halves")
-    assert "kept once" not in cap.explain()
-    rid = next(r["_sp_rid"] for r in cap.output.collect() if r["k"] == 4)
-    assert sorted(r.k for r in cap.backward([rid], "t").collect()) == list(range(0, n, 2))
-
-
 def test_generators(spark, session, keyed):
     arrays = keyed.select("k", F.when(F.col("k") < 3, F.array(F.col("k"), F.lit(9))).alias("xs"))
     pos = lineage_by_output(session.capture(arrays.select("k", F.posexplode_outer("xs")), name="pe"))

@@ -308,7 +308,10 @@ class CaptureContext:
             b.alias(
                 b.any_value(s.attr)
                 if self.collected_kind(s) == "group"
-                else b.collect_rids(s.attr, s.kind in ARRAY_SLOTS, repeats and COLLECTED[s.kind] == "rids"),
+                # a partition's rows all hold its set id: kept once
+                else b.collect_rids(
+                    s.attr, s.kind in ARRAY_SLOTS, self.has_sets(s) or (repeats and COLLECTED[s.kind] == "rids")
+                ),
                 f"__sp_r{next(self.ids)}",
             )
             for s in slots
@@ -321,10 +324,17 @@ class CaptureContext:
 
     def collected_kind(self, slot: Slot) -> str:
         """The kind of slot an aggregate makes when it collects ``slot``."""
-        # A reference to a scalar subquery's lineage (a constant handle) is the same for
-        # every row: the group keeps one, a scalar, as the subquery's other rows do, and
-        # none (NULL) when it has no rows. Everything else is collected into an array.
-        return "group" if self.refers_to_shared(slot) else COLLECTED[slot.kind]
+        # A reference to a shared side with one set (a scalar subquery's row, a whole
+        # input's window: a constant handle) is the same for every row: the group keeps
+        # one, a scalar, as the subquery's other rows do, and none (NULL) when it has no
+        # rows. Everything else is collected into an array, a window partition's set
+        # ids too (a group's rows may come from several partitions).
+        return "group" if self.refers_to_shared(slot) and not self.has_sets(slot) else COLLECTED[slot.kind]
+
+    def has_sets(self, slot: Slot) -> bool:
+        """Whether ``slot`` refers to a shared side with a set per window partition."""
+        side = self.sides[slot.ref] if slot.kind in ("group", "groups") else None
+        return side is not None and side.shared and side.sets is not None
 
     def group_slot(
         self, operator: str, handle: JExpr, inner: Rewritten, combine: str, narrow: JPlan | None = None
@@ -340,9 +350,11 @@ class CaptureContext:
         shared: bool = False,
         combine: str = "values",
         narrow: JPlan | None = None,
+        sets: JPlan | None = None,
     ) -> int:
         """A side relation ``(handle, slots)`` over ``inner``; ``narrow``: the same
-        input in its broadcasting form (``SideRelation.narrow``)."""
+        input in its broadcasting form (``SideRelation.narrow``); ``sets``: a shared
+        side's set ids beside their keys (``SideRelation.sets``)."""
         b = self.bridge
 
         def side(plan: JPlan) -> JPlan:
@@ -357,6 +369,7 @@ class CaptureContext:
                 shared,
                 combine=combine,
                 narrow=side(narrow) if narrow is not None else None,
+                sets=sets,
             )
         )
         return len(self.sides) - 1

@@ -25,6 +25,7 @@ from pyspark.sql import types as T
 from ..errors import UnsupportedOperation
 from ..plan.small_writes import SMALL_BYTES, estimated_bytes
 from ..store.format import (  # noqa: F401 - the store's names, used here and by modules that import them from here
+    GRP,
     IN,
     OUT,
     PAIR_COLUMNS,
@@ -64,6 +65,8 @@ class SideGraph:
     matches): the plan for a few handles, which leave few left rows to broadcast.
     ``observed(k)``, if not None, is side k's rows as the query's job gathered them
     (``SideRelation.observed``), to be written without running the side again.
+    ``sets(k)``, if not None, is a shared side's set ids beside the keys they hash
+    (``SideRelation.sets``).
     """
 
     sides: Sequence
@@ -73,15 +76,17 @@ class SideGraph:
     narrow: Callable[[int], DataFrame | None] = lambda k: None
     # the rows of side k as the query's own job gathered them, if it did (an Arrow table)
     observed: Callable[[int], object | None] = lambda k: None
+    sets: Callable[[int], DataFrame | None] = lambda k: None
 
 
 def source_pairs(rows: DataFrame, slots: list[Slot], graph: SideGraph) -> dict[int, list[DataFrame]]:
     """Pair DataFrames ``(out_rid, in_rid)`` per source index.
 
     ``rows`` has column ``out_rid`` and the columns of ``slots``. A group slot of a
-    shared side ``k`` is not resolved: the row gets a reference ``(out_rid, 0)`` under
-    source number ``ref_source(k)``, and the side's own lineage is stored once
-    (``shared_pairs``). A slot of a ranged side (a window's) holds ``(h, lo, hi)`` and
+    shared side ``k`` is not resolved: the row gets a reference ``(out_rid, set)``
+    under source number ``ref_source(k)`` (the slot's value: 0, or a window
+    partition's id; a slot of kind ``groups`` holds several), and the side's own
+    lineage is stored once (``shared_pairs``). A slot of a ranged side (a window's) holds ``(h, lo, hi)`` and
     stands for the side rows with handle ``h`` at positions ``lo..hi``.
 
     Sides are resolved one at a time, parents before children, each from the
@@ -154,7 +159,8 @@ def _visit(rows: DataFrame, slots: list[Slot], graph: SideGraph, found, probes, 
             found[graph.source_of(slot.ref)].append(present.select(F.col(OUT), rid.alias(IN)))
         elif slot.kind == SHARED_REF or graph.sides[slot.ref].shared:
             number = slot.ref if slot.kind == SHARED_REF else ref_source(slot.ref)
-            found[number].append(present.select(F.col(OUT), F.lit(0).cast("long").alias(IN)))
+            held = F.explode(slot.name) if slot.kind == "groups" else F.col(slot.name).cast("long")
+            found[number].append(present.select(F.col(OUT), held.alias(IN)))
         else:
             # "groups": a list of handles (an RDD record's partial groups, one per input
             # partition; an injected aggregate's input groups, which may repeat one)
@@ -253,8 +259,8 @@ def _range_join(frontier: DataFrame, side_df: DataFrame) -> DataFrame:
             "Window",
             "",
             f"its lineage has {total:,} (row, input row) pairs, more than {MAX_WINDOW_PAIRS:,}: "
-            "window frames that large need factorized lineage, kept today for a window over the whole "
-            "input (no PARTITION BY) but not yet per partition",
+            "window frames that large need factorized lineage, kept today for functions that read their "
+            "whole partition but not yet for frames within it",
         )
     # Each probe made one row per position it reads, then joined on (partition, position):
     # work in proportion to the pairs. A join on the partition alone with the range as
@@ -269,8 +275,9 @@ def _range_join(frontier: DataFrame, side_df: DataFrame) -> DataFrame:
 def shared_pairs(referenced: set[int], graph: SideGraph) -> list[DataFrame]:
     """The lineage of every shared side reachable from ``referenced``, once each.
 
-    Rows ``(ref, src, in_rid)``: shared side ``ref`` depends on row ``in_rid`` of
-    source ``src`` (or, for ``src < 0``, on another shared side).
+    Rows ``(ref, grp, src, in_rid)``: set ``grp`` of shared side ``ref`` (its
+    rows' handle: 0, or a window partition's id) depends on row ``in_rid`` of source
+    ``src`` (or, for ``src < 0``, on set ``in_rid`` of another shared side).
     """
     parts, todo, done = [], sorted(referenced), set()
     while todo:
@@ -279,11 +286,13 @@ def shared_pairs(referenced: set[int], graph: SideGraph) -> list[DataFrame]:
             continue
         done.add(k)
         side_slots = graph.sides[k].slots
-        rows = graph.relation(k).withColumn(OUT, F.lit(0).cast("long"))
+        rows = graph.relation(k).withColumn(OUT, F.col(HANDLE).cast("long"))
         if len(side_slots) > 1:
             rows = graph.keep(rows)
         for src, found in source_pairs(rows, side_slots, graph).items():
-            parts.extend(p.select(F.lit(k).alias(REF), F.lit(src).alias(SRC), F.col(IN)) for p in found)
+            parts.extend(
+                p.select(F.lit(k).alias(REF), F.col(OUT).alias(GRP), F.lit(src).alias(SRC), F.col(IN)) for p in found
+            )
             if src < 0:
                 todo.append(-src - 1)
     return parts
@@ -300,25 +309,34 @@ def union_pairs(parts: list[DataFrame], distinct: bool = True) -> DataFrame:
 def expand_shared(pairs: DataFrame, shared: DataFrame, source: int) -> DataFrame:
     """Pairs ``(out_rid, in_rid)`` of ``source`` that output rows get through references.
 
-    ``pairs`` is the stored pair table (references have ``src < 0``) and ``shared`` the
-    shared lineage. References between shared sides (a subquery inside a subquery)
-    are followed to their closure, computed on the driver from the few reference rows.
+    ``pairs`` is the stored pair table (references ``(out_rid, set)`` have ``src < 0``)
+    and ``shared`` the shared lineage (``shared_pairs``' rows). References between
+    shared sides (a subquery inside a subquery, a window over a window) are followed
+    a step per level of nesting, the levels counted on the driver from the sides'
+    few distinct references to each other.
     """
-    spark = pairs.sparkSession
     edges: dict[int, set[int]] = defaultdict(set)
     for r in shared.where(F.col(SRC) < 0).select(REF, SRC).distinct().collect():
         edges[r[REF]].add(-r[SRC] - 1)
-    reach = []
-    for k in {r[REF] for r in shared.select(REF).distinct().collect()} | set(edges):
-        seen, todo = {k}, [k]
-        while todo:
-            for nxt in edges[todo.pop()] - seen:
-                seen.add(nxt)
-                todo.append(nxt)
-        reach.extend((k, other) for other in seen)
-    if not reach:
-        return spark.createDataFrame([], f"{OUT} long, {IN} long")
-    closure = spark.createDataFrame(reach, f"{_TOP} int, {REF} int")
-    refs = pairs.where(F.col(SRC) < 0).select(F.col(OUT), (-F.col(SRC) - 1).alias(_TOP))
-    rows = shared.where(F.col(SRC) == source).select(REF, IN)
-    return refs.join(closure, _TOP).join(rows, REF).select(OUT, IN)
+    nested = shared.where(F.col(SRC) < 0).select(REF, GRP, (-F.col(SRC) - 1).alias(_TOP), IN)
+    rows = shared.where(F.col(SRC) == source).select(REF, GRP, IN)
+    reached = pairs.where(F.col(SRC) < 0).select(OUT, (-F.col(SRC) - 1).alias(REF), F.col(IN).alias(GRP))
+    found = reached.join(rows, [REF, GRP]).select(OUT, IN)
+    for _ in range(_levels(edges)):
+        step = reached.join(nested, [REF, GRP])
+        reached = step.select(OUT, F.col(_TOP).alias(REF), F.col(IN).alias(GRP)).distinct()
+        found = found.unionByName(reached.join(rows, [REF, GRP]).select(OUT, IN))
+    return found
+
+
+def _levels(edges: dict[int, set[int]]) -> int:
+    """The longest chain of references between shared sides (acyclic: a side refers
+    only to sides inside its own plan)."""
+    depth: dict[int, int] = {}
+
+    def of(k: int) -> int:
+        if k not in depth:
+            depth[k] = 1 + max((of(n) for n in edges.get(k, ())), default=-1)
+        return depth[k]
+
+    return max((of(k) for k in list(edges)), default=0)

@@ -1,13 +1,14 @@
 """Lineage kept in the output rows themselves, and the pair table made from it on demand.
 
 When every slot of a capture's output names source rows directly (a rid, or an array
-of rids an injected aggregate collected) or refers to a scalar subquery's lineage (stored
-once at capture, as ``shared/``), the output files already hold the whole lineage:
-Smoke's rid array (1:1 operators) and rid index (an aggregate's groups), one row per
-output row, in output order. Capture then writes no pair table. The first answer that
-needs one builds it from those columns, sorted by ``out_rid`` as capture would have
-written it, and renames it into ``lineage/`` for every later answer: with Spark
-(``ensure_pairs``) or, when small enough, in this process (``build_locally``).
+of rids an injected aggregate collected) or refers to a shared side's lineage (a scalar
+subquery's, a window partition's: stored once at capture, as ``shared/``), the output
+files already hold the whole lineage: Smoke's rid array (1:1 operators) and rid index
+(an aggregate's groups), one row per output row, in output order. Capture then writes
+no pair table. The first answer that needs one builds it from those columns, sorted by
+``out_rid`` as capture would have written it, and renames it into ``lineage/`` for
+every later answer: with Spark (``ensure_pairs``) or, when small enough, in this
+process (``build_locally``).
 The catalog entry's ``lineage.in_output`` holds the output's slots (``[name, kind,
 source number]``; a reference has kind ``shared`` and its side's pseudo-source number)
 and ``unique``: whether no pair can repeat (else the table is made distinct).
@@ -22,7 +23,7 @@ from typing import TYPE_CHECKING
 
 from ..store.catalog import publish_written
 from ..store.entry import CaptureEntry
-from ..store.format import IN, OUT, RID, SHARED_REF, Slot, slots_from_json
+from ..store.format import IN, OUT, RID, Slot, slots_from_json
 from ..store.parquet import write_local_pairs
 
 if TYPE_CHECKING:
@@ -89,7 +90,6 @@ def build_locally(entry: CaptureEntry, within_limit: Callable[[int], None]) -> N
     """Build ``lineage/`` of capture ``entry`` in this process (pyarrow), unless it is
     there already. ``within_limit(n)`` is called first with an upper bound of the
     pairs (the slot columns' values, from the footers) and raises if that is too many."""
-    import numpy as np
     import pyarrow as pa
     import pyarrow.compute as pc
     import pyarrow.parquet as pq
@@ -112,10 +112,9 @@ def build_locally(entry: CaptureEntry, within_limit: Callable[[int], None]) -> N
         if slot.kind == "rids":
             outs, ins = pc.take(rid, pc.list_parent_indices(col)), pc.list_flatten(col)
         else:
+            # a reference to a shared side: (out_rid, set) under the side's number
             valid = pc.is_valid(col)
             outs, ins = rid.filter(valid), col.filter(valid)
-            if slot.kind == SHARED_REF:  # a reference: (out_rid, 0) under the side's number
-                ins = pa.array(np.zeros(len(outs), dtype=np.int64))
         by_source[slot.ref].append(pa.table({OUT: outs.cast(pa.int64()), IN: ins.cast(pa.int64())}))
     publish_local_pairs(path, by_source, distinct=not kept["unique"])
 

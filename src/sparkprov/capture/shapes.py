@@ -28,6 +28,10 @@ class SideRelation:
     plan: JPlan
     slots: list[Slot]
     shared: bool = False  # kept once and referenced (a scalar subquery's result row)
+    # a shared side with a set per window partition: its rows' set ids (__sp_h, a hash
+    # of the partition's key) beside the keys hashed (__sp_k), for the check that no
+    # two keys share an id before its lineage is stored; None: one set, id 0
+    sets: JPlan | None = None
     ranged: bool = False  # a window's: rows are (handle, position, slots), slots name position ranges
     # How a row depends on its group, for why/how provenance (query/provenance.py):
     # "values"   the row's values are computed from every row of the group (aggregates,

@@ -1,5 +1,5 @@
 """Writing a capture's lineage into the store: the pair table, the shared lineage (of
-scalar subqueries, of windows over the whole input), the side relations kept for
+scalar subqueries, of windows' whole partitions), the side relations kept for
 why/how, and the settings of the jobs that write them. Used at capture (``run``) and
 by lineage finished later (``later``, ``row_lineage``, an RDD capture's pairs).
 
@@ -18,6 +18,7 @@ import pyarrow as pa
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
+from ..errors import UnsupportedOperation
 from ..plan import small_writes
 from ..plan.catalyst import Bridge
 from ..plan.observed import WatchedJobs
@@ -25,10 +26,10 @@ from ..plan.small_writes import small_rows, write_parquet, write_table
 from ..plan.versions import to_arrow
 from ..plan.written import read_written
 from ..store.catalog import publish_written
-from ..store.format import IN, OUT, PAIRS_SCHEMA, REF, SHARED_REF, SHARED_SCHEMA, SRC, Slot, ref_source
+from ..store.format import GRP, IN, OUT, PAIRS_SCHEMA, REF, SHARED_REF, SHARED_SCHEMA, SRC, Slot, ref_source
 from ..store.parquet import SHARED_ARROW, write_local_pairs
 from .context import CaptureContext
-from .lineage import ROW_SLOTS, SideGraph, shared_pairs, union_pairs
+from .lineage import HANDLE, ROW_SLOTS, SideGraph, shared_pairs, union_pairs
 
 
 def names_rows(rewriter: CaptureContext) -> bool:
@@ -64,17 +65,39 @@ def side_graph(bridge, rewriter, work: Path, jobs: WatchedJobs | None = None) ->
         source_of=lambda i: rewriter.instances[i].source,
         keep=materializer(bridge.spark, work),
         observed=observed,
+        sets=lambda k: bridge.to_dataframe(rewriter.sides[k].sets) if rewriter.sides[k].sets else None,
     )
 
 
 def write_shared(spark, graph: SideGraph, referenced: set[int], path: str) -> None:
     """Store the lineage of the shared sides ``referenced`` (and those they reach) once,
     at ``path`` (a capture's ``shared/``)."""
+    _check_sets(graph)
     if _write_shared_here(graph, referenced, path):
         return
     shared = shared_pairs(referenced, graph)
     table = union_pairs(shared) if shared else spark.createDataFrame([], SHARED_SCHEMA)
     table.write.options(**PAIR_WRITE_OPTIONS).parquet(path)
+
+
+def _check_sets(graph: SideGraph) -> None:
+    """Refuse a capture in which two window partitions' keys hash to one set id: their
+    rows would each be given both partitions' lineage. (One job per such window over
+    its rows as the query computed them; two 64-bit hashes among a million keys meet
+    with a chance of about one in 36 million.)"""
+    for k in range(len(graph.sides)):
+        sets = graph.sets(k)
+        if sets is None:
+            continue
+        key = "__sp_k"
+        clash = sets.groupBy(HANDLE).agg(F.min(key).alias("lo"), F.max(key).alias("hi"))
+        if clash.where(~F.col("lo").eqNullSafe(F.col("hi"))).limit(1).collect():
+            raise UnsupportedOperation(
+                "Window",
+                "",
+                "two of its partitions' keys hash to the same set id, so their shared lineage cannot be "
+                "told apart; capture with witnesses=True to keep it as ranges",
+            )
 
 
 SHARED_HERE_MAX = 2_000_000  # rids a shared side's rows may hold to be written from this process
@@ -107,19 +130,24 @@ def _write_shared_here(graph: SideGraph, referenced: set[int], path: str) -> boo
         within = count <= SHARED_HERE_MAX
         names = [f"__sp_s{i}" for i in range(len(slots))]
         counted = graph.relation(k).select(
-            count.alias("__sp_n"), *[F.when(within, F.col(s.name)).alias(n) for s, n in zip(slots, names)]
+            count.alias("__sp_n"),
+            F.col(HANDLE).cast("long").alias(GRP),
+            *[F.when(within, F.col(s.name)).alias(n) for s, n in zip(slots, names)],
         )
         found = to_arrow(counted.limit(SHARED_HERE_MAX + 1))
         if found.num_rows > SHARED_HERE_MAX or (pc.sum(found.column("__sp_n")).as_py() or 0) > SHARED_HERE_MAX:
             return False
         for slot, name in zip(slots, names):
-            column = found.column(name)
-            rids = (pc.list_flatten(column) if slot.kind == "rids" else column).drop_null().cast(pa.int64())
+            column, sets = found.column(name).combine_chunks(), found.column(GRP).combine_chunks()
+            if slot.kind == "rids":  # each rid beside its row's set
+                sets, column = pc.take(sets, pc.list_parent_indices(column)), pc.list_flatten(column)
+            held = pc.is_valid(column)
+            rids, sets = column.filter(held).cast(pa.int64()), sets.filter(held)
             refs = pa.array(np.full(len(rids), k, dtype=np.int32))
             srcs = pa.array(np.full(len(rids), graph.source_of(slot.ref), dtype=np.int32))
-            parts.append(pa.table({REF: refs, SRC: srcs, IN: rids}))
+            parts.append(pa.table({REF: refs, GRP: sets, SRC: srcs, IN: rids}))
     table = pa.concat_tables([SHARED_ARROW.empty_table(), *parts])
-    table = table.group_by([REF, SRC, IN]).aggregate([])  # distinct, as Spark's path makes it
+    table = table.group_by([REF, GRP, SRC, IN]).aggregate([])  # distinct, as Spark's path makes it
     Path(path).mkdir(parents=True)
     pq.write_table(table, Path(path) / "part-0.parquet")
     return True

@@ -70,6 +70,14 @@ class Building:
         Parquet cannot read back a struct with repeated field names."""
         return self.named_struct([(f"_{i}", e) for i, e in enumerate(exprs)])
 
+    def hash64(self, exprs: list[JExpr]) -> JExpr:
+        """``xxhash64`` of ``exprs``' values, each beside whether it is NULL (the hash
+        skips a NULL, so ``(NULL, 1)`` and ``(1, NULL)`` would hash alike): a long
+        naming a combination of values, which two may share (callers check)."""
+        e = self._expr
+        flagged = [x for expr in exprs for x in (expr, e.IsNull(expr))]
+        return e.XxHash64(self.seq(flagged))
+
     @staticmethod
     def new_instance(attr: JExpr) -> JExpr:
         """A copy of ``attr`` with a fresh id (same name and type)."""

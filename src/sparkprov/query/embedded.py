@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import json
 import os
-from collections import defaultdict
 from functools import cached_property
 from pathlib import Path
 
@@ -41,10 +40,9 @@ from ..sources.text import picked_lines
 from ..store.duck import connection
 from ..store.entry import CaptureEntry
 from ..store.files import parquet_files
-from ..store.format import IN, OUT, REF, RID, ROW_BITS, SRC, shared_path
+from ..store.format import GRP, IN, OUT, REF, RID, ROW_BITS, SRC, shared_path
 from ..store.layout import CaptureFolders, local_path
 from ..store.parquet import (
-    SHARED_ARROW,
     PairTable,
     build_forward_index,
     distinct_sorted,
@@ -54,6 +52,7 @@ from ..store.parquet import (
 )
 from ..store.source_info import SourceInfo, compare_fingerprint, snapshot_column
 from . import provenance
+from .shared_sets import read_shared, rows_of_sets, sets_holding, sets_of
 from .sides import SideLineage
 
 EMBEDDED_LIMIT = 20_000_000  # pair rows one embedded answer may read
@@ -144,12 +143,7 @@ class EmbeddedEngine:
     def _shared_table(self) -> pa.Table:
         if self._shared is None:
             path = shared_path(self.entry.lineage)
-            files = parquet_files(path) if path else []
-            self._shared = (
-                pa.concat_tables([pq.read_table(f, columns=[REF, SRC, IN]) for f in files])
-                if files
-                else SHARED_ARROW.empty_table()
-            )
+            self._shared = read_shared(parquet_files(path) if path else [])
             self._within_limit(self._shared.num_rows)
         return self._shared
 
@@ -157,24 +151,6 @@ class EmbeddedEngine:
     def _sides(self) -> list[int]:
         """Shared sides k that output rows reference (pair partitions ``src=-(k+1)``)."""
         return sorted(-int(p.name.split("=", 1)[1]) - 1 for p in self._root.glob(f"{SRC}=-*"))
-
-    @cached_property
-    def _closure(self) -> dict[int, set[int]]:
-        """For every shared side, the shared sides it reaches (itself included)."""
-        shared = self._shared_table()
-        edges: dict[int, set[int]] = defaultdict(set)
-        nested = shared.filter(pc.less(shared[SRC], 0))
-        for ref, src in zip(nested[REF].to_pylist(), nested[SRC].to_pylist()):
-            edges[ref].add(-src - 1)
-        reach = {}
-        for k in set(shared[REF].to_pylist()) | set(edges) | set(self._sides):
-            seen, todo = {k}, [k]
-            while todo:
-                for nxt in edges[todo.pop()] - seen:
-                    seen.add(nxt)
-                    todo.append(nxt)
-            reach[k] = seen
-        return reach
 
     # traces ------------------------------------------------------------------------
 
@@ -196,17 +172,9 @@ class EmbeddedEngine:
         if self._rdd is not None:
             return self._rdd.backward(outs, number)
         found = [self._lookup(number, OUT, outs)[IN].to_numpy()]
-        if self._sides:
-            reached = set()
-            for k in self._sides:
-                if self._lookup(-k - 1, OUT, outs).num_rows:
-                    reached |= self._closure[k]
-            if reached:
-                shared = self._shared_table()
-                mask = pc.and_(
-                    pc.equal(shared[SRC], number), pc.is_in(shared[REF], pa.array(sorted(reached), pa.int32()))
-                )
-                found.append(shared.filter(mask)[IN].to_numpy())
+        if self._sides:  # the sets of shared sides the rows refer to
+            reached = [sets_of(k, self._lookup(-k - 1, OUT, outs)[IN]) for k in self._sides]
+            found.append(rows_of_sets(self._shared_table(), pa.concat_tables(reached), number))
         return distinct_sorted(np.concatenate(found))
 
     def forward_ids(self, source: str, in_rids) -> np.ndarray:
@@ -219,14 +187,12 @@ class EmbeddedEngine:
         if self._rdd is not None:
             return self._rdd.forward(number, ins)
         found = [self._lookup(number, IN, ins)[OUT].to_numpy()]
-        if self._sides:
-            shared = self._shared_table()
-            hit = shared.filter(pc.and_(pc.equal(shared[SRC], number), pc.is_in(shared[IN], pa.array(ins))))
-            touched = set(hit[REF].to_pylist())
-            if touched:
-                for k, reach in self._closure.items():
-                    if k in self._sides and reach & touched:
-                        found.append(self._table(-k - 1, OUT).read_all()[OUT].to_numpy())
+        if self._sides:  # the rows referring to a set that holds one of them
+            held = sets_holding(self._shared_table(), number, ins)
+            for k in self._sides:
+                grps = held.filter(pc.equal(held[REF], k))[GRP]
+                if len(grps):
+                    found.append(self._lookup(-k - 1, IN, rid_array(grps))[OUT].to_numpy())
         return distinct_sorted(np.concatenate(found))
 
     def pairs(self, source: str) -> pa.Table:

@@ -34,7 +34,7 @@ from ..plan.catalyst import Bridge, quiet_analysis
 from ..sources.identity import RID, read_source
 from ..store.catalog import Store
 from ..store.entry import CaptureEntry
-from ..store.format import IN, OUT, PAIRS_SCHEMA, SHARED_SCHEMA, SRC, shared_path
+from ..store.format import GRP, IN, OUT, PAIRS_SCHEMA, SHARED_SCHEMA, SRC, shared_path
 from ..store.links import dataset_files
 from ..store.source_info import SourceInfo
 from . import drill_down, engines, partitioned, provenance, trace
@@ -70,8 +70,8 @@ def ensure_lineage(spark: SparkSession, entry: CaptureEntry) -> None:
 
 def source_pairs(spark: SparkSession, entry: CaptureEntry, source: str) -> DataFrame:
     """``(out_rid, in_rid)`` of one source of capture ``entry``, its lineage completed
-    first; lineage shared by many output rows (a scalar subquery's, a window's over the
-    whole input) joined in lazily."""
+    first; lineage shared by many output rows (a scalar subquery's, a window
+    partition's) joined in lazily."""
     ensure_lineage(spark, entry)
     stored = entry.lineage
     pairs = spark.read.schema(PAIRS_SCHEMA).parquet(stored.path)
@@ -80,6 +80,8 @@ def source_pairs(spark: SparkSession, entry: CaptureEntry, source: str) -> DataF
     if not shared:
         return direct
     table = spark.read.schema(SHARED_SCHEMA).parquet(shared)
+    # files written before sides had many sets have no set column: all are set 0
+    table = table.withColumn(GRP, F.coalesce(F.col(GRP), F.lit(0).cast("long")))
     return direct.unionByName(expand_shared(pairs, table, stored.sources[source])).distinct()
 
 

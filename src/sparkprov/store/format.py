@@ -28,11 +28,15 @@ IN = "in_rid"
 PAIR_COLUMNS = (OUT, IN)
 SRC = "src"  # source number: the partition column of the stored pair table
 REF = "ref"  # shared side relation number, in the table of shared lineage
+# which of a shared side's sets (a window partition's id; 0 for a side with one set: a
+# scalar subquery's row, a window over the whole input, and every side of a store
+# written before sides had many sets, whose files have no such column)
+GRP = "grp"
 PAIRS_SCHEMA = f"{OUT} long, {IN} long, {SRC} int"
-SHARED_SCHEMA = f"{REF} int, {SRC} int, {IN} long"
-# a reference to a shared side's lineage (a scalar subquery's row, a window's whole
-# input) as lineage kept in the output rows records it: its ref is the side's
-# pseudo-source number (ref_source)
+SHARED_SCHEMA = f"{REF} int, {GRP} long, {SRC} int, {IN} long"
+# A reference to a shared side's lineage is a pair (out_rid, set) under the side's
+# pseudo-source number (ref_source): in the pair table, and in lineage kept in the
+# output rows, where its slot has this kind.
 SHARED_REF = "shared"
 
 

@@ -25,12 +25,12 @@ import pyarrow.parquet as pq
 
 from .catalog import publish_written
 from .files import parquet_files
-from .format import IN, OUT, REF, SRC
+from .format import GRP, IN, OUT, REF, SRC
 
 FORWARD_ROW_GROUP = 128 * 1024  # rows per row group of a forward index
 PAIR_ROW_GROUP = 64 * 1024  # rows per row group of a pair table written in this process
 # the table of shared lineage (format.SHARED_SCHEMA) as Arrow holds it
-SHARED_ARROW = pa.schema([(REF, pa.int32()), (SRC, pa.int32()), (IN, pa.int64())])
+SHARED_ARROW = pa.schema([(REF, pa.int32()), (GRP, pa.int64()), (SRC, pa.int32()), (IN, pa.int64())])
 
 
 class PairTable:

@@ -1,6 +1,8 @@
 """The window rule: each output row keeps its own slots and gets, per window function,
 a range of positions in its partition (the rows the function read), resolved through a
-side relation of (partition, position, input slots).
+side relation of (partition, position, input slots); functions that read the whole
+partition give the row a reference to its partition's set of a shared side instead,
+kept once per partition.
 
 >>> import tempfile, sparkprov as sp
 >>> from pyspark.sql import SparkSession
@@ -44,10 +46,12 @@ def rule(cx: CaptureContext, node: JPlan) -> Rewritten:
     #   percent_rank, cume_dist, ntile   the whole partition
     #   lag / lead         the one position pos + offset
     # The side relation (partition key, position, input slots) resolves them.
-    # A window over one partition (no PARTITION BY) whose function reads all of it
-    # (percent of a total, a z-score) gives every row the same lineage, the whole
-    # input: flattened, its pairs grow with the square of the input. It is kept once,
-    # as a shared side (a scalar subquery's form), and each row refers to it.
+    # A function that reads its whole partition (percent of a total, a z-score, ntile)
+    # gives every row of the partition the same lineage: flattened, its pairs grow
+    # with the square of the partition. It is kept once per partition, as a shared
+    # side (a scalar subquery's form) with a set per partition, and each row refers
+    # to its partition's set by an id: 0 for a window over the whole input, else a
+    # hash of the partition's key (checked for two keys sharing one when stored).
     b = cx.bridge
     (child,) = b.children(node)
     named, partition, _ = b.window_parts(node)
@@ -64,8 +68,8 @@ def rule(cx: CaptureContext, node: JPlan) -> Rewritten:
     bounds: list[tuple[JExpr, JExpr]] = []  # (lo, hi) expressions over the counts
     unstable = False  # positions among ties differ between runs: keep this run's
     # (with witnesses, why and how read every window's side as ranges: query/provenance.py)
-    once = not partition and not cx.witnesses
-    whole = False  # some function reads the whole input, kept once
+    once = not cx.witnesses
+    whole = False  # some function reads its whole partition, kept once per partition
 
     def whole_partition() -> None:
         nonlocal whole
@@ -111,7 +115,7 @@ def rule(cx: CaptureContext, node: JPlan) -> Rewritten:
         slots.append(slot)
     shared = cx.new_slot("group", -1) if whole else None  # its side is added below
     if shared is not None:
-        window_cols.append(b.alias(b.int_literal(0), shared.name))
+        window_cols.append(b.alias(b.hash64(partition) if partition else b.int_literal(0), shared.name))
     user = cx.user_output(Rewritten(b.with_new_children(node, [inner.plan]), inner.slots))
     exprs = user + [s.attr for s in inner.slots] + [b.alias(b.to_attribute(pos), _POS)] + window_cols
     plan = b.project(exprs, window)
@@ -131,11 +135,17 @@ def rule(cx: CaptureContext, node: JPlan) -> Rewritten:
         side_plan = b.project(side_exprs + out[len(user) : own], plan)
         cx.sides.append(SideRelation(side_index, "Window", side_plan, side_slots, ranged=True))
     if shared is not None:
-        k = cx.side("Window", b.int_literal(0), Rewritten(plan, side_slots), shared=True)
+        sets = None  # one set (id 0) without PARTITION BY
+        if partition:
+            sets = b.project([b.alias(out[-1], "__sp_h"), b.alias(b.struct(partition), "__sp_k")], plan)
+        k = cx.side("Window", out[-1], Rewritten(plan, side_slots), shared=True, sets=sets)
         slots.append(Slot(shared.name, "group", k, out[-1]))
     result = b.project(out[:own] + [s.attr for s in slots], plan)
     strategy = None
     if whole:
         ranged = "; per other function, a range of positions (side relation: position, input slots)"
-        strategy = "own slots plus a reference to the whole input's lineage, kept once" + (ranged if bounds else "")
+        kept = "the whole input's lineage, kept once"
+        if partition:
+            kept = "its partition's lineage, kept once per partition"
+        strategy = f"own slots plus a reference to {kept}" + (ranged if bounds else "")
     return Rewritten(result, side_slots + slots, strategy=strategy)
