@@ -86,8 +86,9 @@ def source_pairs(rows: DataFrame, slots: list[Slot], graph: SideGraph) -> dict[i
     shared side ``k`` is not resolved: the row gets a reference ``(out_rid, set)``
     under source number ``ref_source(k)`` (the slot's value: 0, or a window
     partition's id; a slot of kind ``groups`` holds several), and the side's own
-    lineage is stored once (``shared_pairs``). A slot of a ranged side (a window's) holds ``(h, lo, hi)`` and
-    stands for the side rows with handle ``h`` at positions ``lo..hi``.
+    lineage is stored once (``shared_pairs``). A slot of a ranged side (a window's)
+    holds ``(h, lo, hi)`` and stands for the side rows with handle ``h`` at positions
+    ``lo..hi``.
 
     Sides are resolved one at a time, parents before children, each from the
     distinct ``(out_rid, handle)`` pairs that reach it: an output row that reaches an

@@ -65,7 +65,7 @@ def side_graph(bridge, rewriter, work: Path, jobs: WatchedJobs | None = None) ->
         source_of=lambda i: rewriter.instances[i].source,
         keep=materializer(bridge.spark, work),
         observed=observed,
-        sets=lambda k: bridge.to_dataframe(rewriter.sides[k].sets) if rewriter.sides[k].sets else None,
+        sets=lambda k: bridge.to_dataframe(rewriter.sides[k].sets) if rewriter.sides[k].sets is not None else None,
     )
 
 
