@@ -37,7 +37,8 @@ STRATEGY = {
     **dict.fromkeys(("MapInPandas", "MapInArrow"), BY_PARTITION),
     **dict.fromkeys(PYTHON_UDTF, "1:N: each row eval() yields keeps its input row's slots"),
     "Window": "own slots plus, per function, a range of positions in the partition; "
-    "side relation (partition, position, input slots)",
+    "side relation (partition, position, input slots); a function reading its whole "
+    "partition: a reference to the partition's lineage, kept once per partition",
 }
 JOIN_STRATEGY = {
     **dict.fromkeys(
