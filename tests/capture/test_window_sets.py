@@ -152,6 +152,17 @@ def test_window_partitions_keep_their_lineage_once_each(spark, session, parted):
     assert cap.forward("big", "id = 4", engine="embedded").count() == 10_000
 
 
+def test_float_keys_are_one_set_where_spark_makes_them_one_partition(spark, session):
+    # Spark puts 0.0 and -0.0 in one partition, and every NaN in another, also inside a
+    # struct or an array: a set id that told them apart would split the partition
+    rows = [(0, 1.0), (1, -0.0), (2, 0.0), (3, float("nan")), (4, float("nan")), (5, None)]
+    t = session.source(spark.createDataFrame(rows, "k int, x double"), "t")
+    for i, key in enumerate((F.col("x"), F.struct("x"), F.array("x"))):
+        cap = session.capture(t.select("k", F.count("*").over(Window.partitionBy(key)).alias("n")), f"floats{i}")
+        got = {r["k"]: sorted(x.k for x in cap.backward([r["_sp_rid"]], "t").collect()) for r in cap.output.collect()}
+        assert got == {0: [0], 1: [1, 2], 2: [1, 2], 3: [3, 4], 4: [3, 4], 5: [5]}, i
+
+
 def test_partitions_whose_ids_collide_are_refused(session, parted, monkeypatch):
     # two keys hashing to one id would give each partition's rows the other's lineage
     from sparkprov.plan.catalyst import Bridge
