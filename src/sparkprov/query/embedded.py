@@ -173,8 +173,9 @@ class EmbeddedEngine:
             return self._rdd.backward(outs, number)
         found = [self._lookup(number, OUT, outs)[IN].to_numpy()]
         if self._sides:  # the sets of shared sides the rows refer to
-            reached = [sets_of(k, self._lookup(-k - 1, OUT, outs)[IN]) for k in self._sides]
-            found.append(rows_of_sets(self._shared_table(), pa.concat_tables(reached), number))
+            reached = pa.concat_tables([sets_of(k, self._lookup(-k - 1, OUT, outs)[IN]) for k in self._sides])
+            if reached.num_rows:  # (the shared table is read only then)
+                found.append(rows_of_sets(self._shared_table(), reached, number))
         return distinct_sorted(np.concatenate(found))
 
     def forward_ids(self, source: str, in_rids) -> np.ndarray:
