@@ -29,7 +29,7 @@ class SideRelation:
     slots: list[Slot]
     shared: bool = False  # kept once and referenced (a scalar subquery's result row)
     # a shared side with a set per window partition: its rows' set ids (__sp_h, a hash
-    # of the partition's key) beside the keys hashed (__sp_k), for the check that no
+    # of the partition's key) beside the keys hashed (SET_KEY), for the check that no
     # two keys share an id before its lineage is stored; None: one set, id 0
     sets: JPlan | None = None
     ranged: bool = False  # a window's: rows are (handle, position, slots), slots name position ranges
@@ -113,4 +113,5 @@ JOIN_TYPES = ("Inner", "Cross", "LeftOuter", "RightOuter", "FullOuter", "LeftSem
 NO_LINEAGE = "__sp_no_lineage"  # marks a union branch whose rows give no lineage (EXCEPT ALL's right side)
 SUBQUERY_HOSTS = ("Filter", "Project", "Aggregate")  # operators whose every row depends on the subquery
 PRUNED = "pruned"  # the kind of a source outside a declared workload: no lineage kept
+SET_KEY = "__sp_k"  # the partition key beside its set id, in SideRelation.sets
 ARRAY_SLOTS = ("rids", "groups")  # slots holding an array (collected by inject; an RDD record's groups)

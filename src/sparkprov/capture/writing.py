@@ -30,6 +30,7 @@ from ..store.format import GRP, IN, OUT, PAIRS_SCHEMA, REF, SHARED_REF, SHARED_S
 from ..store.parquet import SHARED_ARROW, write_local_pairs
 from .context import CaptureContext
 from .lineage import HANDLE, ROW_SLOTS, SideGraph, shared_pairs, union_pairs
+from .shapes import SET_KEY
 
 
 def names_rows(rewriter: CaptureContext) -> bool:
@@ -89,8 +90,7 @@ def _check_sets(graph: SideGraph) -> None:
         sets = graph.sets(k)
         if sets is None:
             continue
-        key = "__sp_k"
-        clash = sets.groupBy(HANDLE).agg(F.min(key).alias("lo"), F.max(key).alias("hi"))
+        clash = sets.groupBy(HANDLE).agg(F.min(SET_KEY).alias("lo"), F.max(SET_KEY).alias("hi"))
         if clash.where(~F.col("lo").eqNullSafe(F.col("hi"))).limit(1).collect():
             raise UnsupportedOperation(
                 "Window",

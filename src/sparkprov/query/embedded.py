@@ -42,14 +42,7 @@ from ..store.entry import CaptureEntry
 from ..store.files import parquet_files
 from ..store.format import GRP, IN, OUT, REF, RID, ROW_BITS, SRC, shared_path
 from ..store.layout import CaptureFolders, local_path
-from ..store.parquet import (
-    PairTable,
-    build_forward_index,
-    distinct_sorted,
-    files_sql,
-    rid_array,
-    sql_literal,
-)
+from ..store.parquet import PairTable, build_forward_index, distinct_sorted, files_sql, rid_array, sql_literal
 from ..store.source_info import SourceInfo, compare_fingerprint, snapshot_column
 from . import provenance
 from .shared_sets import read_shared, rows_of_sets, sets_holding, sets_of

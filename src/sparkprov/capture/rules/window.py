@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING
 from ...errors import UnsupportedOperation
 from ...plan.catalyst import JExpr, JPlan
 from ...store.format import Slot
-from ..shapes import Rewritten, SideRelation
+from ..shapes import SET_KEY, Rewritten, SideRelation
 
 if TYPE_CHECKING:
     from ..context import CaptureContext
@@ -137,7 +137,7 @@ def rule(cx: CaptureContext, node: JPlan) -> Rewritten:
     if shared is not None:
         sets = None  # one set (id 0) without PARTITION BY
         if partition:
-            sets = b.project([b.alias(out[-1], "__sp_h"), b.alias(b.struct(partition), "__sp_k")], plan)
+            sets = b.project([b.alias(out[-1], "__sp_h"), b.alias(b.struct(partition), SET_KEY)], plan)
         k = cx.side("Window", out[-1], Rewritten(plan, side_slots), shared=True, sets=sets)
         slots.append(Slot(shared.name, "group", k, out[-1]))
     result = b.project(out[:own] + [s.attr for s in slots], plan)
