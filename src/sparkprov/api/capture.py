@@ -262,7 +262,11 @@ class Capture:
         check_unchanged(self._session._bridge, self._infos[source])
         out_rids = self._drill_rids(rows)
         path = self._plan.drill_table(source, group_by)
-        traced = lambda: trace.backward(self._plan.pairs(source), out_rids, self._plan.source_rows(source))  # noqa: E731
+        plan = self._plan
+
+        def traced():
+            return trace.backward(plan.pairs(source, outs=out_rids), out_rids, plan.source_rows(source))
+
         return drill_down.answer(self._session.spark, path, group_by, out_rids, traced)
 
     def _drill_rids(self, rows: RowsArg) -> trace.RidSet:

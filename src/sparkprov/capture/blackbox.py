@@ -26,6 +26,7 @@ import json
 import shutil
 import tempfile
 from collections import defaultdict
+from dataclasses import replace
 from pathlib import Path
 
 import pyarrow as pa
@@ -79,7 +80,8 @@ def exact_pairs(entry: CaptureEntry, out_rids: list[int], coarse: dict[str, Data
         rewriter.checkpoints.append(again)
         rows = _matched(spark, again, entry, out_rids, [s.name for s in slots])
         with lineage_settings(bridge):
-            pairs = source_pairs(rows, slots, side_graph(bridge, rewriter, work / "sides"))
+            graph = replace(side_graph(bridge, rewriter, work / "sides"), factorize=False)
+            pairs = source_pairs(rows, slots, graph)
         if any(number < 0 for number in pairs):
             return None
         names = {i: name for name, i in numbers.items()}

@@ -40,6 +40,8 @@ STRATEGY = {
     "side relation (partition, position, input slots); a function reading its whole "
     "partition: a reference to the partition's lineage, kept once per partition",
 }
+# said of a window's ranges where they may be kept as blocks (not with witnesses)
+WINDOW_BLOCKS = "; ranges that would flatten to over a million pairs kept as blocks of positions, once"
 JOIN_STRATEGY = {
     **dict.fromkeys(
         ("Inner", "Cross", "LeftOuter", "RightOuter", "FullOuter"), "pairs: both sides' slots (NULL when padded)"
@@ -78,6 +80,7 @@ README_HOW = {
         "1:N: each row eval() yields keeps its input row's slots; with terminate() or a table argument, coarse "
         "(every row of its input partition)",
     ),
+    "Window": STRATEGY["Window"] + WINDOW_BLOCKS + " (not with witnesses)",
 }
 
 

@@ -27,6 +27,7 @@ from ..plan.small_writes import SMALL_BYTES, estimated_bytes
 from ..store.format import (  # noqa: F401 - the store's names, used here and by modules that import them from here
     GRP,
     IN,
+    LEVEL_SHIFT,
     OUT,
     PAIR_COLUMNS,
     PAIRS_SCHEMA,
@@ -40,6 +41,7 @@ from ..store.format import (  # noqa: F401 - the store's names, used here and by
     slots_from_json,
     slots_json,
 )
+from . import window_blocks
 from .shapes import ARRAY_SLOTS
 
 HANDLE = "__sp_h"
@@ -77,6 +79,9 @@ class SideGraph:
     # the rows of side k as the query's own job gathered them, if it did (an Arrow table)
     observed: Callable[[int], object | None] = lambda k: None
     sets: Callable[[int], DataFrame | None] = lambda k: None
+    # a window's large ranges may be kept as blocks (references to a shared side),
+    # where the caller stores shared lineage (not a blackbox function's run again)
+    factorize: bool = True
 
 
 def source_pairs(rows: DataFrame, slots: list[Slot], graph: SideGraph) -> dict[int, list[DataFrame]]:
@@ -110,17 +115,13 @@ def source_pairs(rows: DataFrame, slots: list[Slot], graph: SideGraph) -> dict[i
         if not parts:
             continue
         distinct = len(parts) > 1 or k in derived
-        ranged = graph.sides[k].ranged
-        frontier = union_pairs([p for p, _ in parts], distinct=distinct and not ranged)
-        if distinct and ranged:  # a row's ranges in one partition overlap when windows are stacked
-            frontier = _merged_ranges(frontier)
         cheap = all(c for _, c in parts)
-        # a window's frontier is read twice (its pairs counted first): kept unless a scan
-        if (k in derived and not cheap) or (ranged and (distinct or not cheap)):
-            frontier, cheap = graph.keep(frontier), True
-        if ranged:
-            joined = _range_join(frontier, graph.relation(k))
+        if graph.sides[k].ranged:
+            joined = _range_join(parts, distinct, cheap, graph, k, found)
         else:
+            frontier = union_pairs([p for p, _ in parts], distinct=distinct)
+            if k in derived and not cheap:
+                frontier, cheap = graph.keep(frontier), True
             if getattr(graph.sides[k], "combine", None) == "matches":
                 # A semi join's matches: its left rows the output reached, first, as a
                 # semi join on the handle, which Catalyst pushes down to the left input
@@ -250,19 +251,48 @@ def _ranges(frontier: DataFrame) -> DataFrame:
     return frontier.where(lo <= hi).select(OUT, F.col(f"{_PROBE}.h").alias(_KEY), lo.alias(_LO), hi.alias(_HI))
 
 
-def _range_join(frontier: DataFrame, side_df: DataFrame) -> DataFrame:
-    # Flattened window lineage grows with the frames' sizes: refuse what would not fit
-    # rather than fill the disk (a factorized form is future work).
-    ranges = _ranges(frontier)
-    total = ranges.select(F.sum(F.col(_HI) - F.col(_LO) + 1)).first()[0] or 0
+def _range_join(
+    parts: list[tuple[DataFrame, bool]], distinct: bool, cheap: bool, graph: SideGraph, k: int, found
+) -> DataFrame:
+    """The rows of window side ``k`` at the positions the ranges in ``parts`` name (each
+    part's rows ``(out_rid, probe)``, with whether it is cheap to read again).
+
+    Where they would flatten to many pairs, ranges of more than one position become
+    references to blocks of the side, kept once (``window_blocks``; added to ``found``
+    under the side's pseudo-source number), and only single positions are joined.
+    """
+    frontier = union_pairs([p for p, _ in parts], distinct=False)
+    if distinct:  # a row's ranges in one partition overlap when windows are stacked
+        frontier = _merged_ranges(frontier)
+    if distinct or not cheap:  # counted, then read again
+        frontier = graph.keep(frontier)
+    total, count = _sizes(frontier)
+    if graph.factorize and getattr(graph.sides[k], "factorable", False) and window_blocks.worth_it(total, count):
+        ranges = _ranges(frontier)
+        many = ranges.where(F.col(_LO) < F.col(_HI))
+        found[ref_source(k)].append(window_blocks.references(many, _KEY, _LO, _HI))
+        return _joined(ranges.where(F.col(_LO) == F.col(_HI)), graph.relation(k))
     if total > MAX_WINDOW_PAIRS:
+        # flattened window lineage grows with the frames' sizes: refuse what would not
+        # fit rather than fill the disk
         raise UnsupportedOperation(
             "Window",
             "",
-            f"its lineage has {total:,} (row, input row) pairs, more than {MAX_WINDOW_PAIRS:,}: "
-            "window frames that large need factorized lineage, kept today for functions that read their "
-            "whole partition but not yet for frames within it",
+            f"its lineage has {total:,} (row, input row) pairs, more than {MAX_WINDOW_PAIRS:,}, and is not "
+            "kept as blocks here (with witnesses, or run again for a blackbox function)",
         )
+    return _joined(_ranges(frontier), graph.relation(k))
+
+
+def _sizes(frontier: DataFrame) -> tuple[int, int]:
+    """How many pairs ``frontier``'s ranges flatten to, and how many ranges there are."""
+    ranges = _ranges(frontier)
+    total, count = ranges.select(F.sum(F.col(_HI) - F.col(_LO) + 1), F.count(F.lit(1))).first()
+    return total or 0, count
+
+
+def _joined(ranges: DataFrame, side_df: DataFrame) -> DataFrame:
+    """``_ranges``' rows joined with the side rows at each of their positions."""
     # Each probe made one row per position it reads, then joined on (partition, position):
     # work in proportion to the pairs. A join on the partition alone with the range as
     # its condition compares every row of a partition with every other (a lag or a
@@ -287,7 +317,13 @@ def shared_pairs(referenced: set[int], graph: SideGraph) -> list[DataFrame]:
             continue
         done.add(k)
         side_slots = graph.sides[k].slots
-        rows = graph.relation(k).withColumn(OUT, F.col(HANDLE).cast("long"))
+        rows = graph.relation(k)
+        if graph.sides[k].ranged:  # a window's side kept as blocks: a leaf per row, the tree above
+            window_blocks.check(rows, HANDLE)
+            parts.append(window_blocks.tree(rows, HANDLE, k))
+            rows = rows.withColumn(OUT, window_blocks.leaves(rows, HANDLE))
+        else:
+            rows = rows.withColumn(OUT, F.col(HANDLE).cast("long"))
         if len(side_slots) > 1:
             rows = graph.keep(rows)
         for src, found in source_pairs(rows, side_slots, graph).items():
@@ -316,28 +352,66 @@ def expand_shared(pairs: DataFrame, shared: DataFrame, source: int) -> DataFrame
     a step per level of nesting, the levels counted on the driver from the sides'
     few distinct references to each other.
     """
-    edges: dict[int, set[int]] = defaultdict(set)
-    for r in shared.where(F.col(SRC) < 0).select(REF, SRC).distinct().collect():
-        edges[r[REF]].add(-r[SRC] - 1)
     nested = shared.where(F.col(SRC) < 0).select(REF, GRP, (-F.col(SRC) - 1).alias(_TOP), IN)
     rows = shared.where(F.col(SRC) == source).select(REF, GRP, IN)
-    reached = pairs.where(F.col(SRC) < 0).select(OUT, (-F.col(SRC) - 1).alias(REF), F.col(IN).alias(GRP))
+    reached = _references(pairs)
     found = reached.join(rows, [REF, GRP]).select(OUT, IN)
-    for _ in range(_levels(edges)):
+    for _ in range(_depth(shared)):
         step = reached.join(nested, [REF, GRP])
         reached = step.select(OUT, F.col(_TOP).alias(REF), F.col(IN).alias(GRP)).distinct()
         found = found.unionByName(reached.join(rows, [REF, GRP]).select(OUT, IN))
     return found
 
 
-def _levels(edges: dict[int, set[int]]) -> int:
+def expand_shared_forward(pairs: DataFrame, shared: DataFrame, held: DataFrame) -> DataFrame:
+    """``expand_shared``'s pairs of the source rows in ``held`` (the shared lineage's rows
+    ``(ref, grp, in_rid)`` that hold them), found upwards: from the sets holding them to
+    the sets holding those, then the output rows referring to any. A forward trace of
+    a few rows so reads the sets above them, not every reference's expansion (a
+    window's blocks: every row's whole range)."""
+    inner = shared.where(F.col(SRC) < 0).select(
+        F.col(REF).alias(_TOP), F.col(GRP).alias(_KEY), (-F.col(SRC) - 1).alias(REF), F.col(IN).alias(GRP)
+    )
+    reached = held.select(REF, GRP, IN).distinct()
+    every = reached
+    for _ in range(_depth(shared)):
+        step = reached.join(inner, [REF, GRP])
+        reached = step.select(F.col(_TOP).alias(REF), F.col(_KEY).alias(GRP), IN).distinct()
+        every = every.unionByName(reached)
+    return _references(pairs).join(every, [REF, GRP]).select(OUT, IN)
+
+
+def _references(pairs: DataFrame) -> DataFrame:
+    """The pair table's references to shared sets, as ``(out_rid, ref, grp)``."""
+    return pairs.where(F.col(SRC) < 0).select(OUT, (-F.col(SRC) - 1).alias(REF), F.col(IN).alias(GRP))
+
+
+def _depth(shared: DataFrame) -> int:
+    """How many steps from a set referenced by an output row reach every set it holds."""
+    edges: dict[int, set[int]] = defaultdict(set)
+    tops: dict[int, int] = {}  # a window side's blocks: the largest level (its tree's depth)
+    level = F.max(F.shiftrightunsigned(GRP, LEVEL_SHIFT)).alias("level")
+    for r in shared.where(F.col(SRC) < 0).groupBy(REF, SRC).agg(level).collect():
+        if r[SRC] == ref_source(r[REF]):
+            tops[r[REF]] = r["level"]
+        else:
+            edges[r[REF]].add(-r[SRC] - 1)
+    return _levels(edges, tops)
+
+
+def _levels(edges: dict[int, set[int]], tops: dict[int, int]) -> int:
     """The longest chain of references between shared sides (acyclic: a side refers
-    only to sides inside its own plan)."""
+    only to sides inside its own plan), a window's blocks counting the levels of their
+    tree (``tops``) on the way down to their rows.
+
+    >>> _levels({0: {1}}, {1: 3})  # side 0's sets hold blocks of side 1, up to level 3
+    4
+    """
     depth: dict[int, int] = {}
 
     def of(k: int) -> int:
         if k not in depth:
-            depth[k] = 1 + max((of(n) for n in edges.get(k, ())), default=-1)
+            depth[k] = tops.get(k, 0) + 1 + max((of(n) for n in edges.get(k, ())), default=-1)
         return depth[k]
 
-    return max((of(k) for k in list(edges)), default=0)
+    return max((of(k) for k in {*edges, *tops}), default=0)

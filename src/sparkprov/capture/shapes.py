@@ -33,6 +33,9 @@ class SideRelation:
     # two keys share an id before its lineage is stored; None: one set, id 0
     sets: JPlan | None = None
     ranged: bool = False  # a window's: rows are (handle, position, slots), slots name position ranges
+    # a window's whose large ranges may be kept as blocks of a shared side (not with
+    # witnesses: why and how read every window's side as ranges)
+    factorable: bool = False
     # How a row depends on its group, for why/how provenance (query/provenance.py):
     # "values"   the row's values are computed from every row of the group (aggregates,
     #            windows, Python functions over groups or partitions);

@@ -113,6 +113,8 @@ def _write_shared_here(graph: SideGraph, referenced: set[int], path: str) -> boo
     import pyarrow.parquet as pq
 
     sides = sorted(referenced)
+    if any(graph.sides[k].ranged for k in sides):  # a window's blocks: a tree above its rows
+        return False
     if not all(s.kind in ROW_SLOTS for k in sides for s in graph.sides[k].slots):
         return False
     parts = []

@@ -27,7 +27,7 @@ from pyspark.sql.types import StructType
 from pyspark.sql.utils import AnalysisException
 
 from ..capture import later, rdd_pairs, row_lineage
-from ..capture.lineage import expand_shared
+from ..capture.lineage import expand_shared, expand_shared_forward
 from ..capture.restricted import no_such_source, refuse_forward, warn_restricted
 from ..errors import CaptureNotFound, InvalidArgument, StoreCorrupt
 from ..plan.catalyst import Bridge, quiet_analysis
@@ -68,21 +68,37 @@ def ensure_lineage(spark: SparkSession, entry: CaptureEntry) -> None:
         later.ensure_built(entry)
 
 
-def source_pairs(spark: SparkSession, entry: CaptureEntry, source: str) -> DataFrame:
+def source_pairs(
+    spark: SparkSession,
+    entry: CaptureEntry,
+    source: str,
+    outs: trace.RidSet | None = None,
+    ins: trace.RidSet | None = None,
+) -> DataFrame:
     """``(out_rid, in_rid)`` of one source of capture ``entry``, its lineage completed
     first; lineage shared by many output rows (a scalar subquery's, a window
-    partition's) joined in lazily."""
+    partition's, a window's blocks) joined in lazily. ``outs`` or ``ins``: only the
+    pairs of those output or source rows (the shared lineage is then followed from
+    them, not expanded for every row)."""
     ensure_lineage(spark, entry)
     stored = entry.lineage
     pairs = spark.read.schema(PAIRS_SCHEMA).parquet(stored.path)
-    direct = pairs.where(F.col(SRC) == stored.sources[source]).select(OUT, IN)
+    if outs is not None:
+        pairs = trace.restrict(pairs, OUT, outs)
+    number = stored.sources[source]
+    direct = pairs.where(F.col(SRC) == number).select(OUT, IN)
+    if ins is not None:
+        direct = trace.restrict(direct, IN, ins)
     shared = shared_path(stored)
     if not shared:
         return direct
     table = spark.read.schema(SHARED_SCHEMA).parquet(shared)
     # files written before sides had many sets have no set column: all are set 0
     table = table.withColumn(GRP, F.coalesce(F.col(GRP), F.lit(0).cast("long")))
-    return direct.unionByName(expand_shared(pairs, table, stored.sources[source])).distinct()
+    if ins is not None:
+        held = trace.restrict(table.where(F.col(SRC) == number), IN, ins)
+        return direct.unionByName(expand_shared_forward(pairs, table, held)).distinct()
+    return direct.unionByName(expand_shared(pairs, table, number)).distinct()
 
 
 def writer_of(store: Store, info: SourceInfo) -> CaptureEntry | None:
@@ -186,9 +202,10 @@ class Planner:
         """Every row of source ``name`` with its ``_sp_rid`` (``SourceChanged`` if modified)."""
         return read_source(self.bridge, self.infos[name])
 
-    def pairs(self, source: str) -> DataFrame:
-        """``(out_rid, in_rid)`` of ``source``, the lineage completed first."""
-        return source_pairs(self.spark, self.entry, source)
+    def pairs(self, source: str, outs: trace.RidSet | None = None, ins: trace.RidSet | None = None) -> DataFrame:
+        """``(out_rid, in_rid)`` of ``source``, the lineage completed first; ``outs`` or
+        ``ins``: only those of these output or source rows."""
+        return source_pairs(self.spark, self.entry, source, outs, ins)
 
     def ensure_lineage(self) -> None:
         ensure_lineage(self.spark, self.entry)
@@ -213,7 +230,7 @@ class Planner:
                 return local
         out_rids = self.output_rids(rows)
         names = list(self.infos) if end_to_end else names
-        found = {n: trace.backward(self.pairs(n), out_rids, self.source_rows(n)) for n in names}
+        found = {n: trace.backward(self.pairs(n, outs=out_rids), out_rids, self.source_rows(n)) for n in names}
         return self._through_writers(found) if end_to_end else found
 
     def backward_where(self, rows: RowsArg, source: str, where: str, engine: str) -> DataFrame:
@@ -233,7 +250,7 @@ class Planner:
         if partitioned.column(self.entry, source) is not None:
             pairs = partitioned.pairs_where(self.spark, self.partitioned(source), where)
         if pairs is None:  # not partitioned, or by another column: every pair is read
-            pairs = self.pairs(source)
+            pairs = self.pairs(source, outs=out_rids)
         return trace.backward(pairs, out_rids, kept)
 
     def forward(
@@ -247,7 +264,7 @@ class Planner:
             if local is not None:
                 return local
         in_rids = trace.rid_set(rows, self.source_rows(source), f"source {source!r}")
-        found = trace.forward(self.pairs(source), in_rids, self.output())
+        found = trace.forward(self.pairs(source, ins=in_rids), in_rids, self.output())
         if not end_to_end:
             return found
         result = {self.name: found}

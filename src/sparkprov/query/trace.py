@@ -76,7 +76,8 @@ def rid_list(rows: Iterable[int] | Iterable[Row]) -> list[int]:
     return rids
 
 
-def _restrict(pairs: DataFrame, column: str, rids: RidSet) -> DataFrame:
+def restrict(pairs: DataFrame, column: str, rids: RidSet) -> DataFrame:
+    """``pairs`` whose ``column`` is one of ``rids``."""
     if isinstance(rids, list):  # a literal list filters the pairs as they are read
         return pairs.where(F.col(column).isin(rids))
     return pairs.join(rids.select(F.col(RID).alias(column)).distinct(), column, "left_semi")
@@ -84,12 +85,12 @@ def _restrict(pairs: DataFrame, column: str, rids: RidSet) -> DataFrame:
 
 def backward(pairs: DataFrame, out_rids: RidSet, source_rows: DataFrame) -> DataFrame:
     """Source rows (all columns and ``_sp_rid``) behind the output rows ``out_rids``."""
-    ins = _restrict(pairs, OUT, out_rids).select(F.col(IN).alias(_WANTED)).distinct()
+    ins = restrict(pairs, OUT, out_rids).select(F.col(IN).alias(_WANTED)).distinct()
     # a condition, not a USING column: keeps the rows' own column order, even with repeated names
     return source_rows.join(ins, source_rows[RID] == ins[_WANTED], "left_semi")
 
 
 def forward(pairs: DataFrame, in_rids: RidSet, output: DataFrame) -> DataFrame:
     """Output rows (with ``_sp_rid``) that the source rows ``in_rids`` contributed to."""
-    outs = _restrict(pairs, IN, in_rids).select(F.col(OUT).alias(_WANTED)).distinct()
+    outs = restrict(pairs, IN, in_rids).select(F.col(OUT).alias(_WANTED)).distinct()
     return output.join(outs, output[RID] == outs[_WANTED], "left_semi")

@@ -34,6 +34,11 @@ REF = "ref"  # shared side relation number, in the table of shared lineage
 GRP = "grp"
 PAIRS_SCHEMA = f"{OUT} long, {IN} long, {SRC} int"
 SHARED_SCHEMA = f"{REF} int, {GRP} long, {SRC} int, {IN} long"
+# A window's large position ranges are kept as blocks of a binary tree over each
+# partition (capture/window_blocks.py), sets of a shared side whose ids carry the
+# block's level in their top bits; a block of level j > 0 holds its two halves, sets of
+# the same side: reading sets ends in level 0 after at most the largest such level.
+LEVEL_SHIFT = 58
 # A reference to a shared side's lineage is a pair (out_rid, set) under the side's
 # pseudo-source number (ref_source): in the pair table, and in lineage kept in the
 # output rows, where its slot has this kind.

@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING
 from ...errors import UnsupportedOperation
 from ...plan.catalyst import JExpr, JPlan
 from ...store.format import Slot
+from ..explain import STRATEGY, WINDOW_BLOCKS
 from ..shapes import SET_KEY, Rewritten, SideRelation
 
 if TYPE_CHECKING:
@@ -133,7 +134,7 @@ def rule(cx: CaptureContext, node: JPlan) -> Rewritten:
     if slots:
         side_exprs = [b.alias(handle, "__sp_h"), b.alias(pos_attr, _POS)]
         side_plan = b.project(side_exprs + out[len(user) : own], plan)
-        cx.sides.append(SideRelation(side_index, "Window", side_plan, side_slots, ranged=True))
+        cx.sides.append(SideRelation(side_index, "Window", side_plan, side_slots, ranged=True, factorable=once))
     if shared is not None:
         sets = None  # one set (id 0) without PARTITION BY
         if partition:
@@ -141,11 +142,11 @@ def rule(cx: CaptureContext, node: JPlan) -> Rewritten:
         k = cx.side("Window", out[-1], Rewritten(plan, side_slots), shared=True, sets=sets)
         slots.append(Slot(shared.name, "group", k, out[-1]))
     result = b.project(out[:own] + [s.attr for s in slots], plan)
-    strategy = None
+    strategy = STRATEGY["Window"] + (WINDOW_BLOCKS if once else "")
     if whole:
         ranged = "; per other function, a range of positions (side relation: position, input slots)"
         kept = "the whole input's lineage, kept once"
         if partition:
             kept = "its partition's lineage, kept once per partition"
-        strategy = f"own slots plus a reference to {kept}" + (ranged if bounds else "")
+        strategy = f"own slots plus a reference to {kept}" + (ranged + WINDOW_BLOCKS if bounds else "")
     return Rewritten(result, side_slots + slots, strategy=strategy)

@@ -1,0 +1,145 @@
+"""A window's large position ranges kept as blocks: sets of a shared side, never
+flattened to pairs.
+
+A window function reads, for each row, a range ``lo..hi`` of positions in its
+partition (a running total: ``1..pos``; a rank: the rows before it). Flattened, a
+partition of ``n`` rows gives up to ``n * n / 2`` pairs. Instead the window's side
+relation (partition, position, input slots) is kept once, as a shared side whose sets
+are the aligned blocks of positions of a binary tree over each partition: block
+``(j, i)`` holds positions ``i * 2**j + 1 .. (i + 1) * 2**j``; a block of level 0
+holds one row's lineage, a block of level ``j > 0`` its two halves (sets of the same
+side). A range is the union of at most two blocks per level (the segment tree's
+cover), so a row refers to ``O(log n)`` sets and the side's lineage is stored once,
+with about ``2n`` tree rows beside it: linear in the partition.
+
+A block's set id is a 64-bit hash of the partition's handle, the level and the index,
+with the level in its top bits (``store.format.LEVEL_SHIFT``: readers on Spark count
+the tree's depth from it); two blocks sharing an id refuse the capture before its
+lineage is stored (``check``), never a merged answer.
+
+>>> cover(3, 13)  # positions 3..13: blocks as (level, index)
+[(0, 12), (1, 1), (2, 1), (2, 2)]
+>>> sorted(p for j, i in cover(3, 13) for p in range(i * 2**j + 1, (i + 1) * 2**j + 1))
+[3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13]
+"""
+
+from __future__ import annotations
+
+from pyspark.sql import Column, DataFrame
+from pyspark.sql import functions as F
+from pyspark.sql import types as T
+
+from ..errors import UnsupportedOperation
+from ..store.format import GRP, IN, LEVEL_SHIFT, OUT, REF, SRC, ref_source
+
+POS = "__sp_pos"  # a side row's position in its partition, from 1 (lineage.POS)
+_HASH_BITS = (1 << LEVEL_SHIFT) - 1
+# Flattened ranges adding up to more pairs than this, with ranges this long on average,
+# are kept as blocks: below it, pairs cost less to write and answer than a tree to walk
+MIN_PAIRS = 1_000_000
+MIN_AVERAGE_LENGTH = 4
+
+
+def worth_it(pairs: int, ranges: int) -> bool:
+    """Whether ranges flattening to ``pairs`` pairs (``ranges`` of them) are kept as blocks."""
+    return pairs > MIN_PAIRS and pairs >= MIN_AVERAGE_LENGTH * max(ranges, 1)
+
+
+def cover(lo: int, hi: int) -> list[tuple[int, int]]:
+    """The blocks ``(level, index)`` whose union is positions ``lo..hi`` (from 1): what
+    :func:`references` computes in Spark, in Python (for tests and readers)."""
+    found, left, right, level = [], lo - 1, hi, 0
+    while left < right:
+        if left % 2:
+            found.append((level, left))
+            left += 1
+        if right % 2:
+            right -= 1
+            found.append((level, right))
+        left, right, level = left // 2, right // 2, level + 1
+    return found
+
+
+def set_of(handle: Column, handle_type: T.DataType) -> Column:
+    """A partition's id from its handle (a struct of its key values, or a constant):
+    each value hashed beside whether it is NULL (a hash skips NULLs)."""
+    if isinstance(handle_type, T.StructType):
+        values = [handle.getField(f.name) for f in handle_type.fields]
+        return F.xxhash64(*[x for v in values for x in (v, v.isNull())])
+    return F.xxhash64(handle)
+
+
+def block_id(partition: Column, level: Column, index: Column) -> Column:
+    """The set id of block ``(level, index)`` of a partition: a hash with the level in
+    its top bits."""
+    hashed = F.xxhash64(partition, level.cast("int"), index.cast("long"))
+    return hashed.bitwiseAND(F.lit(_HASH_BITS)).bitwiseOR(F.shiftleft(level.cast("long"), LEVEL_SHIFT))
+
+
+def _power(level: Column) -> Column:
+    return F.pow(F.lit(2.0), level)  # exact: positions are far below 2**53
+
+
+def references(ranges: DataFrame, key: str, lo: str, hi: str) -> DataFrame:
+    """``(out_rid, in_rid)``: each range's blocks (``cover``), ``in_rid`` the block's set
+    id; ``ranges`` has ``out_rid``, the partition's handle ``key`` and the bounds."""
+    partition = set_of(F.col(key), ranges.schema[key].dataType)
+    start, end = F.col(lo) - 1, F.col(hi)  # positions start..end-1, counted from 0
+
+    def at(level: Column) -> Column:
+        # the cover's bounds at this level: ceil(start / 2**level), floor(end / 2**level)
+        left, right = F.ceil(start / _power(level)), F.floor(end / _power(level))
+        inside = left < right
+        return F.array(
+            F.when(inside & (left % 2 == 1), block_id(partition, level, left)),
+            F.when(inside & (right % 2 == 1), block_id(partition, level, right - 1)),
+        )
+
+    levels = F.sequence(F.lit(0), F.floor(F.log2(end)).cast("int") + 1)
+    blocks = F.filter(F.flatten(F.transform(levels, at)), lambda b: b.isNotNull())
+    return ranges.select(F.col(OUT), F.explode(blocks).alias(IN))
+
+
+def leaves(side: DataFrame, handle: str) -> Column:
+    """A side row's own set: the block of level 0 at its position."""
+    partition = set_of(F.col(handle), side.schema[handle].dataType)
+    return block_id(partition, F.lit(0), F.col(POS) - 1)
+
+
+def _parents(side: DataFrame, handle: str) -> DataFrame:
+    """Every block of level ``j > 0`` once, from the row at its last position, with its
+    partition's id: columns ``(p, j, i)``."""
+    partition = set_of(F.col(handle), side.schema[handle].dataType)
+    levels = F.sequence(F.lit(1), F.greatest(F.lit(1), F.floor(F.log2(F.col(POS))).cast("int")))
+    ends = F.filter(levels, lambda j: F.col(POS) % _power(j) == 0)
+    rows = side.select(partition.alias("p"), F.col(POS), F.explode(ends).alias("j"))
+    return rows.select("p", "j", (F.col(POS) / _power(F.col("j")) - 1).cast("long").alias("i"))
+
+
+def tree(side: DataFrame, handle: str, k: int) -> DataFrame:
+    """Shared lineage rows ``(ref, grp, src, in_rid)`` of side ``k``'s tree: each block
+    of level ``j > 0`` holds its two halves (sets of the same side)."""
+    parents = _parents(side, handle)
+    parent = block_id(F.col("p"), F.col("j"), F.col("i"))
+    halves = F.array(
+        block_id(F.col("p"), F.col("j") - 1, F.col("i") * 2), block_id(F.col("p"), F.col("j") - 1, F.col("i") * 2 + 1)
+    )
+    return parents.select(
+        F.lit(k).alias(REF), parent.alias(GRP), F.lit(ref_source(k)).alias(SRC), F.explode(halves).alias(IN)
+    )
+
+
+def check(side: DataFrame, handle: str) -> None:
+    """Refuse a window whose blocks (of every partition, at every level) share a set id:
+    each block is made once (a leaf per row, a parent from its last row), so an id made
+    twice is two blocks."""
+    leaf = side.select(leaves(side, handle).alias(GRP))
+    parents = _parents(side, handle).select(block_id(F.col("p"), F.col("j"), F.col("i")).alias(GRP))
+    ids = leaf.unionByName(parents)
+    if ids.groupBy(GRP).count().where(F.col("count") > 1).limit(1).collect():
+        raise UnsupportedOperation(
+            "Window",
+            "",
+            "two blocks of its partitions' positions hash to the same set id, so their shared lineage cannot "
+            "be told apart; capture with witnesses=True to keep it as ranges",
+        )

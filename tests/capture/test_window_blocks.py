@@ -1,0 +1,132 @@
+"""A window's large position ranges kept as blocks of a tree over each partition, sets
+of a shared side (capture/window_blocks.py), where flattened they would be many pairs."""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+from pyspark.sql import Window
+from pyspark.sql import functions as F
+
+from sparkprov.bench.checks import check_row
+from sparkprov.capture import window_blocks
+from sparkprov.errors import UnsupportedOperation
+from sparkprov.store.format import ref_source
+
+from .test_window_sets import _pairs, _traced_by_both_engines
+
+
+def test_a_range_is_covered_by_its_blocks_in_spark_as_in_python(spark):
+    rng = random.Random(7)
+    ranges = []
+    for out in range(400):
+        n = rng.randint(1, 3000)
+        lo = rng.randint(1, n)
+        ranges.append((out, (rng.randint(0, 3), None if out % 7 else "x"), lo, rng.randint(lo, n)))
+    df = spark.createDataFrame(ranges, "out_rid long, key struct<a:int,b:string>, lo long, hi long")
+    got = {}
+    for r in window_blocks.references(df, "key", "lo", "hi").collect():
+        got.setdefault(r.out_rid, set()).add(r.in_rid)
+    # the same blocks' ids, from Python's cover
+    wanted = []
+    for out, key, lo, hi in ranges:
+        wanted += [(out, key, j, i) for j, i in window_blocks.cover(lo, hi)]
+    blocks = spark.createDataFrame(wanted, "out_rid long, key struct<a:int,b:string>, j int, i long")
+    partition = window_blocks.set_of(F.col("key"), blocks.schema["key"].dataType)
+    ids = blocks.select("out_rid", window_blocks.block_id(partition, F.col("j"), F.col("i")).alias("id"))
+    want = {}
+    for r in ids.collect():
+        want.setdefault(r.out_rid, set()).add(r.id)
+    assert got == want
+    assert all(len(v) <= 2 * 12 for v in got.values())  # at most two blocks a level
+
+
+def test_a_partitions_tree_holds_each_block_once(spark):
+    # 13 rows in one partition, 8 in another: a leaf per row, each complete block once
+    rows = [((p,), pos) for p, n in ((0, 13), (1, 8)) for pos in range(1, n + 1)]
+    side = spark.createDataFrame(rows, "__sp_h struct<g:int>, __sp_pos long")
+    tree = window_blocks.tree(side, "__sp_h", 3).collect()
+    assert {r.src for r in tree} == {ref_source(3)} and {r.ref for r in tree} == {3}
+    parents = {r.grp for r in tree}
+    assert len(tree) == 2 * len(parents)
+    # levels 1-3 of 13 rows: 6 + 3 + 1 blocks; of 8 rows: 4 + 2 + 1
+    assert len(parents) == 10 + 7
+    window_blocks.check(side, "__sp_h")  # no two blocks share an id
+
+
+@pytest.fixture
+def blocks(monkeypatch):
+    """Every range of more than one position kept as blocks, however few pairs."""
+    monkeypatch.setattr(window_blocks, "MIN_PAIRS", 0)
+    monkeypatch.setattr(window_blocks, "MIN_AVERAGE_LENGTH", 0)
+
+
+@pytest.fixture
+def events(spark, session, tmp_path):
+    """90 rows: k, g = k % 3 (30 rows each), a time t with ties, a value x."""
+    spark.range(90).select(
+        F.col("id").alias("k"),
+        (F.col("id") % 3).alias("g"),
+        (F.col("id") * 11 % 17).alias("t"),
+        (F.col("id") * 7 % 13).alias("x"),
+    ).write.parquet(str(tmp_path / "e"))
+    return session.source(spark.read.parquet(str(tmp_path / "e")), "e")
+
+
+def _running(src):
+    by_t = Window.partitionBy("g").orderBy("t", "k")
+    return src.select(
+        "k",
+        F.sum("x").over(by_t.rowsBetween(Window.unboundedPreceding, 0)).alias("run"),
+        F.avg("x").over(by_t.rowsBetween(-4, 0)).alias("moving"),
+        F.rank().over(Window.partitionBy("g").orderBy("t")).alias("r"),
+        F.lag("x").over(by_t).alias("prev"),
+        F.count("k").over(Window.partitionBy("g").orderBy("t").rangeBetween(-3, 0)).alias("near"),
+    )
+
+
+def _sessions(src):  # a window over a window's rows, then an aggregate over both
+    by_t = Window.partitionBy("g").orderBy("t", "k")
+    starts = F.when(F.col("t") - F.lag("t").over(by_t) > 2, 1).otherwise(0)
+    marked = src.withColumn("starts", starts)
+    numbered = marked.withColumn("session", F.sum("starts").over(by_t.rowsBetween(Window.unboundedPreceding, 0)))
+    per_session = numbered.groupBy("g", "session").agg(F.count("*").alias("n"), F.sum("x").alias("sx"))
+    return per_session.select((F.col("g") * 1000 + F.col("session")).alias("k"), "n", "sx")
+
+
+@pytest.mark.parametrize("query", [_running, _sessions], ids=["running", "sessions"])
+def test_ranges_kept_as_blocks_give_the_flattened_lineage(spark, session, events, blocks, query):
+    flat = session.capture(query(events), "flat", witnesses=True)  # ranges flattened, as why and how read them
+    expected = _pairs(flat, "e")
+    for strategy in ("auto", "lazy"):
+        cap = session.capture(query(events), f"blocks-{strategy}", strategy=strategy)
+        assert _pairs(cap, "e") == expected, strategy
+    shared = spark.read.parquet(cap._entry.lineage.shared)
+    assert shared.where("src < 0 and -src - 1 = ref").count() > 0  # a tree was stored
+    _traced_by_both_engines(cap, "e", expected, rows=2)
+    for rid in [r["_sp_rid"] for r in cap.output.orderBy("k").collect()][-1:]:
+        assert check_row(cap, rid, lambda restricted: query(restricted["e"])) == []
+
+
+def test_a_running_total_over_a_large_partition_is_captured(spark, session):
+    # one partition of 20,000 rows: flattened, 200M pairs (refused above 50M before)
+    big = session.source(spark.range(20_000).select(F.col("id").alias("k"), (F.col("id") % 97).alias("x")), "big")
+    running = big.select("k", F.sum("x").over(Window.orderBy("k").rowsBetween(Window.unboundedPreceding, 0)).alias("s"))
+    cap = session.capture(running, "running")
+    assert "kept as blocks" in cap.explain()
+    rid = {r.k: r["_sp_rid"] for r in cap.output.where("k in (0, 4999, 19999)").collect()}
+    for engine in ("spark", "embedded"):  # (the source is spark.range's rows: column id)
+        assert sorted(r.id for r in cap.backward([rid[4999]], "big", engine=engine).collect()) == list(range(5000))
+        assert cap.backward([rid[0]], "big", engine=engine).count() == 1
+        assert cap.forward("big", "id = 19990", engine=engine).count() == 10
+    assert cap.forward("big", "id = 0", engine="embedded").count() == 20_000
+    stored = spark.read.parquet(cap._entry.lineage.path).count() + spark.read.parquet(cap._entry.lineage.shared).count()
+    assert stored < 20_000 * 20  # linear in the rows (a tree and a few blocks a row), not their square
+
+
+def test_blocks_whose_ids_collide_are_refused(session, events, blocks, monkeypatch):
+    original = window_blocks.block_id
+    monkeypatch.setattr(window_blocks, "block_id", lambda p, j, i: original(F.lit(1), j, i))  # partitions alike
+    with pytest.raises(UnsupportedOperation, match="hash to the same set id"):
+        session.capture(_running(events), "clash")
