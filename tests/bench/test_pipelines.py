@@ -142,6 +142,16 @@ def test_order_features_are_standardized_over_every_order(spark, data, answers):
     assert out["revenue_percentile"].between(0, 1).all() and out["revenue_percentile"].min() == 0
 
 
+def test_regional_running_totals_end_at_each_regions_total(spark, answers):
+    out = frame(spark, "regional_running", answers["regional_running"]).sort_values(["region", "ts", "order_id"])
+    last = out.groupby("region").tail(1).set_index("region")
+    totals = out.groupby("region")["revenue"].sum()
+    assert (last["region_revenue"] == totals).all()
+    assert (last["region_orders"] == out.groupby("region").size()).all()
+    assert set(out["region"]) == set(pipelines.REGIONS)
+    assert (out.groupby("region")["revenue_rank"].min() == 1).all()
+
+
 def test_rfm_quartiles(spark, answers):
     out = frame(spark, "rfm", answers["rfm"])
     assert out["customer_id"].is_unique

@@ -59,7 +59,7 @@ def test_a_partitions_tree_holds_each_block_once(spark):
 def blocks(monkeypatch):
     """Every range of more than one position kept as blocks, however few pairs."""
     monkeypatch.setattr(window_blocks, "MIN_PAIRS", 0)
-    monkeypatch.setattr(window_blocks, "MIN_AVERAGE_LENGTH", 0)
+    monkeypatch.setattr(window_blocks, "worth_it", lambda pairs, ranges, side_rows: True)
 
 
 @pytest.fixture

@@ -341,6 +341,24 @@ def running_totals(spark: SparkSession) -> DataFrame:
     )
 
 
+def regional_running(spark: SparkSession) -> DataFrame:
+    """Per region over time (five regions: partitions of a fifth of the orders each):
+    each sold order's running revenue and running order count in its region, and its
+    revenue's rank within the region."""
+    sold = _sold(spark).join(spark.table("customers").select("customer_id", "region"), "customer_id")
+    by_time = Window.partitionBy("region").orderBy("ts", "order_id")
+    so_far = by_time.rowsBetween(Window.unboundedPreceding, 0)
+    return sold.select(
+        "region",
+        "order_id",
+        "ts",
+        "revenue",
+        F.sum("revenue").over(so_far).alias("region_revenue"),
+        F.count("order_id").over(so_far).alias("region_orders"),
+        F.rank().over(Window.partitionBy("region").orderBy(F.desc("revenue"))).alias("revenue_rank"),
+    )
+
+
 def order_features(spark: SparkSession) -> DataFrame:
     """Per sold order, features standardized over all of them, as a model's input is:
     the quantity's z-score, the revenue above the average, the order's share of all
@@ -492,6 +510,7 @@ PIPELINES: dict[str, Callable[[SparkSession], DataFrame]] = {
     "etl_star": etl_star,
     "pandas_features": pandas_features,
     "running_totals": running_totals,
+    "regional_running": regional_running,
     "order_features": order_features,
     "monthly_distinct": monthly_distinct,
     "union_rollup": union_rollup,

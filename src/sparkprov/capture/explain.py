@@ -41,7 +41,7 @@ STRATEGY = {
     "partition: a reference to the partition's lineage, kept once per partition",
 }
 # said of a window's ranges where they may be kept as blocks (not with witnesses)
-WINDOW_BLOCKS = "; ranges that would flatten to over a million pairs kept as blocks of positions, once"
+WINDOW_BLOCKS = "; ranges that would flatten to over a million pairs, four or more a range, kept as blocks of positions"
 JOIN_STRATEGY = {
     **dict.fromkeys(
         ("Inner", "Cross", "LeftOuter", "RightOuter", "FullOuter"), "pairs: both sides' slots (NULL when padded)"

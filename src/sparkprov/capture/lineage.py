@@ -267,7 +267,8 @@ def _range_join(
     if distinct or not cheap:  # counted, then read again
         frontier = graph.keep(frontier)
     total, count = _sizes(frontier)
-    if graph.factorize and getattr(graph.sides[k], "factorable", False) and window_blocks.worth_it(total, count):
+    blocks = graph.factorize and getattr(graph.sides[k], "factorable", False) and total > window_blocks.MIN_PAIRS
+    if blocks and window_blocks.worth_it(total, count, graph.relation(k).count()):  # (the side counted only then)
         ranges = _ranges(frontier)
         many = ranges.where(F.col(_LO) < F.col(_HI))
         found[ref_source(k)].append(window_blocks.references(many, _KEY, _LO, _HI))
