@@ -26,11 +26,13 @@ from ..errors import UnsupportedOperation
 from ..plan.small_writes import SMALL_BYTES, estimated_bytes
 from ..store.format import (  # noqa: F401 - the store's names, used here and by modules that import them from here
     GRP,
+    HANDLE,
     IN,
     LEVEL_SHIFT,
     OUT,
     PAIR_COLUMNS,
     PAIRS_SCHEMA,
+    POS,
     REF,
     SHARED_REF,
     SHARED_SCHEMA,
@@ -44,13 +46,11 @@ from ..store.format import (  # noqa: F401 - the store's names, used here and by
 from . import window_blocks
 from .shapes import ARRAY_SLOTS
 
-HANDLE = "__sp_h"
 _PROBE = "__sp_probe"
 _TOP = "__sp_top"
 _KEY = "__sp_key"
 _LO, _HI = "__sp_lo", "__sp_hi"
 _RUN = "__sp_run"
-POS = "__sp_pos"
 ROW_SLOTS = ("source", "rids")  # slots naming source rows directly (a rid, or an array of rids)
 
 

@@ -32,9 +32,8 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from ..errors import UnsupportedOperation
-from ..store.format import GRP, IN, LEVEL_SHIFT, OUT, REF, SRC, ref_source
+from ..store.format import GRP, IN, LEVEL_SHIFT, OUT, POS, REF, SRC, ref_source
 
-POS = "__sp_pos"  # a side row's position in its partition, from 1 (lineage.POS)
 _HASH_BITS = (1 << LEVEL_SHIFT) - 1
 # Ranges flattening to at most this many pairs are always flattened: pairs cost less
 # to write and answer than a tree to walk

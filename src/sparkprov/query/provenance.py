@@ -48,12 +48,11 @@ from ..errors import LineageTooLarge, WitnessesNotKept
 from ..store.duck import connection
 from ..store.entry import CaptureEntry
 from ..store.files import parquet_files
-from ..store.format import IN, OUT, RID, parents_first
+from ..store.format import HANDLE, IN, OUT, POS, RID, parents_first
 from ..store.parquet import files_sql, rid_array
 
 WITNESS_LIMIT = 10_000  # witnesses one output row may have before why() refuses
 SIDE_ROW_LIMIT = 2_000_000  # side rows one answer may read
-_HANDLE, _POS = "__sp_h", "__sp_pos"
 
 Witness = frozenset  # of (source name, rid)
 
@@ -285,7 +284,7 @@ def _side_rows(side: dict, values: list) -> pa.Table:
     files = parquet_files(side["path"])
     if not files:
         return pa.table({})
-    handle_type = pq.read_schema(files[0]).field(_HANDLE).type
+    handle_type = pq.read_schema(files[0]).field(HANDLE).type
     if side["ranged"]:
         want = pa.table(
             {
@@ -294,10 +293,10 @@ def _side_rows(side: dict, values: list) -> pa.Table:
                 "hi": pa.array([v["hi"] for v in values], pa.int64()),
             }
         )
-        match = f"s.{_HANDLE} IS NOT DISTINCT FROM w.h AND s.{_POS} BETWEEN w.lo AND w.hi"
+        match = f"s.{HANDLE} IS NOT DISTINCT FROM w.h AND s.{POS} BETWEEN w.lo AND w.hi"
     else:
         want = pa.table({"h": pa.array(values, handle_type)})
-        match = f"s.{_HANDLE} IS NOT DISTINCT FROM w.h"
+        match = f"s.{HANDLE} IS NOT DISTINCT FROM w.h"
     with connection() as con:
         con.register("w", want)
         return con.execute(
@@ -312,13 +311,13 @@ def _members(side: dict, k: int, values: dict[Any, Any], rows: list[dict]) -> di
     # in an order of their own, not the files': a polynomial reads the same however the
     # side was written (by its own job, or gathered by the query's, plan/observed.py)
     for r in sorted(rows, key=_row_order):
-        by_handle[_frozen(r[_HANDLE])].append(r)
+        by_handle[_frozen(r[HANDLE])].append(r)
     if not side["ranged"]:
         return {(k, key): by_handle.get(key, []) for key in values}
     found = {}
     for key, v in values.items():
         group = by_handle.get(_frozen(v["h"]), [])
-        found[(k, key)] = [r for r in group if v["lo"] <= r[_POS] <= v["hi"]]
+        found[(k, key)] = [r for r in group if v["lo"] <= r[POS] <= v["hi"]]
     return found
 
 
@@ -326,7 +325,7 @@ _NAN = ("__sp_nan",)
 
 
 def _row_order(row: dict) -> tuple:
-    return tuple(_value_order(v) for k, v in row.items() if k != _HANDLE)
+    return tuple(_value_order(v) for k, v in row.items() if k != HANDLE)
 
 
 def _value_order(value: Any) -> tuple:

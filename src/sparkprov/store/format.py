@@ -68,6 +68,7 @@ def slots_from_json(data: list[list]) -> list[Slot]:
 
 
 HANDLE = "__sp_h"  # an RDD side file's column: the handle of a record or partial group
+POS = "__sp_pos"  # a window side's column: a row's position in its partition, from 1
 
 
 def slot_type(kind: str) -> pa.DataType:

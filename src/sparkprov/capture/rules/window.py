@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING
 
 from ...errors import UnsupportedOperation
 from ...plan.catalyst import JExpr, JPlan
-from ...store.format import Slot
+from ...store.format import POS, Slot
 from ..explain import STRATEGY, WINDOW_BLOCKS
 from ..shapes import SET_KEY, Rewritten, SideRelation
 
@@ -32,7 +32,6 @@ if TYPE_CHECKING:
 RANK_LIKE = ("RowNumber", "Rank", "DenseRank")
 WHOLE_PARTITION = ("PercentRank", "CumeDist", "NTile")
 WINDOW_FUNCTIONS = (*RANK_LIKE, *WHOLE_PARTITION, "Lag", "Lead", "AggregateExpression", "NthValue")
-_POS = "__sp_pos"  # lineage.POS
 
 
 def rule(cx: CaptureContext, node: JPlan) -> Rewritten:
@@ -118,7 +117,7 @@ def rule(cx: CaptureContext, node: JPlan) -> Rewritten:
     if shared is not None:
         window_cols.append(b.alias(b.hash64(partition) if partition else b.int_literal(0), shared.name))
     user = cx.user_output(Rewritten(b.with_new_children(node, [inner.plan]), inner.slots))
-    exprs = user + [s.attr for s in inner.slots] + [b.alias(b.to_attribute(pos), _POS)] + window_cols
+    exprs = user + [s.attr for s in inner.slots] + [b.alias(b.to_attribute(pos), POS)] + window_cols
     plan = b.project(exprs, window)
     # The side relation reads the window's rows with their positions from what the
     # query's own job computed, not by running the window and its input again (TPC-DS
@@ -132,7 +131,7 @@ def rule(cx: CaptureContext, node: JPlan) -> Rewritten:
         slot.attr = attr
     side_slots = [Slot(s.name, s.kind, s.ref, a) for s, a in zip(inner.slots, out[len(user) :])]
     if slots:
-        side_exprs = [b.alias(handle, "__sp_h"), b.alias(pos_attr, _POS)]
+        side_exprs = [b.alias(handle, "__sp_h"), b.alias(pos_attr, POS)]
         side_plan = b.project(side_exprs + out[len(user) : own], plan)
         cx.sides.append(SideRelation(side_index, "Window", side_plan, side_slots, ranged=True, factorable=once))
     if shared is not None:
