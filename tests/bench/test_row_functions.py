@@ -1,6 +1,6 @@
 """``bench functions --suite rows``: each function measured plain, undeclared and
-declared (the grouped one also blackbox, the batch ones also vectorized), and its declared lineage narrower than the
-undeclared one."""
+declared (the grouped top two also blackbox, the batch ones also vectorized, the rolling
+means also with payloads kept), and its declared lineage narrower than the undeclared one."""
 
 from __future__ import annotations
 
@@ -26,3 +26,6 @@ def test_declared_functions_trace_fewer_rows(spark, session, tmp_path):
             assert set(r["backward_s"]) == {"declared", "undeclared", "blackbox"}
         if name in ("shifted batches", "cleaned batches"):  # called once per batch: the same lineage
             assert traced["vectorized"] == traced["declared"] and r["vectorized_ratio"] > 0, traced
+        if name == "group rolling means":  # payloads kept, map_p run when asked: the same lineage
+            assert traced["kept payloads"] == traced["declared"] and r["kept_payloads_ratio"] > 0, traced
+            assert set(r["lineage_bytes"]) == {"declared", "undeclared", "kept payloads"}, r

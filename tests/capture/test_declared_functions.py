@@ -42,10 +42,11 @@ MODES = [
 SCHEMA = "k long, used array<long>"
 
 
-def declared(kind: str, mode: str):
+def declared(kind: str, mode: str, keep: str = "pairs"):
     """A function of ``kind`` declaring ``mode`` lineage. Each output row holds the
     keys (``k`` of the input rows) its declaration names, in ``used``: the reference
-    lineage, computed by the function itself from the same positions."""
+    lineage, computed by the function itself from the same positions. ``keep``: of
+    payload and composite lineage."""
 
     # everything nested: cloudpickle ships nested functions by value to the workers
     def back(i):  # map mode: odd outputs also read the input before them
@@ -144,14 +145,19 @@ def declared(kind: str, mode: str):
         return each
 
     if mode == "payload":
-        return sp.lineage("payload", column="payload", map_p=decoded)(f)
+        return sp.lineage("payload", column="payload", map_p=decoded, keep=keep)(f)
     if mode == "payload-vectorized":
-        return sp.lineage("payload", column="payload", map_p=at_once(decoded), vectorized=True)(f)
+        return sp.lineage("payload", column="payload", map_p=at_once(decoded), vectorized=True, keep=keep)(f)
     if mode == "composite":
-        return sp.lineage("composite", column="payload", backward=mapped, map_p=decoded)(f)
+        return sp.lineage("composite", column="payload", backward=mapped, map_p=decoded, keep=keep)(f)
     if mode == "composite-vectorized":
         return sp.lineage(
-            "composite", column="payload", backward=at_once(mapped), map_p=at_once(decoded), vectorized=True
+            "composite",
+            column="payload",
+            backward=at_once(mapped),
+            map_p=at_once(decoded),
+            vectorized=True,
+            keep=keep,
         )(f)
     if mode in ("full", "blackbox"):
         return sp.lineage(mode, column=("inputs", "rights") if cogroup else "inputs")(f)

@@ -42,6 +42,8 @@ from sparkprov.functions.tracer import Tracer, declaration_error
         (("full",), {"column": "x", "backward": lambda i, m: [i]}, "backward= is for map and composite lineage"),
         (("full",), {"column": "i", "vectorized": True}, "vectorized= is for map, payload and composite lineage, not"),
         (("map",), {"backward": lambda i, m: [i], "vectorized": 1}, "vectorized= must be True or False"),
+        (("payload",), {"column": "p", "map_p": lambda i, p, m: p, "keep": "ids"}, "keep= is 'pairs' or 'payload'"),
+        (("full",), {"column": "i", "keep": "payload"}, "keep='payload' is for payload and composite lineage, not"),
     ],
 )
 def test_bad_declarations_are_refused(args, kwargs, message):

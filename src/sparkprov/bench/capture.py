@@ -396,19 +396,30 @@ def _label(query) -> str:
     return f"Q{query}" if isinstance(query, int) else query
 
 
+def stored_lineage_bytes(entry) -> int:
+    """The bytes capture ``entry`` keeps of its lineage: its pair table, its shared
+    lineage (a scalar subquery's, kept once; functions' kept payloads), its witnesses'
+    side relations and the output's slot columns."""
+    return sum(_lineage_bytes(entry))
+
+
+def _lineage_bytes(entry) -> tuple[int, int, int]:
+    # (pair table and shared lineage, witnesses' side relations, slot columns)
+    shared = later.shared_path(entry.lineage)
+    pair_bytes = _dir_bytes(entry.lineage.path) + (_dir_bytes(shared) if shared else 0)
+    sides = entry.witnesses
+    witness_bytes = sum(_dir_bytes(s["path"]) for s in sides["sides"].values()) if sides else 0
+    return pair_bytes, witness_bytes, slot_bytes(entry)
+
+
 def _result(spark, n, cap, plain_t, cap_t, output_t, default_t, witnesses: bool) -> dict:
     entry = cap._entry
     # a lazy capture stores lineage when first used: built first, so its bytes count
     deferred = entry.lineage.later == "lazy"
     pair_table_s = cap.build_lineage() if deferred else 0.0
-    shared = later.shared_path(entry.lineage)
-    # shared lineage (a scalar subquery's, kept once) and the output's slot columns are
-    # part of what capture stores
-    pair_bytes = _dir_bytes(entry.lineage.path) + (_dir_bytes(shared) if shared else 0)
-    sides = entry.witnesses
-    witness_bytes = sum(_dir_bytes(s["path"]) for s in sides["sides"].values()) if sides else 0
-    slots = slot_bytes(entry)
+    pair_bytes, witness_bytes, slots = _lineage_bytes(entry)
     lineage_bytes = pair_bytes + witness_bytes + slots
+    shared = later.shared_path(entry.lineage)
     # lineage kept in the output rows: the pair table is built by the first answer
     # that needs one; what that costs, once
     if not deferred:

@@ -1,13 +1,15 @@
 """What declaring a Python function's lineage costs a capture, and what it buys:
 ``sparkprov bench functions --suite rows``.
 
-Four functions of the kinds PySpark pipelines use, over a generated table of
+Five functions of the kinds PySpark pipelines use, over a generated table of
 ``rows`` rows (Parquet): a model's scores per row (``mapInPandas``, declared
 ``rowwise``), the two largest values per group (``applyInPandas``, declared ``full``),
 a normalisation per batch written as Arrow (``mapInArrow``, declared ``map`` with
-every output row from its own input row), and outliers replaced by their neighbours'
+every output row from its own input row), outliers replaced by their neighbours'
 mean (``mapInPandas``, declared ``composite``: a row from its own input row, an
-outlier from its two neighbours, named in a payload). Each runs plain (its result written to
+outlier from its two neighbours, named in a payload), and rolling means per group
+(``applyInPandas``, declared ``payload``: a row from the ``WINDOW`` rows up to it, the
+first named in a payload; also with its payloads kept, ``keep="payload"``). Each runs plain (its result written to
 Parquet), captured undeclared (coarse: whole groups or partitions) and captured
 declared, interleaved, in one Spark session (the grouped function also declared
 ``blackbox``: stored per group, found when asked; the batch functions also declared
@@ -18,7 +20,7 @@ partition function's capture is attempted only where its coarse lineage (every r
 the partition behind every output row) stays below ``COARSE_PAIRS_MAX`` pairs.
 
 >>> sorted(FUNCTIONS)
-['cleaned batches', 'group top two', 'row scores', 'shifted batches']
+['cleaned batches', 'group rolling means', 'group top two', 'row scores', 'shifted batches']
 """
 
 from __future__ import annotations
@@ -31,7 +33,9 @@ from pathlib import Path
 
 import sparkprov as sp
 
+from ..errors import InvalidArgument
 from ..functions.declare import declaration_of
+from .capture import stored_lineage_bytes
 
 
 @sp.lineage("rowwise")
@@ -102,6 +106,36 @@ cleaned_vectorized = sp.lineage(
 )(declaration_of(cleaned).function)
 
 
+WINDOW = 20  # rolling means: each output row from the 20 rows up to it
+
+
+def _rolling(pdf):
+    # the mean of x over each row and the rows before it in the group (WINDOW in all),
+    # in the order the group's rows came; lo: the first of them (a payload)
+    import numpy as np
+
+    at = np.arange(len(pdf))
+    return pdf.assign(x=pdf.x.rolling(WINDOW, min_periods=1).mean()), np.maximum(at - WINDOW + 1, 0)
+
+
+def rolling_plain(pdf):
+    return _rolling(pdf)[0]
+
+
+def _window_of(i, lo, meta):
+    return range(lo, i + 1)
+
+
+@sp.lineage("payload", column="lo", map_p=_window_of)
+def rolling(pdf):
+    out, lo = _rolling(pdf)
+    return out.assign(lo=lo)
+
+
+# the same function, its payloads kept and map_p run when a trace asks (SubZero's PayOne)
+rolling_kept = sp.lineage("payload", column="lo", map_p=_window_of, keep="payload")(declaration_of(rolling).function)
+
+
 SCHEMA = "id long, g long, x double"
 # (the query, the declared function, the same function undeclared: a full declaration's
 # reported column is dropped by sp.lineage, so its undeclared form must not make it)
@@ -110,6 +144,7 @@ FUNCTIONS = {
     "group top two": (lambda df, f: df.groupBy("g").applyInPandas(f, "g long, x double"), top_two, top_two_plain),
     "shifted batches": (lambda df, f: df.mapInArrow(f, SCHEMA), shifted, declaration_of(shifted).function),
     "cleaned batches": (lambda df, f: df.mapInPandas(f, SCHEMA), cleaned, cleaned_plain),
+    "group rolling means": (lambda df, f: df.groupBy("g").applyInPandas(f, SCHEMA), rolling, rolling_plain),
 }
 
 
@@ -118,6 +153,7 @@ ALSO = {
     "group top two": {"blackbox": top_two_blackbox},
     "shifted batches": {"vectorized": shifted_vectorized},
     "cleaned batches": {"vectorized": cleaned_vectorized},
+    "group rolling means": {"kept payloads": rolling_kept},
 }
 
 
@@ -129,9 +165,14 @@ COARSE_PAIRS_MAX = 50_000_000
 
 def _coarse_pairs(table, name: str) -> int:
     """The pairs undeclared capture would store: rows² / partitions for a partition
-    function; for the grouped one (one output row per group) each row once."""
-    rows, parts = table.count(), table.rdd.getNumPartitions()
-    return rows * rows // max(parts, 1) if name != "group top two" else rows
+    function; for the grouped top two (one output row per group) each row once; for the
+    rolling means (a row per input row) each row once per row of its group."""
+    rows = table.count()
+    if name == "group top two":
+        return rows
+    if name == "group rolling means":
+        return rows * rows // table.select("g").distinct().count()
+    return rows * rows // max(table.rdd.getNumPartitions(), 1)
 
 
 def _measure(session, table, work: Path, name: str, repeat: int) -> dict:
@@ -152,7 +193,7 @@ def _measure(session, table, work: Path, name: str, repeat: int) -> dict:
         if kind == "plain":
             query.write.parquet(str(work / f"plain-{name}-{i}"))
         else:
-            caps[kind] = session.capture(query, f"{name.replace(' ', '_')}-{kind}")
+            caps[kind] = session.capture(query, f"{name}-{kind}".replace(" ", "_"))
         if i >= 0:
             times[kind].append(time.perf_counter() - started)
 
@@ -179,9 +220,11 @@ def _measure(session, table, work: Path, name: str, repeat: int) -> dict:
         "declared_ratio": ratios["declared"],
         "blackbox_ratio": ratios.get("blackbox"),
         "vectorized_ratio": ratios.get("vectorized"),
+        "kept_payloads_ratio": ratios.get("kept payloads"),
         "backward_s": backward,
         "coarse_pairs": coarse,
         "rows_behind_one_output_row": {k: cap.backward([0], "table").count() for k, cap in caps.items()},
+        "lineage_bytes": {k: stored_lineage_bytes(cap._entry) for k, cap in caps.items()},
     }
 
 
@@ -190,6 +233,11 @@ def main(args) -> dict:
 
     from ..local import local_session
 
+    names = [n.strip() for n in args.functions.split(",") if n.strip()] if getattr(args, "functions", "") else []
+    unknown = [n for n in names if n not in FUNCTIONS]
+    if unknown:
+        raise InvalidArgument(f"unknown function {unknown[0]!r}; functions: {', '.join(FUNCTIONS)}")
+    names = names or list(FUNCTIONS)
     spark = local_session("sparkprov-bench-row-functions", shuffle_partitions=4, driver_memory="4g")
     work = Path(tempfile.mkdtemp(prefix="sparkprov-bench-rows-"))
     try:
@@ -198,7 +246,7 @@ def main(args) -> dict:
         session = sp.LineageSession(spark, store=work / "store")
         table = session.source(spark.read.parquet(data), "table")
         results = []
-        for name in FUNCTIONS:
+        for name in names:
             r = _measure(session, table, work, name, args.repeat)
             results.append(r)
             traced = r["rows_behind_one_output_row"]
@@ -221,6 +269,14 @@ def main(args) -> dict:
             if r["vectorized_ratio"] is not None:
                 print(f"{'':<16} declared vectorized {r['vectorized_ratio']:.2f}x "
                       f"({traced['vectorized']:,} rows behind a row)", flush=True)  # fmt: skip
+            if r["kept_payloads_ratio"] is not None:
+                sizes = r["lineage_bytes"]
+                print(
+                    f"{'':<16} payloads kept {r['kept_payloads_ratio']:.2f}x, {sizes['kept payloads']:,} bytes "
+                    f"(declared: {sizes['declared']:,}); one row's backward {r['backward_s']['kept payloads']:.3f}s "
+                    f"(declared: {r['backward_s']['declared']:.3f}s)",
+                    flush=True,
+                )
         return {"suite": "rows", "rows": args.rows, "repeat": args.repeat, "functions": results}
     finally:
         spark.stop()

@@ -317,6 +317,9 @@ def shared_pairs(referenced: set[int], graph: SideGraph) -> list[DataFrame]:
         if k in done:
             continue
         done.add(k)
+        if graph.sides[k].payload is not None:  # its sets are made at query time, of its input's sets
+            todo.extend(graph.sides[k].payload.sides())
+            continue
         side_slots = graph.sides[k].slots
         rows = graph.relation(k)
         if graph.sides[k].ranged:  # a window's side kept as blocks: a leaf per row, the tree above

@@ -202,6 +202,8 @@ def _traced(tracer, out, handles: list[str]):
                 f"function {decl.name!r} ({decl.mode} lineage) returned rows in {tracer.where} without column "
                 f"{missing[0]!r}, where it declared it reports {what}"
             )
+        if decl.keep == "payload":  # the payloads themselves, for map_p to run over when a trace asks
+            return _with_payloads(tracer, out, decl.columns[0])
         # a vectorized map_p gets the payloads as one array; otherwise Python values per row
         values = frames.column_array if decl.vectorized else frames.column_values
         reported = [values(out, c) for c in decl.columns]
@@ -209,6 +211,21 @@ def _traced(tracer, out, handles: list[str]):
     out = frames.without(out, decl.columns)
     for name, values in zip(handles, lists):
         out = frames.with_lists(out, name, values)
+    return out
+
+
+def _with_payloads(tracer, out, column: str):
+    from pyspark import TaskContext
+
+    from ..functions import frames
+    from ..functions.payloads import payload_arrow_types, payload_columns
+
+    # a call that made rows before receiving any: an id no input row has (ids are >= 0)
+    nothing = -1 - TaskContext.get().partitionId()
+    found = payload_columns(tracer, frames.row_count(out), frames.column_values(out, column), nothing)
+    out = frames.without(out, (column,))
+    for (name, values), kind in zip(found.items(), payload_arrow_types(tracer.ids().shape[1])):
+        out = frames.with_column(out, name, values, kind)
     return out
 
 

@@ -20,6 +20,23 @@ from ..store.format import Slot
 
 
 @dataclass
+class PayloadSide:
+    """A shared side whose sets are not stored but made by a function's ``map_p`` when a
+    trace reaches them (``sp.lineage(..., keep="payload")``): its rows are the
+    function's output rows (set id, payload columns); a set holds what its input rows'
+    ids name, per id column: ``("source", instance)``, rows of a source (ids carried
+    through the function), or ``("side", k)``, sets of shared side ``k`` (the kept
+    input's rows, a set each)."""
+
+    inputs: list[tuple[str, int]]
+    declaration: bytes  # functions.payloads.kept_declaration
+
+    def sides(self) -> list[int]:
+        """The shared sides its sets hold sets of."""
+        return [ref for kind, ref in self.inputs if kind == "side"]
+
+
+@dataclass
 class SideRelation:
     """``(handle, slots of the input)`` for one grouping operator."""
 
@@ -48,6 +65,9 @@ class SideRelation:
     narrow: JPlan | None = None
     # its rows gathered by the query's own job (plan/observed.py), where small
     observed: ObservedRows | None = None
+    # a shared side with a set per row, its handle a row id (unique: no clash to check)
+    set_per_row: bool = False
+    payload: PayloadSide | None = None
 
 
 @dataclass

@@ -10,6 +10,7 @@ by lineage finished later (``later``, ``row_lineage``, an RDD capture's pairs).
 from __future__ import annotations
 
 import itertools
+import json
 from collections.abc import Callable
 from pathlib import Path
 
@@ -26,7 +27,19 @@ from ..plan.small_writes import small_rows, write_parquet, write_table
 from ..plan.versions import to_arrow
 from ..plan.written import read_written
 from ..store.catalog import publish_written
-from ..store.format import GRP, IN, OUT, PAIRS_SCHEMA, REF, SHARED_REF, SHARED_SCHEMA, SRC, Slot, ref_source
+from ..store.format import (
+    GRP,
+    IN,
+    OUT,
+    PAIRS_SCHEMA,
+    PAYLOADS,
+    REF,
+    SHARED_REF,
+    SHARED_SCHEMA,
+    SRC,
+    Slot,
+    ref_source,
+)
 from ..store.parquet import SHARED_ARROW, write_local_pairs
 from .context import CaptureContext
 from .lineage import HANDLE, ROW_SLOTS, SideGraph, shared_pairs, union_pairs
@@ -74,11 +87,42 @@ def write_shared(spark, graph: SideGraph, referenced: set[int], path: str) -> No
     """Store the lineage of the shared sides ``referenced`` (and those they reach) once,
     at ``path`` (a capture's ``shared/``)."""
     _check_sets(graph)
-    if _write_shared_here(graph, referenced, path):
-        return
-    shared = shared_pairs(referenced, graph)
-    table = union_pairs(shared) if shared else spark.createDataFrame([], SHARED_SCHEMA)
-    table.write.options(**PAIR_WRITE_OPTIONS).parquet(path)
+    payloads = payload_sides(graph, referenced)
+    # a payload side's sets are made at query time; the sets of its input rows are stored
+    inputs = {i for k in payloads for i in graph.sides[k].payload.sides()}
+    referenced = {k for k in referenced if k not in payloads} | inputs
+    if not _write_shared_here(graph, referenced, path):
+        shared = shared_pairs(referenced, graph)
+        table = union_pairs(shared) if shared else spark.createDataFrame([], SHARED_SCHEMA)
+        table.write.options(**PAIR_WRITE_OPTIONS).parquet(path)
+    for k in payloads:
+        _write_payloads(graph, k, Path(path) / PAYLOADS)
+
+
+def payload_sides(graph: SideGraph, referenced: set[int]) -> list[int]:
+    """The payload sides (``SideRelation.payload``) among the shared sides reachable from
+    ``referenced``."""
+    todo, seen = sorted(referenced), set()
+    while todo:
+        k = todo.pop()
+        if k in seen:
+            continue
+        seen.add(k)
+        side = graph.sides[k]
+        if side.payload is not None:
+            todo.extend(side.payload.sides())
+        todo.extend(s.ref for s in side.slots if s.kind in ("group", "groups") and graph.sides[s.ref].shared)
+    return sorted(k for k in seen if graph.sides[k].payload is not None)
+
+
+def _write_payloads(graph: SideGraph, k: int, root: Path) -> None:
+    # the function's output rows' set ids and payload columns; the declaration map_p runs
+    # under, and what each id column names (a source's number, or a shared side's)
+    payload = graph.sides[k].payload
+    graph.relation(k).write.options(**PAIR_WRITE_OPTIONS).parquet(str(root / str(k)))
+    (root / f"{k}.pickle").write_bytes(payload.declaration)
+    srcs = [graph.source_of(ref) if kind == "source" else ref_source(ref) for kind, ref in payload.inputs]
+    (root / f"{k}.json").write_text(json.dumps({"srcs": srcs}))
 
 
 def _check_sets(graph: SideGraph) -> None:

@@ -82,6 +82,10 @@ class Declaration:
     forward: Callable | None = None  # map: input position -> output positions (checked)
     map_p: Callable | None = None  # payload, composite: (output position, payload) -> input positions
     vectorized: bool = False  # backward, forward and map_p take and give arrays of positions
+    # payload, composite: "pairs" (map_p run as the function runs, its ids stored) or
+    # "payload" (the payloads stored, map_p run when a trace asks: SubZero's PayOne)
+    keep: str = "pairs"
+    why_pairs: str = ""  # keep="payload" asked for but not taken there (explain() says why)
 
     @property
     def name(self) -> str:
@@ -105,16 +109,17 @@ class Declaration:
         if self.mode == "map":
             mapped = "backward and forward mappings" if self.forward else "a backward mapping"
             return f"map lineage of {self.name} ({mapped} over {over})"
+        when = "run as it runs" if self.keep == "pairs" else "kept as payloads, run when a trace asks"
+        if self.why_pairs:
+            when += f"; keep='payload' not taken: {self.why_pairs}"
         if self.mode == "payload":
             at_once = ", vectorized" if self.vectorized else ""
-            return (
-                f"payload lineage of {self.name} (map_p over the payload in column {self.columns[0]}{at_once}, "
-                "run as it runs)"
-            )
+            column = self.columns[0]
+            return f"payload lineage of {self.name} (map_p over the payload in column {column}{at_once}, {when})"
         if self.mode == "composite":
             return (
                 f"composite lineage of {self.name} (a backward mapping over {over}; map_p over the payload "
-                f"in column {self.columns[0]} where a row has one, run as it runs)"
+                f"in column {self.columns[0]} where a row has one, {when})"
             )
         return f"rowwise lineage of {self.name} (output row i from input row i)"
 
@@ -127,6 +132,7 @@ def lineage(
     forward: Callable[[int, dict], Any] | None = None,
     map_p: Callable[[int, Any, dict], Any] | None = None,
     vectorized: bool = False,
+    keep: str = "pairs",
 ) -> Callable[[F], F]:
     """Declare the lineage of a function passed to mapInPandas, mapInArrow,
     applyInPandas, applyInArrow or cogroup().applyInPandas / applyInArrow, or of a
@@ -149,6 +155,18 @@ def lineage(
 
     >>> shifted = sp.lineage("map", backward=lambda rows, meta: rows + 1, vectorized=True)
     >>> starts = sp.lineage("payload", column="start", map_p=lambda rows, start, meta: start, vectorized=True)
+
+    ``keep`` (payload and composite lineage): ``"pairs"``, the default, runs ``map_p``
+    (and a composite's ``backward``) as the function runs and stores the ids they
+    give; ``"payload"`` stores each output row's payload and runs them when a trace
+    reaches the row (SubZero's PayOne: a row of a few bytes where its input rows are
+    many, paid for at query time). ``map_p`` is then kept in the store (pickled), so a
+    trace in another process needs the modules it uses. Kept as payloads for
+    applyInPandas, applyInArrow, mapInPandas and mapInArrow (and their iterator forms);
+    elsewhere (cogroup, UDTFs, captures with witnesses) ``explain()`` says the pairs
+    are kept instead.
+
+    >>> windows = sp.lineage("payload", column="lo", map_p=lambda i, lo, meta: range(lo, i + 1), keep="payload")
     """
     if mode not in MODES:
         raise InvalidArgument(f"unknown lineage mode {mode!r}; modes: {', '.join(MODES)}")
@@ -175,13 +193,17 @@ def lineage(
             )
     elif map_p is not None:
         raise InvalidArgument(f"map_p= is for payload and composite lineage, not {mode!r}")
+    if keep not in ("pairs", "payload"):
+        raise InvalidArgument(f"keep= is 'pairs' or 'payload', not {keep!r}")
+    if keep == "payload" and mode not in ("payload", "composite"):
+        raise InvalidArgument(f"keep='payload' is for payload and composite lineage, not {mode!r}")
 
     def declare(function: F) -> F:
         if not callable(function):
             raise InvalidArgument(f"sp.lineage declares a function's lineage; got {type(function).__name__}")
         if declaration_of(function) is not None:
             raise InvalidArgument(f"{getattr(function, '__qualname__', function)!r} already declares its lineage")
-        decl = Declaration(mode, function, columns, backward, forward, map_p, vectorized)
+        decl = Declaration(mode, function, columns, backward, forward, map_p, vectorized, keep)
         if isinstance(function, type):
             if not callable(getattr(function, "eval", None)):
                 raise InvalidArgument(

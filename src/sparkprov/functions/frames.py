@@ -127,6 +127,19 @@ def with_longs(data: Any, name: str, values) -> Any:
     return data.assign(**{name: values})
 
 
+def with_column(data: Any, name: str, values, kind) -> Any:
+    """``data`` with a column ``name`` of ``values`` (one per row: a NumPy array or a
+    list), of Arrow type ``kind``."""
+    import pyarrow as pa
+
+    if is_arrow(data):
+        return _appended(data, name, pa.array(values, kind))
+    import pandas as pd
+
+    dtype = object if isinstance(values, list) else None  # bytes and None as they are
+    return data.assign(**{name: pd.Series(values, index=data.index, dtype=dtype)})
+
+
 def _appended(data: Any, name: str, array: Any) -> Any:
     """An Arrow RecordBatch or Table with the column ``name`` appended."""
     import pyarrow as pa

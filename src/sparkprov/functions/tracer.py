@@ -47,6 +47,7 @@ class Tracer:
         self._ids = [_Ids(w) for w in (widths or (1,) * sides)]
         self.received = [0] * sides
         self.produced = 0
+        self.ids_sent = 0  # input rows whose ids went out with kept payloads (functions/payloads.py)
         self._backward: list[list[list[int]]] = []  # per output row, per side: kept for forward's check
 
     def receive(self, side: int, ids) -> None:
@@ -54,6 +55,10 @@ class Tracer:
         (a vector, or a matrix of a row per input row)."""
         self._ids[side].extend(ids)
         self.received[side] += len(ids)
+
+    def ids(self, side: int = 0):
+        """The ids received on ``side`` so far: a row per input row, a column per id."""
+        return self._ids[side].view()
 
     def _meta(self) -> dict:
         rows = self.received[0] if len(self.received) == 1 else tuple(self.received)
@@ -158,13 +163,13 @@ class Tracer:
         try:
             found = function(positions, *more, self._meta())
         except Exception as e:
-            raise self._wrong(int(positions[0]), f"its {what} raised {type(e).__name__}: {e}") from e
+            raise self.wrong(int(positions[0]), f"its {what} raised {type(e).__name__}: {e}") from e
         sides = [found] if len(self.received) == 1 else found
         if not isinstance(sides, tuple | list) or len(sides) != len(self.received):
-            raise self._wrong(int(positions[0]), f"a cogrouped function's {what} must give (left, right) positions")
+            raise self.wrong(int(positions[0]), f"a cogrouped function's {what} must give (left, right) positions")
         for side in sides:
             if not hasattr(side, "__len__") or len(side) != rows:
-                raise self._wrong(
+                raise self.wrong(
                     int(positions[0]), f"its {what} must give the positions of each of the {rows} rows it was given"
                 )
         return [self._as_ragged(values, positions, side) for side, values in enumerate(sides)]
@@ -181,24 +186,25 @@ class Tracer:
         try:
             found = function(*args)
         except Exception as e:
-            raise self._wrong(position, f"its {what()} raised {type(e).__name__}: {e}") from e
+            raise self.wrong(position, f"its {what()} raised {type(e).__name__}: {e}") from e
         if len(self.received) == 1:
             return [_positions(found)]
         if not isinstance(found, tuple | list) or len(found) != len(self.received):
-            raise self._wrong(position, f"a cogrouped function's {what()} must give (left, right) positions")
+            raise self.wrong(position, f"a cogrouped function's {what()} must give (left, right) positions")
         return [_positions(f) for f in found]
 
     def _checked(self, position: int, side: int, found: list | None) -> list[int]:
         if found is None:
-            raise self._wrong(position, "its input positions are not integers")
+            raise self.wrong(position, "its input positions are not integers")
         bad = [p for p in found if not 0 <= p < self.received[side]]
         if bad:
             got = f"{self.received[side]} row{'s' if self.received[side] != 1 else ''}"
             which = ("left ", "right ")[side] if len(self.received) > 1 else ""
-            raise self._wrong(position, f"it names {which}input position {bad[0]}, but the function had received {got}")
+            raise self.wrong(position, f"it names {which}input position {bad[0]}, but the function had received {got}")
         return found
 
-    def _wrong(self, position: int, what: str) -> LineageDeclarationWrong:
+    def wrong(self, position: int, what: str) -> LineageDeclarationWrong:
+        """The error naming the function, output row ``position`` and where it ran."""
         return LineageDeclarationWrong(
             f"function {self.decl.name!r} ({self.decl.mode} lineage), output row {position} of {self.where}: {what}"
         )

@@ -45,6 +45,7 @@ from ..store.layout import CaptureFolders, local_path
 from ..store.parquet import PairTable, build_forward_index, distinct_sorted, files_sql, rid_array, sql_literal
 from ..store.source_info import SourceInfo, compare_fingerprint, snapshot_column
 from . import provenance
+from .payload_sets import KeptPayloads
 from .shared_sets import read_shared, rows_of_sets, sets_holding, sets_of
 from .sides import SideLineage
 
@@ -141,6 +142,11 @@ class EmbeddedEngine:
         return self._shared
 
     @cached_property
+    def _payloads(self) -> KeptPayloads:
+        """Its functions' kept payloads: their sets made as traces reach them."""
+        return KeptPayloads(shared_path(self.entry.lineage), f"capture {self.name!r}")
+
+    @cached_property
     def _sides(self) -> list[int]:
         """Shared sides k that output rows reference (pair partitions ``src=-(k+1)``)."""
         return sorted(-int(p.name.split("=", 1)[1]) - 1 for p in self._root.glob(f"{SRC}=-*"))
@@ -168,7 +174,7 @@ class EmbeddedEngine:
         if self._sides:  # the sets of shared sides the rows refer to
             reached = pa.concat_tables([sets_of(k, self._lookup(-k - 1, OUT, outs)[IN]) for k in self._sides])
             if reached.num_rows:  # (the shared table is read only then)
-                found.append(rows_of_sets(self._shared_table(), reached, number))
+                found.append(rows_of_sets(self._shared_table(), reached, number, self._payloads))
         return distinct_sorted(np.concatenate(found))
 
     def forward_ids(self, source: str, in_rids) -> np.ndarray:
@@ -182,7 +188,7 @@ class EmbeddedEngine:
             return self._rdd.forward(number, ins)
         found = [self._lookup(number, IN, ins)[OUT].to_numpy()]
         if self._sides:  # the rows referring to a set that holds one of them
-            held = sets_holding(self._shared_table(), number, ins)
+            held = sets_holding(self._shared_table(), number, ins, self._payloads)
             for k in self._sides:
                 grps = held.filter(pc.equal(held[REF], k))[GRP]
                 if len(grps):

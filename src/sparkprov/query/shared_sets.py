@@ -21,13 +21,18 @@ at a time.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from ..store.format import GRP, IN, REF, SRC
+from ..store.format import GRP, IN, REF, SRC, ref_source
 from ..store.parquet import SHARED_ARROW, distinct_sorted
+
+if TYPE_CHECKING:
+    from .payload_sets import KeptPayloads
 
 _SETS = pa.schema([SHARED_ARROW.field(REF), SHARED_ARROW.field(GRP)])
 
@@ -50,23 +55,27 @@ def sets_of(ref: int, grps) -> pa.Table:
     return pa.table([pa.array(np.full(len(grps), ref, dtype=np.int32)), grps], schema=_SETS)
 
 
-def rows_of_sets(shared: pa.Table, reached: pa.Table, source: int) -> np.ndarray:
+def rows_of_sets(shared: pa.Table, reached: pa.Table, source: int, made: KeptPayloads | None = None) -> np.ndarray:
     """Rids of ``source``'s rows that the sets ``reached`` hold, through nested sets too
-    (sorted, distinct)."""
+    (sorted, distinct); ``made``: the sets of functions' kept payloads, made when reached."""
     found = [np.empty(0, dtype=np.int64)]
     reached = _distinct(reached)
     while reached.num_rows:
         hit = shared.join(reached, keys=[REF, GRP], join_type="left semi")
+        if made:
+            hit = pa.concat_tables([hit.select(SHARED_ARROW.names).cast(SHARED_ARROW), made.rows_of(reached)])
         found.append(hit.filter(pc.equal(hit[SRC], source))[IN].to_numpy())
         reached = _distinct(_inner_sets(hit.filter(pc.less(hit[SRC], 0))))
     return distinct_sorted(np.concatenate(found))
 
 
-def sets_holding(shared: pa.Table, source: int, in_rids) -> pa.Table:
+def sets_holding(shared: pa.Table, source: int, in_rids, made: KeptPayloads | None = None) -> pa.Table:
     """The sets that hold any of ``source``'s rows ``in_rids``, directly or through the
-    sets they hold."""
+    sets they hold; ``made``: the sets of functions' kept payloads, made when reached."""
     direct = shared.filter(pc.and_(pc.equal(shared[SRC], source), pc.is_in(shared[IN], pa.array(in_rids, pa.int64()))))
     held = _distinct(direct.select([REF, GRP]))
+    if made:
+        held = _distinct(pa.concat_tables([held, made.holding(source, in_rids)]))
     nested = shared.filter(pc.less(shared[SRC], 0))
     inner = _inner_sets(nested).rename_columns(["__sp_ref", "__sp_grp"])
     outer = nested.select([REF, GRP])
@@ -76,7 +85,12 @@ def sets_holding(shared: pa.Table, source: int, in_rids) -> pa.Table:
         step = edges.join(
             frontier.rename_columns(["__sp_ref", "__sp_grp"]), keys=["__sp_ref", "__sp_grp"], join_type="left semi"
         )
-        new = _distinct(step.select([REF, GRP])).join(held, keys=[REF, GRP], join_type="left anti")
+        new = _distinct(step.select([REF, GRP]))
+        if made:  # the payload sets holding the frontier's sets
+            above = [made.holding(ref_source(ref), frontier.filter(pc.equal(frontier[REF], ref))[GRP])
+                     for ref in pc.unique(frontier[REF]).to_pylist()]  # fmt: skip
+            new = _distinct(pa.concat_tables([new, *above]))
+        new = new.join(held, keys=[REF, GRP], join_type="left anti")
         held = pa.concat_tables([held, new.select([REF, GRP]).cast(_SETS)])
         frontier = new
     return held

@@ -70,6 +70,28 @@ def slots_from_json(data: list[list]) -> list[Slot]:
 HANDLE = "__sp_h"  # an RDD side file's column: the handle of a record or partial group
 POS = "__sp_pos"  # a window side's column: a row's position in its partition, from 1
 
+# A Python function's payloads kept for the query (``sp.lineage(..., keep="payload")``):
+# a row per output row of the function, beside its set id (HANDLE), in
+# ``shared/PAYLOADS/<side>/``; map_p runs over them when a trace reaches the set.
+PAYLOADS = "_payloads"  # under shared/: Spark and the shared table's readers skip "_" names
+PAYLOAD_DECLARATION = "declaration.pickle"  # the declaration map_p is run under (cloudpickle)
+PAY_GROUP = "__sp_pg"  # the call (group or partition) that made the row: its first input row's id
+PAY_POSITION = "__sp_pp"  # the row's position among the call's output rows
+PAY_RECEIVED = "__sp_pr"  # the input rows the call had received when it made the row (meta's input_rows)
+PAY_VALUE = "__sp_pv"  # the payload, pickled
+# on a call's first row after new input rows (else NULL): the first one's position, the
+# call's key (its group's, pickled), and per id column (PAY_IDS + j) their ids
+PAY_START = "__sp_ps"
+PAY_KEY = "__sp_pk"
+PAY_IDS = "__sp_pi"
+
+
+def pay_columns(width: int) -> list[str]:
+    """The payload columns of a function whose input rows carry ``width`` ids each."""
+    return [PAY_GROUP, PAY_POSITION, PAY_RECEIVED, PAY_VALUE, PAY_START, PAY_KEY] + [
+        f"{PAY_IDS}{j}" for j in range(width)
+    ]
+
 
 def slot_type(kind: str) -> pa.DataType:
     """An RDD side file's slot column type: a source row's rid, or a record's list of group handles."""

@@ -23,16 +23,17 @@ from typing import TYPE_CHECKING
 
 from pyspark.sql import DataFrame, Window
 from pyspark.sql import functions as F
-from pyspark.sql.types import ArrayType, IntegerType, LongType, StringType, StructField, StructType
+from pyspark.sql.types import ArrayType, BinaryType, IntegerType, LongType, StringType, StructField, StructType
 
 from ...errors import InvalidArgument
 from ...functions.declare import Declaration, declaration_of
+from ...functions.payloads import kept_declaration
 from ...plan.catalyst import JExpr, JPlan
 from ...plan.versions import python_eval_types
-from ...store.format import Slot
+from ...store.format import HANDLE, Slot, pay_columns
 from .. import python_functions as P
 from ..explain import STRATEGY, UDTF_COARSE
-from ..shapes import Rewritten
+from ..shapes import PayloadSide, Rewritten, SideRelation
 
 if TYPE_CHECKING:
     from ..context import CaptureContext
@@ -77,7 +78,7 @@ def flat_map_cogroups(cx: CaptureContext, node: JPlan) -> Rewritten:
     func, _, _ = b.python_function(node)
     decl = declaration_of(func)
     if decl is not None and not _stored_coarse(cx, node, decl, 2):
-        return _declared_cogroups(cx, node, decl.traced())
+        return _declared_cogroups(cx, node, _as_pairs(decl.traced(), "cogrouped functions keep pairs"))
     sides, slots, names = [], [], []
     for child, n in zip(b.children(node), (node.leftGroupingLen(), node.rightGroupingLen())):
         out = b.output(child)
@@ -163,7 +164,7 @@ def python_udtf(cx: CaptureContext, node: JPlan) -> Rewritten:
         decl = None  # its rows come from the row eval() was called on: exact, nothing to run again
     inner = cx.rewrite(child)
     if decl is not None and inner.slots and not _stored_coarse(cx, node, decl, 1):
-        return _declared_udtf(cx, node, decl.traced(), inner)
+        return _declared_udtf(cx, node, _as_pairs(decl.traced(), "UDTFs keep pairs"), inner)
     if not whole:
         passed = b.udtf_passed_columns(node) + [s.attr for s in inner.slots]
         return Rewritten(b.udtf_generate(node, passed, inner.plan), inner.slots)
@@ -256,6 +257,8 @@ class _Input:
     ids: list[str]
     slots: list[Slot]
     how: str
+    # payloads kept: what each id column names, ("source", instance) or ("side", shared side of its rows)
+    inputs: list[tuple[str, int]] | None = None
 
 
 def _with_ids(
@@ -266,10 +269,13 @@ def _with_ids(
     child: JPlan,
     side: int = 0,
     scalar: bool = False,
+    payloads: bool = False,
 ):
     """``exprs`` (as ``names``) of ``child``'s rewritten rows with the ids that name
     their lineage (see above); ``scalar``: an output row has one id each (rowwise
-    lineage), a long rather than an array."""
+    lineage), a long rather than an array; ``payloads``: kept for the query (no
+    slots: ``_payload_output`` makes the output's), the kept input's side shared with a
+    set per row."""
     b = cx.bridge
     inner = cx.rewrite(child)
     named = [b.alias(e, n) for e, n in zip(exprs, names)]
@@ -280,12 +286,74 @@ def _with_ids(
         none = b.long_literal(-1)
         carried = [b.alias(b.coalesce([s.attr, none]), c) for s, c in zip(inner.slots, ids)]
         frame = b.to_dataframe(b.project(named + carried, inner.plan))
+        if payloads:
+            return _Input(frame, ids, [], _PAYLOADS + _CARRIED_IDS, [("source", s.ref) for s in inner.slots])
         return _Input(frame, ids, [cx.new_slot("source" if scalar else "rids", s.ref) for s in inner.slots], _CARRIED)
+    frame, k = _numbered_input(cx, node, named, inner, shared=payloads)
+    if payloads:
+        return _Input(frame, [_ROW], [], _PAYLOADS + _NUMBERED_IDS, [("side", k)])
+    return _Input(frame, [_ROW], [cx.new_slot("group" if scalar else "groups", k)], _NUMBERED)
+
+
+def _numbered_input(cx: CaptureContext, node: JPlan, named: list[JExpr], inner: Rewritten, shared: bool = False):
+    """The input (``named``, then each row's id) computed once and kept, and the side
+    relation (id, input slots) of its rows; ``shared``: a shared side with a set per row."""
+    b = cx.bridge
     kept = cx.kept(b.project(named + [s.attr for s in inner.slots] + [b.alias(b.row_id(), _ROW)], inner.plan))
     out = b.output(kept)
     moved = [Slot(s.name, s.kind, s.ref, a) for s, a in zip(inner.slots, out[len(named) : len(out) - 1])]
-    slot = cx.new_slot("group" if scalar else "groups", cx.side(b.node_name(node), out[-1], Rewritten(kept, moved)))
-    return _Input(b.to_dataframe(b.project([*out[: len(named)], out[-1]], kept)), [_ROW], [slot], _NUMBERED)
+    k = cx.side(b.node_name(node), out[-1], Rewritten(kept, moved), shared=shared)
+    cx.sides[k].set_per_row = shared
+    return b.to_dataframe(b.project([*out[: len(named)], out[-1]], kept)), k
+
+
+# Payloads kept for the query (keep="payload"): the input's rows carry their ids as above
+# (source rids; else a row id of the kept input, whose side is then shared with a set
+# per row, its lineage stored once); the function's output rows carry their payload
+# columns (functions/payloads.py) and are kept, each with the set id of a shared side
+# whose sets are made from the payloads when a trace reaches them.
+
+_PAYLOADS = "payloads kept, a row per output row (map_p runs when a trace reaches it); "
+_CARRIED_IDS = "its input rows' source rids carried through the function"
+_NUMBERED_IDS = "its input rows kept, numbered, each a set of a shared side"
+_SET = "__sp_set"
+
+
+def _keeps_payloads(cx: CaptureContext, decl: Declaration) -> bool:
+    """Whether ``decl``'s payloads are kept for this capture."""
+    return decl.keep == "payload" and not cx.witnesses and not cx.trace_blackbox
+
+
+def _why_pairs(cx: CaptureContext) -> str:
+    return "not with witnesses" if cx.witnesses else "the query run again to trace a blackbox function"
+
+
+def _as_pairs(decl: Declaration, why: str) -> Declaration:
+    # keep="payload" not taken: map_p runs as the function runs, and explain() says why
+    if decl.keep != "payload":
+        return decl
+    return dataclasses.replace(decl, keep="pairs", why_pairs=why)
+
+
+def _payload_schema(cx: CaptureContext, node: JPlan, rows: _Input) -> StructType:
+    fields = list(cx.bridge.to_dataframe(node).schema.fields)
+    kinds = [LongType()] * 3 + [BinaryType(), LongType(), BinaryType()] + [ArrayType(LongType())] * len(rows.ids)
+    return StructType(fields + [StructField(n, t) for n, t in zip(pay_columns(len(rows.ids)), kinds)])
+
+
+def _payload_output(cx: CaptureContext, node: JPlan, decl: Declaration, result: DataFrame, rows: _Input) -> Rewritten:
+    b = cx.bridge
+    declaration = kept_declaration(decl)
+    kept = cx.kept(b.analyzed(result.withColumn(_SET, F.monotonically_increasing_id())))
+    out = b.output(kept)
+    user = len(out) - len(pay_columns(len(rows.ids))) - 1
+    side = b.project([b.alias(out[-1], HANDLE), *out[user:-1]], kept)
+    k = len(cx.sides)
+    payload = PayloadSide(rows.inputs, declaration)
+    cx.sides.append(SideRelation(k, b.node_name(node), side, [], shared=True, set_per_row=True, payload=payload))
+    slot = cx.new_slot("group", k)
+    rw = _python_output(cx, node, b.to_dataframe(b.project([*out[:user], out[-1]], kept)), [slot])
+    return Rewritten(rw.plan, rw.slots, strategy=f"declared: {rows.how}", declared=decl.describe())
 
 
 def _declared_output(cx: CaptureContext, node: JPlan, decl: Declaration, result, inputs: list[_Input]) -> Rewritten:
@@ -304,13 +372,17 @@ def _declared_groups(cx: CaptureContext, node: JPlan, decl: Declaration, groupin
     (child,) = b.children(node)
     keys = [f"__sp_k{i}" for i in range(len(grouping))]
     cols = [f"__sp_a{i}" for i in range(len(args))]
-    rows = _with_ids(cx, node, grouping + args, keys + cols, child, scalar=decl.mode == "rowwise")
+    payloads = _keeps_payloads(cx, decl)
+    decl = decl if payloads else _as_pairs(decl, _why_pairs(cx))
+    rows = _with_ids(cx, node, grouping + args, keys + cols, child, scalar=decl.mode == "rowwise", payloads=payloads)
     names, arrow = [b.attr_name(a) for a in args], b.node_name(node) == "FlatMapGroupsInArrow"
     form = P.declared_grouped_map_iter if b.python_eval_type(node) in _GROUPED_ITER else P.declared_grouped_map
     wrapped = form(decl, names, len(keys), rows.ids, _handles([rows]), arrow)
     grouped = rows.frame.groupBy(*keys)
-    schema = _python_schema(cx, node, *_handle_types(decl, rows))
+    schema = _payload_schema(cx, node, rows) if payloads else _python_schema(cx, node, *_handle_types(decl, rows))
     result = grouped.applyInArrow(wrapped, schema) if arrow else grouped.applyInPandas(wrapped, schema)
+    if payloads:
+        return _payload_output(cx, node, decl, result, rows)
     return _declared_output(cx, node, decl, _no_row_null(decl, result, rows), [rows])
 
 
@@ -337,14 +409,19 @@ def _declared_cogroups(cx: CaptureContext, node: JPlan, decl: Declaration) -> Re
 def _declared_batches(cx: CaptureContext, node: JPlan, decl: Declaration, args) -> Rewritten:
     b = cx.bridge
     (child,) = b.children(node)
-    rows = _with_ids(cx, node, args, [b.attr_name(a) for a in args], child, scalar=decl.mode == "rowwise")
-    schema = _python_schema(cx, node, *_handle_types(decl, rows))
+    names = [b.attr_name(a) for a in args]
+    payloads = _keeps_payloads(cx, decl)
+    decl = decl if payloads else _as_pairs(decl, _why_pairs(cx))
+    rows = _with_ids(cx, node, args, names, child, scalar=decl.mode == "rowwise", payloads=payloads)
+    schema = _payload_schema(cx, node, rows) if payloads else _python_schema(cx, node, *_handle_types(decl, rows))
     wrapped = P.declared_batches(decl, rows.ids, _handles([rows]))
     barrier = bool(node.isBarrier())
     if b.node_name(node) == "MapInPandas":
         result = rows.frame.mapInPandas(wrapped, schema, barrier=barrier)
     else:
         result = rows.frame.mapInArrow(wrapped, schema, barrier=barrier)
+    if payloads:
+        return _payload_output(cx, node, decl, result, rows)
     return _declared_output(cx, node, decl, _no_row_null(decl, result, rows), [rows])
 
 

@@ -1,0 +1,135 @@
+"""Payloads kept for the query (``sp.lineage(..., keep="payload")``), captured: every
+payload and composite declaration, on every kind of function that keeps them, gives
+the lineage the declaration defines, by both engines, backward and forward, also
+under an aggregate and a window; what is stored is a row per output row, not its input
+rows; the store passes its check and answers from a new session; elsewhere (cogroup,
+witnesses) the pairs are kept and ``explain()`` says why."""
+
+from __future__ import annotations
+
+import functools
+
+import pytest
+from pyspark.sql import Window
+from pyspark.sql import functions as F
+
+import sparkprov as sp
+from sparkprov.bench.capture import stored_lineage_bytes
+from sparkprov.store.catalog import Store
+from sparkprov.store.check import check_store
+
+from .test_declared_functions import declared, inputs, query  # noqa: F401 - inputs: a fixture
+
+KEPT = ["payload", "payload-vectorized", "composite", "composite-vectorized"]
+
+
+def _union(kind: str, t, o, keep: str = "payload"):
+    branches = [query(kind, declared(kind, m, keep=keep), t, o).withColumn("mode", F.lit(m)) for m in KEPT]
+    return functools.reduce(lambda a, b: a.unionByName(b), branches)
+
+
+def _keys(frames: dict) -> set[tuple[str, int]]:
+    return {(name, r.k) for name, df in frames.items() for r in df.collect()}
+
+
+def _used(rows) -> set[tuple[str, int]]:
+    return {("o" if k >= 100 else "t", k) for r in rows for k in r.used}
+
+
+@pytest.mark.parametrize(
+    ("kind", "aggregated"),
+    [("mapInPandas", False), ("mapInArrow", True), ("applyInArrow", False), ("applyInPandasIter", True)],
+)
+def test_kept_payloads_give_the_lineage_declared(session, inputs, kind, aggregated):  # noqa: F811
+    t, o = inputs
+    if aggregated:  # rows that carry no rids: their lineage goes through the aggregate's groups
+        t = t.groupBy("k", "g", "x").agg(F.count("*").alias("n")).drop("n")
+    q = _union(kind, t, o)
+    cap = session.capture(q, f"{kind}-kept")
+    rows = cap.output.collect()
+    plain = sorted((r.mode, r.k, tuple(r.used)) for r in q.collect())
+    assert sorted((r.mode, r.k, tuple(r.used)) for r in rows) == plain
+    lines = cap.explain().splitlines()
+    declarations = [line for line in lines if "as declared:" in line]
+    assert "all exact" in lines[0] and len(declarations) == len(KEPT), lines
+    for mode, line in zip(KEPT, declarations):
+        assert f"exact as declared: {mode.split('-')[0]} lineage" in line, (mode, line)
+        assert "kept as payloads, run when a trace asks" in line and "payloads kept, a row per output row" in line
+    for mode in KEPT:
+        of_mode = sorted((r for r in rows if r.mode == mode), key=lambda r: (len(r.used), r.k))
+        assert len(of_mode) > 5, mode
+        for traced in (of_mode, of_mode[:1], of_mode[-1:]):
+            got = _keys(cap.backward([r._sp_rid for r in traced]))
+            assert got == _used(traced), (kind, mode, traced)
+    engines = ("embedded", "spark") if kind == "mapInPandas" else ("auto",)
+    key = max(k for r in rows for k in r.used if k < 100)
+    want = sorted((r.mode, tuple(r.used)) for r in rows if key in r.used)
+    for engine in engines:
+        last = [r for r in rows if r.mode == "payload"][-1:]
+        assert _keys(cap.backward([r._sp_rid for r in last], engine=engine)) == _used(last), engine
+        got = sorted((r.mode, tuple(r.used)) for r in cap.forward("t", f"k = {key}", engine=engine).collect())
+        assert got == want, engine
+
+
+def test_kept_payloads_under_an_aggregate_and_a_window(session, inputs):  # noqa: F811
+    # the function's rows' sets collected by an aggregate, and referred to by a window's shared side
+    t, o = inputs
+    f = declared("applyInPandas", "payload", keep="payload")
+    rows = query("applyInPandas", f, t, o)
+    total = rows.groupBy().agg(F.sum(F.size("used")).alias("n"))
+    windowed = rows.withColumn("n", F.count("*").over(Window.partitionBy()))
+    for name, q in (("kept-total", total), ("kept-window", windowed)):
+        cap = session.capture(q, name)
+        out = cap.output.collect()
+        every = _used(rows.collect())
+        for engine in ("embedded", "spark"):
+            assert _keys(cap.backward([r._sp_rid for r in out[:1]], engine=engine)) == every, (name, engine)
+
+
+@sp.lineage("payload", column="lo", map_p=lambda i, lo, meta: range(lo, i + 1), keep="payload")
+def running(pdf):  # a running total per group, in the order its rows came: row i from rows 0..i
+    return pdf.assign(s=pdf.x.cumsum(), lo=0)[["k", "s", "lo"]]
+
+
+def _sums_hold(cap, t, ks) -> dict[int, set[int]]:
+    """Each output row of key ``ks``: its traced rows, whose x add up to its total."""
+    x = {r.k: r.x for r in t.collect()}
+    found = {}
+    for row in cap.output.where(F.col("k").isin(ks)).collect():
+        traced = {k for _, k in _keys(cap.backward([row._sp_rid]))}
+        assert row.k in traced and sum(x[k] for k in traced) == row.s, (row, traced)
+        found[row.k] = traced
+    return found
+
+
+def test_kept_payloads_store_a_row_per_output_row_and_answer_elsewhere(spark, session):
+    rows = [(k, k % 2, k % 7) for k in range(2000)]
+    t = session.source(spark.createDataFrame(rows, "k long, g long, x long"), "t")
+    decl = running.__sparkprov_lineage__
+    as_pairs = sp.lineage("payload", column="lo", map_p=decl.map_p)(decl.function)
+    caps = {
+        keep: session.capture(t.groupBy("g").applyInPandas(f, "k long, s long"), f"running-{keep}")
+        for keep, f in (("payload", running), ("pairs", as_pairs))
+    }
+    # 1,000 rows a group: 1,001,000 pairs, or 2,000 payload rows and 2,000 input rows' sets
+    sizes = {keep: stored_lineage_bytes(cap._entry) for keep, cap in caps.items()}
+    assert sizes["payload"] * 3 < sizes["pairs"], sizes
+    ks = [0, 1, 57, 1200, 1998, 1999]
+    traced = {keep: _sums_hold(cap, t, ks) for keep, cap in caps.items()}
+    assert traced["payload"] == traced["pairs"] and max(map(len, traced["payload"].values())) > 1
+    assert check_store(Store(session.store.root)).ok
+    again = sp.LineageSession(spark, store=session.store.root)  # as another process opens the store
+    reopened = again.load("running-payload")
+    row = reopened.output.where("k = 57").first()
+    assert {k for _, k in _keys(reopened.backward([row._sp_rid], engine="spark"))} == traced["payload"][57]
+
+
+def test_payloads_kept_only_where_they_can_be(session, inputs):  # noqa: F811
+    t, o = inputs
+    cap = session.capture(query("cogroupPandas", declared("cogroupPandas", "payload", keep="payload"), t, o), "co")
+    assert "keep='payload' not taken: cogrouped functions keep pairs" in cap.explain()
+    rows = cap.output.collect()
+    assert _keys(cap.backward([r._sp_rid for r in rows])) == _used(rows)
+    cap = session.capture(t.groupBy("g").applyInPandas(running, "k long, s long"), "running-why", witnesses=True)
+    assert "keep='payload' not taken: not with witnesses" in cap.explain()
+    _sums_hold(cap, t, [r.k for r in t.collect()][:4])
