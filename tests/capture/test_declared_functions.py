@@ -284,6 +284,7 @@ def test_blackbox_elsewhere_lazy_and_not_reproduced(session, inputs, monkeypatch
             for r in t.groupBy("g").agg(F.max("x").alias("x")).collect()}  # fmt: skip
     q = t.groupBy("g").applyInPandas(top, "g string, x long")
     lazy = session.capture(q, "top-lazy", strategy="lazy")  # built by running the query again: exact there
+    assert "exact as declared: full lineage reported by" in lazy.explain() and "all exact" in lazy.explain()
     with warnings.catch_warnings():
         warnings.simplefilter("error", sp.CoarseLineageWarning)
         assert {r.g: _traced_keys(lazy, r)["t"] for r in lazy.output.collect()} == want

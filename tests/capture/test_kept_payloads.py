@@ -15,6 +15,7 @@ from pyspark.sql import functions as F
 
 import sparkprov as sp
 from sparkprov.bench.capture import stored_lineage_bytes
+from sparkprov.capture.strategy import STRATEGIES
 from sparkprov.store.catalog import Store
 from sparkprov.store.check import check_store
 
@@ -133,3 +134,20 @@ def test_payloads_kept_only_where_they_can_be(session, inputs):  # noqa: F811
     cap = session.capture(t.groupBy("g").applyInPandas(running, "k long, s long"), "running-why", witnesses=True)
     assert "keep='payload' not taken: not with witnesses" in cap.explain()
     _sums_hold(cap, t, [r.k for r in t.collect()][:4])
+
+
+@pytest.mark.parametrize("strategy", STRATEGIES)
+def test_kept_payloads_under_every_strategy(session, inputs, strategy):  # noqa: F811
+    # the function's rows grouped by an aggregate above it: each group's traced rows are
+    # those the declaration names for the group's rows, whatever the strategy
+    t, o = inputs
+    f = declared("mapInPandas", "composite-vectorized", keep="payload")
+    rows = query("mapInPandas", f, t, o)
+    q = rows.groupBy(F.col("k") % 3).agg(F.collect_list("used").alias("useds"))
+    cap = session.capture(q, f"kept-{strategy}", strategy=strategy)
+    # a lazy capture runs the query again to build its lineage, reading payloads as the function runs
+    said = "not taken: the query is run again" if strategy == "lazy" else "kept as payloads, run when a trace asks"
+    assert "all exact" in cap.explain() and said in cap.explain(), cap.explain()
+    for row in cap.output.collect():
+        want = {("t", k) for used in row.useds for k in used}
+        assert _keys(cap.backward([row._sp_rid])) == want, (strategy, row)

@@ -18,6 +18,7 @@ from ..plan.catalyst import JPlan
 from . import prepare, support
 from .explain import COARSE, LAZY_STRATEGY, PRUNED_TEXT, selected_text
 from .rules import leaf as leaves
+from .rules import python
 from .shapes import LEAVES, PRUNED, ExplainLine
 
 if TYPE_CHECKING:
@@ -91,7 +92,8 @@ def _walk(cx: CaptureContext, node: JPlan, depth: int) -> None:
             strategy += f": {selected_text(cx.where[cx.sources[src].info.name])}"
     else:
         strategy = LAZY_STRATEGY
-    cx.report.append(ExplainLine(depth, b.simple_string(node), COARSE.get(op, "exact"), strategy))
+    granularity = python.lazy_granularity(cx, node) or COARSE.get(op, "exact")
+    cx.report.append(ExplainLine(depth, b.simple_string(node), granularity, strategy))
     for child in b.children(node):
         _walk(cx, child, depth + 1)
     for sub in cx.subquery_plans(node):

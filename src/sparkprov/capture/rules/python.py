@@ -324,8 +324,11 @@ def _keeps_payloads(cx: CaptureContext, decl: Declaration) -> bool:
     return decl.keep == "payload" and not cx.witnesses and not cx.trace_blackbox
 
 
+_AGAIN = "the query is run again (a lazy capture, a blackbox function traced)"
+
+
 def _why_pairs(cx: CaptureContext) -> str:
-    return "not with witnesses" if cx.witnesses else "the query run again to trace a blackbox function"
+    return "not with witnesses" if cx.witnesses else _AGAIN
 
 
 def _as_pairs(decl: Declaration, why: str) -> Declaration:
@@ -436,6 +439,25 @@ def _no_row_null(decl: Declaration, result: DataFrame, rows: _Input) -> DataFram
     if decl.mode != "rowwise":
         return result
     return result.withColumns({h: F.when(F.col(h) >= 0, F.col(h)) for h in _handles([rows])})
+
+
+_FUNCTIONS = ("FlatMapGroupsInPandas", "FlatMapGroupsInArrow", "MapInPandas", "MapInArrow")
+_COGROUPED = ("FlatMapCoGroupsInPandas", "FlatMapCoGroupsInArrow")
+
+
+def lazy_granularity(cx: CaptureContext, node: JPlan) -> str | None:
+    """The granularity of ``node`` (a Python function over groups or partitions) whose
+    function declares its lineage, in a lazy capture's explain (made before any rule
+    runs): its lineage is built by running the query again, where a blackbox function
+    reports its positions and payloads are read as the function runs. None: not such
+    a node."""
+    b = cx.bridge
+    if b.node_name(node) not in _FUNCTIONS + _COGROUPED:
+        return None
+    decl = declaration_of(b.python_function(node)[0])
+    if decl is None:
+        return None
+    return f"exact as declared: {_as_pairs(decl.traced(), _AGAIN).describe()}"
 
 
 def _stored_coarse(cx: CaptureContext, node: JPlan, decl: Declaration, sides: int) -> bool:
