@@ -28,7 +28,7 @@ import pyarrow.parquet as pq
 from ..functions.declare import Declaration
 from ..functions.payloads import loaded_declaration, resolve
 from ..store.files import parquet_files
-from ..store.format import GRP, HANDLE, PAY_GROUP, PAY_IDS, PAY_START, PAYLOADS, REF, SHARED_SCHEMA
+from ..store.format import GRP, HANDLE, IN, PAY_GROUP, PAY_IDS, PAY_START, PAYLOADS, REF, SHARED_SCHEMA, SRC
 from ..store.parquet import SHARED_ARROW
 
 _SETS = pa.schema([SHARED_ARROW.field(REF), SHARED_ARROW.field(GRP)])
@@ -104,6 +104,50 @@ class KeptPayloads:
                 grps = pc.unique(found.filter(pc.is_in(found["id"], ids))[HANDLE])
                 parts.append(pa.table([pa.array(np.full(len(grps), side.ref, np.int32)), grps], schema=_SETS))
         return pa.concat_tables(parts)
+
+
+FEW_SETS = 100_000  # payload sets a Spark trace makes in this process, for the rows it asks
+
+
+def payload_sets(spark, path: str, where: str, table, pairs, source: int, outs, ins):
+    """The rows (``SHARED_SCHEMA``) of the payload sets a Spark trace needs, if the
+    capture at ``path`` keeps payloads (else None): ``table`` is its stored shared
+    lineage, ``pairs`` its pair table (restricted to ``outs``, if given), ``source``
+    the traced source's number and ``ins`` its traced rows, if given. The few sets a
+    trace of a list of rows reaches are made in this process, as the embedded engine
+    makes them; every set otherwise, by Spark's tasks, computed once for the trace."""
+    kept = KeptPayloads(path, where)
+    if not kept:
+        return None
+    few = _few(kept, table, pairs, source, outs, ins)
+    if few is not None:
+        return spark.createDataFrame(few.to_pylist(), SHARED_SCHEMA)
+    return payload_sets_on_spark(spark, path, where).localCheckpoint(eager=True)
+
+
+def _few(kept: KeptPayloads, table, pairs, source: int, outs, ins) -> pa.Table | None:
+    # None where the sets a trace needs are not known from its rows alone: sets reached
+    # through other shared sets, many sets or rows, sets of a kept input's rows forward
+    from pyspark.sql import functions as F
+
+    from ..store.format import RID
+
+    refs = [-(side.ref + 1) for side in kept.sides]
+    if table.where(F.col(SRC).isin(refs)).limit(1).count():
+        return None
+    if outs is not None:  # the pairs are those of the traced rows
+        found = pairs.where(F.col(SRC).isin(refs)).select(SRC, IN).limit(FEW_SETS + 1).collect()
+        if len(found) > FEW_SETS:
+            return None
+        refs_, grps = [-r[SRC] - 1 for r in found], [r[IN] for r in found]
+        return kept.rows_of(pa.table([pa.array(refs_, pa.int32()), pa.array(grps, pa.int64())], schema=_SETS))
+    if ins is None or any(s < 0 for side in kept.sides for s in side.srcs):
+        return None
+    if not isinstance(ins, list):  # rows named by a predicate: a few, collected
+        ins = [r[RID] for r in ins.limit(FEW_SETS + 1).collect()]
+        if len(ins) > FEW_SETS:
+            return None
+    return kept.rows_of(kept.holding(source, ins))
 
 
 def payload_sets_on_spark(spark, path: str, where: str):

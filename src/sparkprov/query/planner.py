@@ -39,7 +39,7 @@ from ..store.links import dataset_files
 from ..store.source_info import SourceInfo
 from . import drill_down, engines, partitioned, provenance, trace
 from .embedded import EmbeddedEngine
-from .payload_sets import payload_sets_on_spark
+from .payload_sets import payload_sets
 from .trace import RowsArg
 
 
@@ -96,9 +96,9 @@ def source_pairs(
     table = spark.read.schema(SHARED_SCHEMA).parquet(shared)
     # files written before sides had many sets have no set column: all are set 0
     table = table.withColumn(GRP, F.coalesce(F.col(GRP), F.lit(0).cast("long")))
-    made = payload_sets_on_spark(spark, shared, f"capture {entry.name!r}")
+    made = payload_sets(spark, shared, f"capture {entry.name!r}", table, pairs, number, outs, ins)
     if made is not None:  # sets made by functions' map_p from their kept payloads, once per trace
-        table = table.unionByName(made.localCheckpoint(eager=True))
+        table = table.unionByName(made)
     if ins is not None:
         held = trace.restrict(table.where(F.col(SRC) == number), IN, ins)
         return direct.unionByName(expand_shared_forward(pairs, table, held)).distinct()
