@@ -24,11 +24,12 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
+from pyspark.sql import functions as F
 
 from ..functions.declare import Declaration
 from ..functions.payloads import loaded_declaration, resolve
 from ..store.files import parquet_files
-from ..store.format import GRP, HANDLE, IN, PAY_GROUP, PAY_IDS, PAY_START, PAYLOADS, REF, SHARED_SCHEMA, SRC
+from ..store.format import GRP, HANDLE, IN, PAY_GROUP, PAY_IDS, PAY_START, PAYLOADS, REF, RID, SHARED_SCHEMA, SRC
 from ..store.parquet import SHARED_ARROW
 
 _SETS = pa.schema([SHARED_ARROW.field(REF), SHARED_ARROW.field(GRP)])
@@ -128,10 +129,6 @@ def payload_sets(spark, path: str, where: str, table, pairs, source: int, outs, 
 def _few(kept: KeptPayloads, table, pairs, source: int, outs, ins) -> pa.Table | None:
     # None where the sets a trace needs are not known from its rows alone: sets reached
     # through other shared sets, many sets or rows, sets of a kept input's rows forward
-    from pyspark.sql import functions as F
-
-    from ..store.format import RID
-
     refs = [-(side.ref + 1) for side in kept.sides]
     if table.where(F.col(SRC).isin(refs)).limit(1).count():
         return None
