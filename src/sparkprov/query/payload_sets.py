@@ -24,7 +24,6 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
-from pyspark.sql import functions as F
 
 from ..functions.declare import Declaration
 from ..functions.payloads import loaded_declaration, resolve
@@ -129,6 +128,10 @@ def payload_sets(spark, path: str, where: str, table, pairs, source: int, outs, 
 def _few(kept: KeptPayloads, table, pairs, source: int, outs, ins) -> pa.Table | None:
     # None where the sets a trace needs are not known from its rows alone: sets reached
     # through other shared sets, many sets or rows, sets of a kept input's rows forward
+    # Spark's functions load here, not at the top: the embedded engine imports this module
+    # and a trace without Spark must not load pyspark
+    from pyspark.sql import functions as F
+
     refs = [-(side.ref + 1) for side in kept.sides]
     if table.where(F.col(SRC).isin(refs)).limit(1).count():
         return None
