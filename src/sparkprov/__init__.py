@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING
 from .errors import (
     CaptureFailed,
     CaptureNotFound,
+    CaptureTooNew,
     CoarseLineageWarning,
     EmbeddedUnsupported,
     ExecutorsLackModules,
@@ -75,6 +76,7 @@ __all__ = [
     "Capture",
     "CaptureFailed",
     "CaptureNotFound",
+    "CaptureTooNew",
     "EmbeddedUnsupported",
     "ExecutorsLackModules",
     "InvalidArgument",

@@ -85,6 +85,14 @@ class StoreCorrupt(SparkprovError):
     names the capture and the file."""
 
 
+class CaptureTooNew(StoreCorrupt):
+    """A capture was written by a newer sparkprov and keeps lineage in a form this one
+    does not read (its entry's ``features``): refused, since reading it as this
+    version's lineage would answer wrongly. The message names the forms; read the
+    capture with a sparkprov that knows them. (A ``StoreCorrupt``, so what refuses to
+    act on an entry it cannot read, ``sparkprov gc``, refuses it too.)"""
+
+
 class StoreNotFound(SparkprovError, FileNotFoundError):
     """No sparkprov store exists at the given location."""
 

@@ -116,6 +116,8 @@ def test_kept_payloads_store_a_row_per_output_row_and_answer_elsewhere(spark, se
     }
     # 1,000 rows a group: 1,001,000 pairs, or 2,000 payload rows and 2,000 input rows' sets
     sizes = {keep: stored_lineage_bytes(cap._entry) for keep, cap in caps.items()}
+    # a sparkprov from before kept payloads would read the function's rows as having no lineage
+    assert caps["payload"]._entry.features == ["kept-payloads"] and caps["pairs"]._entry.features is None
     assert sizes["payload"] * 3 < sizes["pairs"], sizes
     ks = [0, 1, 57, 1200, 1998, 1999]
     traced = {keep: _sums_hold(cap, t, ks) for keep, cap in caps.items()}

@@ -102,6 +102,7 @@ def test_ranges_kept_as_blocks_give_the_flattened_lineage(spark, session, events
     for strategy in ("auto", "lazy"):
         cap = session.capture(query(events), f"blocks-{strategy}", strategy=strategy)
         assert _pairs(cap, "e") == expected, strategy
+        assert "window-blocks" in cap._entry.features, strategy  # a reader from before blocks refuses it
     shared = spark.read.parquet(cap._entry.lineage.shared)
     assert shared.where("src < 0 and -src - 1 = ref").count() > 0  # a tree was stored
     _traced_by_both_engines(cap, "e", expected, rows=2)
@@ -114,7 +115,7 @@ def test_a_running_total_over_a_large_partition_is_captured(spark, session):
     big = session.source(spark.range(20_000).select(F.col("id").alias("k"), (F.col("id") % 97).alias("x")), "big")
     running = big.select("k", F.sum("x").over(Window.orderBy("k").rowsBetween(Window.unboundedPreceding, 0)).alias("s"))
     cap = session.capture(running, "running")
-    assert "kept as blocks" in cap.explain()
+    assert "kept as blocks" in cap.explain() and cap._entry.features == ["window-blocks"]
     rid = {r.k: r["_sp_rid"] for r in cap.output.where("k in (0, 4999, 19999)").collect()}
     for engine in ("spark", "embedded"):  # (the source is spark.range's rows: column id)
         assert sorted(r.id for r in cap.backward([rid[4999]], "big", engine=engine).collect()) == list(range(5000))

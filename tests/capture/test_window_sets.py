@@ -95,6 +95,7 @@ def test_window_partitions_keep_their_lineage_once_each(spark, session, parted):
     sums = session.capture(parted.select("k", F.sum("x").over(Window.partitionBy("a", "h")).alias("s")), "sums")
     own = "own slots plus a reference to its partition's lineage, kept once per partition"  # the rule's line
     assert own in sums.explain(), sums.explain()
+    assert sums._entry.features == ["window-sets"]  # a reader from before sets refuses it
     same = {(o, i) for o in rows for i in rows if (rows[o].a, rows[o].h) == (rows[i].a, rows[i].h)}
     assert _pairs(sums, "p") == same
     _traced_by_both_engines(sums, "p", same)

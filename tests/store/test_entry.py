@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 
 import pytest
+from pyspark.sql import Window
 from pyspark.sql import functions as F
 
 import sparkprov as sp
@@ -34,7 +35,8 @@ def _raw(store, name: str) -> dict:
 @pytest.fixture(scope="module")
 def store(spark, tmp_path_factory):
     """One store holding every kind of entry: default, logical with witnesses, lazy,
-    defer, a workload, a write for the user, a checkpoint, an RDD action, a failed attempt."""
+    defer, a workload, a write for the user, a checkpoint, an RDD action, a failed
+    attempt, and windows' lineage kept per partition (now and lazily)."""
     tmp = tmp_path_factory.mktemp("entries")
     session = sp.LineageSession(spark, store=tmp / "store")
     nums = session.source(spark.createDataFrame([("a", 1), ("a", 2), ("b", 3)], ["k", "v"]), "nums")
@@ -48,6 +50,9 @@ def store(spark, tmp_path_factory):
     session.checkpoint(nums, "kept")
     session.rdd.parallelize(["a b", "b"]).flatMap(str.split).collect()
     session.store.commit_failed("broken", "ValueError: boom")
+    windowed = nums.select("k", F.sum("v").over(Window.partitionBy("k")).alias("total"))
+    session.capture(windowed, "windowed")
+    session.capture(windowed, "windowed-lazy", strategy="lazy")
     return session.store
 
 
@@ -89,6 +94,43 @@ def test_an_entry_with_a_field_missing_or_mistyped_is_refused_by_name(store, dam
         path.write_text(json.dumps(entry))
         with pytest.raises(sp.StoreCorrupt, match=f"catalog entry {path}: {says}"):
             store.load("auto")
+    finally:
+        path.write_text(kept)
+
+
+def test_lineage_an_older_sparkprov_would_misread_is_named_in_a_newer_format(store):
+    # readers from before features refuse any format version but 1: only entries whose
+    # lineage they would misread leave it
+    for name in store.names():
+        raw = _raw(store, name)
+        assert raw["format_version"] == (2 if raw.get("features") else 1), name
+    assert _raw(store, "windowed")["features"] == ["window-sets"]  # read as one set, it would be coarser
+    assert _raw(store, "windowed-lazy")["features"] == ["window-blocks", "window-sets"]  # built later: may hold either
+    assert "features" not in _raw(store, "auto") and "features" not in _raw(store, "defer")
+    assert store.load("windowed").features == ["window-sets"]
+    with pytest.raises(sp.InvalidArgument, match="features"):
+        store.commit("cubes", {**_raw(store, "auto"), "features": ["cubes"]})
+    assert "cubes" not in store.names()
+
+
+@pytest.mark.parametrize(
+    ("change", "says"),
+    [
+        (lambda e: e.update(features=["window-sets", "cubes"]), r"in forms this sparkprov does not read \(cubes\)"),
+        (lambda e: e.update(format_version=3), "has format version 3: it was written by a newer sparkprov"),
+    ],
+)
+def test_an_entry_a_newer_sparkprov_wrote_is_refused_not_misread(store, change, says):
+    path = store.root / "catalog" / "windowed" / "v000001.json"
+    kept = path.read_text()
+    try:
+        entry = json.loads(kept)
+        del entry["digest"]
+        change(entry)
+        path.write_text(json.dumps(entry))
+        with pytest.raises(sp.CaptureTooNew, match=says):
+            store.load("windowed")
+        assert issubclass(sp.CaptureTooNew, sp.StoreCorrupt)  # what refuses a damaged entry refuses it
     finally:
         path.write_text(kept)
 

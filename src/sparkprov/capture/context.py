@@ -59,6 +59,9 @@ class CaptureContext:
     instances: list[Instance] = field(default_factory=list)
     sides: list[SideRelation] = field(default_factory=list)
     checkpoints: list = field(default_factory=list)  # DataFrames to release after the capture
+    # the window sides whose ranges its lineage keeps as blocks, as they are resolved
+    # (SideGraph.blocked): the catalog entry names the form (capture/features.py)
+    blocked: set[int] = field(default_factory=set)
     analyzed: JPlan = None  # the user's plan (CTEs inlined)
     optimized: JPlan = None  # the plan as captured: the analyzed plan through Spark's optimizer
     leaf_names: dict[str, str] = field(default_factory=dict)  # view names, by leaf attribute ids

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from pyspark.sql import DataFrame, Window
 from pyspark.sql import functions as F
@@ -82,6 +82,8 @@ class SideGraph:
     # a window's large ranges may be kept as blocks (references to a shared side),
     # where the caller stores shared lineage (not a blackbox function's run again)
     factorize: bool = True
+    # the sides whose ranges were kept as blocks (added to as they are resolved)
+    blocked: set = field(default_factory=set)
 
 
 def source_pairs(rows: DataFrame, slots: list[Slot], graph: SideGraph) -> dict[int, list[DataFrame]]:
@@ -272,6 +274,7 @@ def _range_join(
         ranges = _ranges(frontier)
         many = ranges.where(F.col(_LO) < F.col(_HI))
         found[ref_source(k)].append(window_blocks.references(many, _KEY, _LO, _HI))
+        graph.blocked.add(k)
         return _joined(ranges.where(F.col(_LO) == F.col(_HI)), graph.relation(k))
     if total > MAX_WINDOW_PAIRS:
         # flattened window lineage grows with the frames' sizes: refuse what would not

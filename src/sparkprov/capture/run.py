@@ -35,6 +35,7 @@ from ..store.catalog import Store
 from ..store.layout import CaptureFolders, local_path
 from . import blackbox, later
 from .context import CaptureContext
+from .features import entry_features
 from .lineage import (
     OUT,
     slots_json,
@@ -306,7 +307,11 @@ def _run_rewritten(
     # what dominates a capture's cost: the query with slots, or resolving them into pairs
     timings = {"output_s": round(output_done - started, 3), "lineage_s": round(time.perf_counter() - output_done, 3)}
     lineage = {"path": lineage_path, "shared": shared_path, **({"in_output": in_output} if in_output else deferred)}
-    return _entry(bridge, capture_id, rewriter, output_path, display, staged, lineage, written, timings, structure)
+    # a deferred capture's windows may yet keep blocks: its entry commits first
+    blocked = None if deferred.get("later") == "defer" else bool(rewriter.blocked)
+    features = entry_features(rewriter.sides, rewriter.operators, blocked)
+    made = (output_path, display, staged, lineage, written, timings)
+    return _entry(bridge, capture_id, rewriter, *made, structure, features)
 
 
 def _run_plain(
@@ -339,7 +344,8 @@ def _run_plain(
     # where the built lineage will be; "later" says it may not be there yet
     folders = CaptureFolders(data)
     lineage = {"path": str(folders.lineage), "shared": str(folders.shared), "later": "lazy"}
-    return _entry(bridge, capture_id, rewriter, output_path, display, staged, lineage, written, timings)
+    features = entry_features([], rewriter.operators, None, lazy=True)
+    return _entry(bridge, capture_id, rewriter, output_path, display, staged, lineage, written, timings, None, features)
 
 
 def _workload(rewriter: CaptureContext) -> dict:
@@ -414,7 +420,7 @@ def _write_output(bridge, out: DataFrame, slot_count: int, data: Path, write: Wr
 
 
 def _entry(
-    bridge, capture_id, rewriter, output_path, display, staged, lineage, written, timings, witnesses=None
+    bridge, capture_id, rewriter, output_path, display, staged, lineage, written, timings, witnesses=None, features=()
 ) -> dict:
     return {
         "id": capture_id,
@@ -440,6 +446,7 @@ def _entry(
         "witnesses": witnesses,
         **({"blackbox": sorted(set(rewriter.blackbox))} if rewriter.blackbox else {}),
         "timings": timings,
+        **({"features": list(features)} if features else {}),
     }
 
 

@@ -80,6 +80,7 @@ def side_graph(bridge, rewriter, work: Path, jobs: WatchedJobs | None = None) ->
         keep=materializer(bridge.spark, work),
         observed=observed,
         sets=lambda k: bridge.to_dataframe(rewriter.sides[k].sets) if rewriter.sides[k].sets is not None else None,
+        blocked=rewriter.blocked,
     )
 
 

@@ -23,6 +23,12 @@ columns, a forward index) then goes to a cache outside the store
 (``$SPARKPROV_CACHE``, default ``~/.cache/sparkprov``, one folder per store path),
 which ``load`` points the entry at (``lineage.path``, ``lineage.forward``).
 
+An entry whose lineage keeps a form that a sparkprov written before it would misread
+names those forms (``features``, ``store/format.py``) and has format version 2, which
+readers from before features refuse; this one reads versions 1 and 2 and refuses an
+entry naming a form it does not know (``CaptureTooNew``). Entries without such forms
+keep version 1, so older readers still read them.
+
 Each entry carries the SHA-256 of the rest of its JSON (``digest``), checked when it is
 read: a byte changed anywhere in it (a path, a source's number) would otherwise read
 as an entry that loads and answers wrongly. Entries of an earlier sparkprov have none.
@@ -62,6 +68,7 @@ from pathlib import Path
 from ..errors import (
     CaptureFailed,
     CaptureNotFound,
+    CaptureTooNew,
     EmbeddedUnsupported,
     InvalidArgument,
     StoreCorrupt,
@@ -70,6 +77,7 @@ from ..errors import (
 )
 from .entry import CaptureEntry
 from .files import listing, verify, write_atomic, write_manifest
+from .format import FEATURES
 from .layout import StoreFolders, inside_store, local_path, relative_to_store, store_path
 from .lease import claim, release
 from .links import Links
@@ -77,7 +85,8 @@ from .links import Links
 log = logging.getLogger("sparkprov")
 _SAID_READ_ONLY: set[Path] = set()  # stores this process said it reads through a cache
 
-FORMAT_VERSION = 1
+FORMAT_VERSION = 1  # the store's, and an entry's without features
+FEATURES_VERSION = 2  # an entry's that names features
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$")
 _ENTRY = re.compile(r"^v(\d{6,})\.json$")
 _REMOVED = re.compile(r"^v(\d{6,})\.removed$")
@@ -112,6 +121,26 @@ def _probe_links(root: Path) -> None:
         raise _without_links(root, exc) from exc
     probe.unlink()
     _PROBED.add(root)
+
+
+def _check_format(entry: dict, path: Path) -> None:
+    """Refuse an entry of a format this sparkprov does not read, or one whose lineage
+    keeps forms it does not know (``CaptureTooNew``)."""
+    version = entry.get("format_version")
+    if not isinstance(version, int) or isinstance(version, bool) or version < 1:
+        raise StoreCorrupt(f"{path} has format version {version!r}")
+    features = entry.get("features") or []
+    if version > FEATURES_VERSION or not isinstance(features, list):
+        raise CaptureTooNew(
+            f"{path} has format version {version}: it was written by a newer sparkprov (this one reads "
+            f"{FORMAT_VERSION} and {FEATURES_VERSION}); read it with that one"
+        )
+    unknown = [f for f in features if f not in FEATURES]
+    if unknown:
+        raise CaptureTooNew(
+            f"{path} keeps its lineage in forms this sparkprov does not read ({', '.join(map(str, unknown))}): "
+            "it was written by a newer sparkprov, whose answers this one would give wrongly; read it with that one"
+        )
 
 
 def publish_dir(tmp: Path, path: Path) -> None:
@@ -240,7 +269,13 @@ class Store:
         version = max(self._taken(name), default=0) + 1  # removed versions' numbers too
         if entry.get("id"):
             entry = {**entry, "files": listing(self.folders.capture(entry["id"]).root)}
-        entry = {**entry, "format_version": FORMAT_VERSION, "name": name, "version": version}
+        features = entry.get("features") or []
+        if not set(features) <= set(FEATURES):
+            raise InvalidArgument(f"an entry names features {features}; this sparkprov knows {list(FEATURES)}")
+        entry = {k: v for k, v in entry.items() if k != "features"}
+        entry |= {"features": sorted(set(features))} if features else {}
+        fv = FEATURES_VERSION if features else FORMAT_VERSION
+        entry = {**entry, "format_version": fv, "name": name, "version": version}
         typed = CaptureEntry.from_json(entry, f"{name} v{version} (being committed)")  # one that loads
         try:
             while True:
@@ -347,8 +382,7 @@ class Store:
         digest = entry.pop("digest", None)
         if digest is not None and digest != _digest(entry):
             raise StoreCorrupt(f"catalog entry {path} is not as written: its digest does not match its contents")
-        if entry.get("format_version") != FORMAT_VERSION:
-            raise StoreCorrupt(f"{path} has format version {entry.get('format_version')}")
+        _check_format(entry, path)
         if entry.get("name") != name or entry.get("version") != version:
             raise StoreCorrupt(
                 f"catalog entry {path} holds capture {entry.get('name')!r} version {entry.get('version')}, "

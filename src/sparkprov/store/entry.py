@@ -156,6 +156,8 @@ class CaptureEntry:
     # Python functions declared blackbox: their lineage is stored per group or
     # partition, and exact answers run them again (capture/blackbox.py)
     blackbox: list | None = None
+    # forms of lineage an older sparkprov would misread (store/format.py's FEATURES)
+    features: list | None = None
     extra: dict = field(default_factory=dict)  # keys this sparkprov does not know: kept
 
     @classmethod
@@ -190,6 +192,7 @@ class CaptureEntry:
             plan=r.take("plan", (str,)),
             spark_version=r.take("spark_version", (str,)),
             blackbox=r.take("blackbox", (list,)),
+            features=r.take("features", (list,)),
             extra=r.rest(),
         )
 

@@ -39,6 +39,15 @@ SHARED_SCHEMA = f"{REF} int, {GRP} long, {SRC} int, {IN} long"
 # block's level in their top bits; a block of level j > 0 holds its two halves, sets of
 # the same side: reading sets ends in level 0 after at most the largest such level.
 LEVEL_SHIFT = 58
+# Forms of lineage a sparkprov written before them would misread (read a window's sets
+# as one, a block as no rows, skip a function's kept payloads), named in the catalog
+# entry of a capture that keeps them (``features``): a reader refuses an entry naming a
+# form it does not know, and the entry's format version keeps readers from before
+# features away (store/catalog.py).
+WINDOW_SETS = "window-sets"  # a shared side with a set per window partition (GRP)
+WINDOW_BLOCKS = "window-blocks"  # a window's ranges kept as blocks (LEVEL_SHIFT)
+KEPT_PAYLOADS = "kept-payloads"  # a Python function's payloads kept for the query (PAYLOADS)
+FEATURES = (WINDOW_SETS, WINDOW_BLOCKS, KEPT_PAYLOADS)
 # A reference to a shared side's lineage is a pair (out_rid, set) under the side's
 # pseudo-source number (ref_source): in the pair table, and in lineage kept in the
 # output rows, where its slot has this kind.
