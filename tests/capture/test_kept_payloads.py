@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import functools
 
+import numpy as np
+import pandas as pd
 import pytest
 from pyspark.sql import Window
 from pyspark.sql import functions as F
@@ -155,3 +157,31 @@ def test_kept_payloads_under_every_strategy(session, inputs, strategy):  # noqa:
     for row in cap.output.collect():
         want = {("t", k) for used in row.useds for k in used}
         assert _keys(cap.backward([row._sp_rid])) == want, (strategy, row)
+
+
+def _pair_sums(pdf):
+    # per group, in order of k: each row's x plus its predecessor's; the payload names
+    # both rows' positions (its own first), so the function needs no order of arrival
+    pdf = pdf.sort_values("k")
+    pos, x = pdf.index.to_numpy(), pdf.x.to_numpy()
+    s = x + np.concatenate([[0], x[:-1]])
+    payload = [[int(pos[0])]] + [[int(a), int(b)] for a, b in zip(pos[1:], pos[:-1])]
+    return pd.DataFrame({"k": pdf.k.to_numpy(), "s": s, "p": payload})
+
+
+def test_verify_flags_kept_payloads_that_miss_rows(spark, session):
+    # the re-execution check over kept payloads: a declaration naming only a row's own
+    # position (not its predecessor's) is flagged, row by row; the right one passes
+    t = session.source(spark.createDataFrame([(k, k % 2, k % 7 + 1) for k in range(40)], "k long, g long, x long"), "v")
+    caps = {}
+    for name, map_p in (("right", lambda i, p, meta: p), ("wrong", lambda i, p, meta: p[:1])):
+        f = sp.lineage("payload", column="p", map_p=map_p, keep="payload")(_pair_sums)
+        caps[name] = session.capture(t.groupBy("g").applyInPandas(f, "k long, s long"), f"pair-sums-{name}")
+    for name, cap in caps.items():
+        assert "kept as payloads" in cap.explain(), name
+        rids = [r._sp_rid for r in cap.output.where("k in (0, 1, 9, 30, 39)").orderBy("k").collect()]
+        report = cap.verify(rows=rids)
+        if name == "right":
+            assert report.ok, report
+        else:  # rows 0 and 1 have no predecessor: their lineage is right either way
+            assert sorted(report.failed) == sorted(rids[2:]), report

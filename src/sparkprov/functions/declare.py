@@ -33,7 +33,9 @@ Modes (SubZero's lineage modes):
 
 A payload's positions are computed as the function runs, and the ids they name are
 stored (the payload itself is not kept): a payload ``map_p`` cannot read fails the
-capture, never a later query.
+capture, never a later query. With ``keep="payload"`` the payloads are kept instead
+and ``map_p`` runs when a trace reaches them (SubZero's PayOne: a row per output row
+rather than its input rows); a payload that cannot be stored still fails the capture.
 
 A declared function runs as before without capture; with capture its output rows get
 exactly the lineage declared, checked as it runs (``LineageDeclarationWrong``).
