@@ -11,6 +11,8 @@ from pyspark.sql import Window
 from pyspark.sql import functions as F
 
 import sparkprov as sp
+from sparkprov.store.check import check_store
+from sparkprov.store.collect import collect_garbage, remove
 from sparkprov.store.entry import CaptureEntry
 
 
@@ -130,7 +132,17 @@ def test_an_entry_a_newer_sparkprov_wrote_is_refused_not_misread(store, change, 
         path.write_text(json.dumps(entry))
         with pytest.raises(sp.CaptureTooNew, match=says):
             store.load("windowed")
-        assert issubclass(sp.CaptureTooNew, sp.StoreCorrupt)  # what refuses a damaged entry refuses it
+        # the store is not damaged, and the capture's data is not an orphan; what this
+        # sparkprov cannot read it neither collects nor removes
+        report = check_store(store)
+        assert not [e for e in report.errors if "windowed/" in e], report.errors
+        assert [n for n in report.notes if n.startswith("not checked:") and "newer sparkprov" in n], report.notes
+        data = store.folders.capture(json.loads(kept)["id"]).root
+        assert data.is_dir() and data not in [o.path for o in report.orphans]
+        with pytest.raises(sp.CaptureTooNew, match="collect with that sparkprov"):
+            collect_garbage(store, dry_run=True)
+        with pytest.raises(sp.CaptureTooNew, match="remove it with the sparkprov that wrote it"):
+            remove(store, "windowed", dry_run=True)
     finally:
         path.write_text(kept)
 

@@ -79,6 +79,7 @@ def check_store(store: Store, deep: bool = False, progress: Callable[[int, int, 
     contents = read_contents(store)
     report.errors += [message for message in contents.damaged.values()]
     report.errors += contents.workflow_damage
+    report.notes += [f"not checked: {why}" for _, why in contents.newer.values()]
     report.errors += _gaps(contents)
     made = {v: e for v, e in contents.live.items() if e.id}
     report.entries = len(contents.live)
@@ -103,7 +104,7 @@ def _gaps(contents: Contents) -> list[str]:
     """Versions are numbered without gaps (a removed one keeps its entry): one missing
     below the newest is an entry lost."""
     taken: dict[str, set[int]] = {}
-    for name, version in [*contents.live, *contents.removed, *contents.damaged]:
+    for name, version in [*contents.live, *contents.removed, *contents.damaged, *contents.newer]:
         taken.setdefault(name, set()).add(version)
     found = []
     for name, versions in sorted(taken.items()):

@@ -35,7 +35,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..errors import InvalidArgument, StoreCorrupt
+from ..errors import CaptureTooNew, InvalidArgument, StoreCorrupt
 from .catalog import Store, check_name
 from .contents import Contents, Version, local, read_contents
 from .files import human_bytes
@@ -197,7 +197,7 @@ def _stale_links(store: Store, contents: Contents, now: float) -> list[Orphan]:
         if not m:
             continue
         version = (m["name"], int(m["version"]))
-        if version in contents.live or version in contents.damaged:
+        if version in contents.live or version in contents.damaged or version in contents.newer:
             continue
         removed = version in contents.removed
         why = "index record of a removed version" if removed else "index record of a version never committed"
@@ -278,6 +278,9 @@ def remove(store: Store, spec: str, force: bool = False, dry_run: bool = False) 
     for v in versions:
         if (name, v) in contents.damaged:
             raise StoreCorrupt(f"{name}@{v} cannot be read, so what it names is unknown: {contents.damaged[(name, v)]}")
+        if (name, v) in contents.newer:
+            why = contents.newer[(name, v)][1]
+            raise CaptureTooNew(f"{name}@{v}: remove it with the sparkprov that wrote it; {why}")
     together = {(name, v) for v in versions}  # readers removed with it do not hold it back
     for v in versions:
         _drop(store, contents, (name, v), "removed by request", garbage, force, together)
@@ -306,6 +309,11 @@ def collect_garbage(
         )
     _writable(store, dry_run)
     contents = read_contents(store)
+    if contents.newer:
+        raise CaptureTooNew(
+            "some captures were written by a newer sparkprov, so what they name is not all known here and "
+            "nothing is collected; collect with that sparkprov: " + "; ".join(why for _, why in contents.newer.values())
+        )
     if contents.damaged:
         raise StoreCorrupt(
             "some catalog entries cannot be read, so what they name is unknown and nothing is collected; "

@@ -11,11 +11,12 @@ collector (``store/collect.py``) both start here.
 
 from __future__ import annotations
 
+import json
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..errors import EmbeddedUnsupported, StoreCorrupt
+from ..errors import CaptureTooNew, EmbeddedUnsupported, StoreCorrupt
 from .catalog import Store
 from .entry import CaptureEntry
 from .layout import StoreFolders, local_path
@@ -33,6 +34,8 @@ class Contents:
     live: dict[Version, CaptureEntry] = field(default_factory=dict)  # committed and not removed (failed ones too)
     removed: dict[Version, CaptureEntry] = field(default_factory=dict)
     damaged: dict[Version, str] = field(default_factory=dict)  # entries that cannot be read: why
+    # entries a newer sparkprov wrote, in forms this one does not read: (data directory, why)
+    newer: dict[Version, tuple[str | None, str]] = field(default_factory=dict)
     # capture versions the records of a workflow name: who names them ("workflow w execution 2")
     in_workflows: dict[Version, list[str]] = field(default_factory=dict)
     workflow_damage: list[str] = field(default_factory=list)
@@ -42,6 +45,7 @@ class Contents:
         """The data directories (capture ids) and the paths inside the store that the
         live entries name."""
         ids = {entry.id for entry in self.live.values() if entry.id}
+        ids |= {data for data, _ in self.newer.values() if data}  # its data at least is not an orphan
         paths = [p for entry in self.live.values() for p in paths_named(entry, self.root)]
         return ids, paths
 
@@ -115,6 +119,15 @@ def paths_named(entry: CaptureEntry, root: Path) -> list[Path]:
     return [Path(os.path.normpath(p)) for p in found if p.is_relative_to(root)]
 
 
+def _data_id(store: Store, name: str, version: int) -> str | None:
+    """The data directory an entry this sparkprov cannot read names (a newer one's)."""
+    try:
+        data = json.loads(store.folders.entry(name, version).read_text()).get("id")
+    except (OSError, ValueError, AttributeError):
+        return None
+    return data if isinstance(data, str) and data and "/" not in data and data not in (".", "..") else None
+
+
 def read_contents(store: Store) -> Contents:
     """Every entry of ``store``'s catalog, and what its workflows' records name."""
     contents = Contents(store.root)
@@ -125,6 +138,9 @@ def read_contents(store: Store) -> Contents:
         for version in store._taken(name):
             try:
                 entry = store.read_entry(name, version)
+            except CaptureTooNew as exc:
+                contents.newer[(name, version)] = (_data_id(store, name, version), str(exc))
+                continue
             except StoreCorrupt as exc:
                 contents.damaged[(name, version)] = str(exc)
                 continue
