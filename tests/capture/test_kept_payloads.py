@@ -8,6 +8,7 @@ witnesses) the pairs are kept and ``explain()`` says why."""
 from __future__ import annotations
 
 import functools
+import warnings
 
 import numpy as np
 import pandas as pd
@@ -185,3 +186,29 @@ def test_verify_flags_kept_payloads_that_miss_rows(spark, session):
             assert report.ok, report
         else:  # rows 0 and 1 have no predecessor: their lineage is right either way
             assert sorted(report.failed) == sorted(rids[2:]), report
+
+
+def test_calls_are_told_apart_whatever_ids_their_rows_carry(spark, session):
+    # two calls whose first rows carry the same ids: each row of t beside j = 0 and 1,
+    # grouped by j (both groups start with a row of t's, the same one in either order
+    # of the join's sides); and groups of t whose first rows a workload's predicate
+    # leaves without a rid. Each call's rows get its own lineage all the same
+    t = session.source(spark.createDataFrame([(k, k % 3, k % 5) for k in range(30)], "k long, g long, x long"), "calls")
+    two = session.source(spark.range(2).select(F.col("id").alias("j")), "two")
+    f = sp.lineage("payload", column="p", map_p=lambda i, p, meta: p, keep="payload")(_pair_sums)
+    where = {"sources": ["calls"], "where": {"calls": "x > 1"}}
+    cases = [
+        (t.crossJoin(two).groupBy("j"), None, 1),
+        (two.crossJoin(t).groupBy("j"), None, 1),
+        (t.groupBy("g"), where, 3),  # x > 1 leaves out k = 0 and 1, each its group's first
+    ]
+    for grouped, workload, step in cases:
+        cap = session.capture(grouped.applyInPandas(f, "k long, s long"), "calls-apart", workload=workload)
+        kept = {r.k for r in t.collect() if workload is None or r.x > 1}
+        for row in cap.output.collect():
+            want = {k for k in (row.k, row.k - step) if k >= 0 and k in kept}
+            for engine in ("embedded", "spark"):
+                with warnings.catch_warnings():
+                    warnings.simplefilter("ignore", sp.RestrictedLineageWarning)
+                    traced = cap.backward([row._sp_rid], "calls", engine=engine)
+                assert {r.k for r in traced.collect()} == want, (workload, engine, row)

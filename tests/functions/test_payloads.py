@@ -63,16 +63,21 @@ DECLARATIONS = {
 
 
 def _run(decl: Declaration, rng: random.Random, calls: int):
-    """Random calls of a function: batches of input rows, each with ``WIDTH`` ids
-    (unique across calls; -1 now and then: no row), rows made after each; the ids each
-    output row gets as it runs (per id column), and the kept columns with set ids."""
+    """Random calls of a function: batches of input rows, each with ``WIDTH`` ids (the
+    first from a few shared by every call, as a row joined to several that are
+    grouped apart; the second unique; either -1 now and then: no row, as where an
+    outer join pads or a workload's predicate leaves a row's rid out), rows made after
+    each; the ids each output row gets as it runs (per id column), and the kept
+    columns with set ids."""
     expected, kept, next_id, next_set = [[] for _ in range(WIDTH)], [], 0, 0
     for call in range(calls):
         run = Tracer(decl, f"call {call}", key=("g", call), widths=(WIDTH,))
         keep = Tracer(dataclasses.replace(decl, keep="payload"), f"call {call}", key=("g", call), widths=(WIDTH,))
+        keep.call = call  # as the capture's wrapper names it
         for _ in range(rng.randint(1, 4)):
             n = rng.randint(0, 5)
             ids = np.arange(next_id, next_id + n * WIDTH, dtype=np.int64).reshape(n, WIDTH)
+            ids[:, 0] = [rng.randint(-1, 3) for _ in range(n)]
             ids[:, 1][np.array([rng.random() < 0.3 for _ in range(n)], dtype=bool)] = -1
             next_id += n * WIDTH
             run.receive(0, ids)
@@ -85,7 +90,7 @@ def _run(decl: Declaration, rng: random.Random, calls: int):
             reported = np.array(payloads, dtype=object) if decl.vectorized else payloads
             for j, found in enumerate(run.lineage(made, [reported])):
                 expected[j].extend(zip(range(next_set, next_set + made), found.to_pylist()))
-            columns = payload_columns(keep, made, payloads, group_default=-1)
+            columns = payload_columns(keep, made, payloads)
             columns["set"] = np.arange(next_set, next_set + made, dtype=np.int64)
             next_set += made
             kept.append(pa.table(columns, schema=SCHEMA))
@@ -111,8 +116,9 @@ def test_a_wrong_map_p_is_caught_when_a_trace_runs_it():
     decl = Declaration("payload", len, ("p",), map_p=lambda i, p, meta: [p], keep="payload")
     t = Tracer(decl, "call 0")
     t.receive(0, np.array([5, 6]))
-    kept = pa.table(payload_columns(t, 2, [1, 7], group_default=-1) | {"set": [0, 1]}, schema=_schema(1))
-    with pytest.raises(sp.LineageDeclarationWrong, match=r"output row 1 of the call .*: it names input position 7"):
+    t.call = 0
+    kept = pa.table(payload_columns(t, 2, [1, 7]) | {"set": [0, 1]}, schema=_schema(1))
+    with pytest.raises(sp.LineageDeclarationWrong, match=r"output row 1 of partition 0: it names input position 7"):
         resolve(decl, kept, "set", 1)
     raising = dataclasses.replace(decl, map_p=lambda i, p, meta: 1 / 0)
     with pytest.raises(sp.LineageDeclarationWrong, match="output row 0 .* map_p .* raised ZeroDivisionError"):
@@ -127,7 +133,7 @@ def test_what_cannot_be_kept_fails_at_capture():
     t = Tracer(dataclasses.replace(decl, map_p=_spans), "call 0")
     t.receive(0, np.array([5]))
     with pytest.raises(sp.LineageDeclarationWrong, match="output row 0 of call 0: its payload cannot be kept"):
-        payload_columns(t, 1, [lock], group_default=-1)
+        payload_columns(t, 1, [lock])
     loaded = loaded_declaration(kept_declaration(dataclasses.replace(decl, map_p=_spans)), "capture 'x'")
     assert (loaded.name, loaded.map_p, loaded.mode) == ("len", _spans, "payload")
     with pytest.raises(sp.SparkprovError, match="capture 'x' keeps payloads whose map_p cannot be loaded"):

@@ -24,7 +24,10 @@ in the user's query: slot columns never reach Python.
 from __future__ import annotations
 
 import inspect
+import itertools
 from collections.abc import Callable, Iterator
+
+_CALLS = itertools.count()  # the calls of declared functions keeping payloads in this Python worker
 
 
 def _user_part(pdf, names: list[str], offset: int):
@@ -218,11 +221,11 @@ def _with_payloads(tracer, out, column: str):
     from pyspark import TaskContext
 
     from ..functions import frames
-    from ..functions.payloads import payload_arrow_types, payload_columns
+    from ..functions.payloads import CALL_BITS, payload_arrow_types, payload_columns
 
-    # a call that made rows before receiving any: an id no input row has (ids are >= 0)
-    nothing = -1 - TaskContext.get().partitionId()
-    found = payload_columns(tracer, frames.row_count(out), frames.column_values(out, column), nothing)
+    if tracer.call is None:  # the call's first rows: named by its partition and its number in this worker
+        tracer.call = (TaskContext.get().partitionId() << CALL_BITS) | (next(_CALLS) & ((1 << CALL_BITS) - 1))
+    found = payload_columns(tracer, frames.row_count(out), frames.column_values(out, column))
     out = frames.without(out, (column,))
     for (name, values), kind in zip(found.items(), payload_arrow_types(tracer.ids().shape[1])):
         out = frames.with_column(out, name, values, kind)

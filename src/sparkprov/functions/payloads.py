@@ -2,7 +2,8 @@
 
 As the function runs, each output row gets a few columns instead of its input rows'
 ids (``payload_columns``): the call that made it (a group, or a partition of
-mapInPandas: named by its first input row's first id), its position among the call's
+mapInPandas: an id its wrapper gives it, unique among the function's calls; not an
+input row's id, which two calls may share or have none of), its position among the call's
 output rows, how many input rows the call had received then, and its payload,
 pickled. A call's first row after new input rows also carries their ids (an array per
 id column: sorted rids delta-encode in Parquet), the first one's position and the
@@ -17,7 +18,8 @@ payloads and meta), checked the same way, and gives each row's input rows' ids.
 >>> decl = Declaration("payload", len, ("lo",), map_p=lambda i, lo, meta: range(lo, i + 1), keep="payload")
 >>> t = Tracer(decl, "partition 0")
 >>> t.receive(0, np.array([40, 41, 42]))
->>> rows = pa.table(payload_columns(t, 3, [0, 0, 1], group_default=-1) | {"set": [7, 8, 9]})
+>>> t.call = 5
+>>> rows = pa.table(payload_columns(t, 3, [0, 0, 1]) | {"set": [7, 8, 9]})
 >>> [found.to_pydict() for found in resolve(decl, rows, "set", width=1)]
 [{'set': [7, 8, 8, 9, 9], 'id': [40, 40, 41, 41, 42]}]
 """
@@ -35,10 +37,9 @@ from .declare import Declaration
 from .tracer import Tracer
 
 
-def payload_columns(tracer: Tracer, rows: int, payloads: list, group_default: int) -> dict[str, Any]:
+def payload_columns(tracer: Tracer, rows: int, payloads: list) -> dict[str, Any]:
     """The payload columns of a call's next ``rows`` output rows (``payloads``: their
-    values, Python objects); ``group_default`` names a call that has received no input
-    row yet (an id no input row has)."""
+    values, Python objects); the call is named by ``tracer.call``."""
     ids = tracer.ids()
     received = tracer.received[0]
     start = tracer.produced
@@ -56,7 +57,7 @@ def payload_columns(tracer: Tracer, rows: int, payloads: list, group_default: in
     except Exception as e:
         raise tracer.wrong(start, f"its payload cannot be kept for the query: {type(e).__name__}: {e}") from e
     return {
-        PAY_GROUP: np.full(rows, ids[0, 0] if len(ids) else group_default, np.int64),
+        PAY_GROUP: np.full(rows, tracer.call, np.int64),
         PAY_POSITION: np.arange(start, start + rows, dtype=np.int64),
         PAY_RECEIVED: np.full(rows, received, np.int64),
         PAY_VALUE: values,
@@ -64,6 +65,9 @@ def payload_columns(tracer: Tracer, rows: int, payloads: list, group_default: in
         PAY_KEY: key,
         **{f"{PAY_IDS}{j}": column for j, column in enumerate(new)},
     }
+
+
+CALL_BITS = 32  # a call's id: its task's partition, then its number among the worker's calls
 
 
 def payload_arrow_types(width: int) -> list[pa.DataType]:
@@ -99,7 +103,8 @@ def _resolve_call(decl: Declaration, call: pa.Table, key: str, width: int) -> li
         ids = np.concatenate(parts)
     group_key = pickle.loads(call[PAY_KEY][chunks[0][1]].as_py()) if chunks else None
     group = int(call[PAY_GROUP][0].as_py())
-    tracer = Tracer(decl, f"the call whose first input row has id {group}", key=group_key, widths=(width,))
+    where = f"the group of key {group_key}" if group_key is not None else f"partition {group >> CALL_BITS}"
+    tracer = Tracer(decl, where, key=group_key, widths=(width,))
     positions = call[PAY_POSITION].to_numpy()
     received = call[PAY_RECEIVED].to_numpy()
     values = [pickle.loads(b) for b in call[PAY_VALUE].to_pylist()]

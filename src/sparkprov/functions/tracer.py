@@ -48,6 +48,7 @@ class Tracer:
         self.received = [0] * sides
         self.produced = 0
         self.ids_sent = 0  # input rows whose ids went out with kept payloads (functions/payloads.py)
+        self.call: int | None = None  # with kept payloads, the call's id: unique among the function's calls
         self._backward: list[list[list[int]]] = []  # per output row, per side: kept for forward's check
 
     def receive(self, side: int, ids) -> None:
