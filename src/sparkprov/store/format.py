@@ -84,7 +84,9 @@ POS = "__sp_pos"  # a window side's column: a row's position in its partition, f
 # ``shared/PAYLOADS/<side>/``; map_p runs over them when a trace reaches the set.
 PAYLOADS = "_payloads"  # under shared/: Spark and the shared table's readers skip "_" names
 PAYLOAD_DECLARATION = "declaration.pickle"  # the declaration map_p is run under (cloudpickle)
-PAY_GROUP = "__sp_pg"  # the call (group or partition) that made the row: its first input row's id
+# the call (group or partition) that made the row: its task's partition << 32 | its number
+# in the Python worker (functions/payloads.py's CALL_BITS)
+PAY_GROUP = "__sp_pg"
 PAY_POSITION = "__sp_pp"  # the row's position among the call's output rows
 PAY_RECEIVED = "__sp_pr"  # the input rows the call had received when it made the row (meta's input_rows)
 PAY_VALUE = "__sp_pv"  # the payload, pickled
