@@ -205,9 +205,11 @@ def test_calls_are_told_apart_whatever_ids_their_rows_carry(spark, session):
     for grouped, workload, step in cases:
         cap = session.capture(grouped.applyInPandas(f, "k long, s long"), "calls-apart", workload=workload)
         kept = {r.k for r in t.collect() if workload is None or r.x > 1}
-        for row in cap.output.collect():
+        # each group's first rows (whose calls were taken for one another) and a later one
+        rows = cap.output.where("k in (0, 1, 2, 3, 4, 29)").orderBy("k").collect()
+        for n, row in enumerate(rows):
             want = {k for k in (row.k, row.k - step) if k >= 0 and k in kept}
-            for engine in ("embedded", "spark"):
+            for engine in ("embedded", "spark") if n % 3 == 0 else ("embedded",):
                 with warnings.catch_warnings():
                     warnings.simplefilter("ignore", sp.RestrictedLineageWarning)
                     traced = cap.backward([row._sp_rid], "calls", engine=engine)
