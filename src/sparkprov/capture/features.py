@@ -12,12 +12,12 @@ a reader refuses it rather than answer wrongly.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Collection, Sequence
 
 from ..store.format import KEPT_PAYLOADS, WINDOW_BLOCKS, WINDOW_SETS
 
 
-def entry_features(sides: Sequence, operators: Iterable[str], blocked: bool | None, lazy: bool = False) -> list[str]:
+def entry_features(sides: Sequence, operators: Collection[str], blocked: bool | None, lazy: bool = False) -> list[str]:
     """The features of a capture whose rewrite made ``sides`` over ``operators``.
 
     ``blocked``: whether its resolved lineage keeps a window's ranges as blocks; None
@@ -27,7 +27,7 @@ def entry_features(sides: Sequence, operators: Iterable[str], blocked: bool | No
     built as pairs, never kept payloads).
     """
     if lazy:
-        return [WINDOW_BLOCKS, WINDOW_SETS] if "Window" in set(operators) else []
+        return [WINDOW_BLOCKS, WINDOW_SETS] if "Window" in operators else []
     found = set()
     if any(s.shared and s.sets is not None for s in sides):
         found.add(WINDOW_SETS)

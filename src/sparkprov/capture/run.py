@@ -310,8 +310,9 @@ def _run_rewritten(
     # a deferred capture's windows may yet keep blocks: its entry commits first
     blocked = None if deferred.get("later") == "defer" else bool(rewriter.blocked)
     features = entry_features(rewriter.sides, rewriter.operators, blocked)
-    made = (output_path, display, staged, lineage, written, timings)
-    return _entry(bridge, capture_id, rewriter, *made, structure, features)
+    return _entry(
+        bridge, capture_id, rewriter, output_path, display, staged, lineage, written, timings, structure, features
+    )
 
 
 def _run_plain(
