@@ -156,7 +156,7 @@ def cell_pairs(run, name: str, i: int) -> set[tuple[int, int]]:
 
 def brute_backward(run, cells: set[int], start: str, target: str) -> list[int]:
     found = {start: set(cells)}
-    for name in reversed(run._order()):
+    for name in reversed(run.order):
         here = found.pop(name, set()) if name != target else set()
         for i, source in enumerate(run.workflow.nodes[name].inputs):
             reached = {x for o, x in cell_pairs(run, name, i) if o in here}
@@ -166,7 +166,7 @@ def brute_backward(run, cells: set[int], start: str, target: str) -> list[int]:
 
 def brute_forward(run, cells: set[int], start: str, target: str) -> list[int]:
     found = {start: set(cells)}
-    for name in run._order():
+    for name in run.order:
         for i, source in enumerate(run.workflow.nodes[name].inputs):
             there = found.get(source, set())
             found.setdefault(name, set()).update(o for o, x in cell_pairs(run, name, i) if x in there)

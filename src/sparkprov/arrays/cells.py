@@ -85,7 +85,8 @@ class Shape:
         outside = ((coords < 0) | (coords >= np.asarray(self.dims))).any(axis=1)
         if outside.any():
             raise InvalidArgument(f"cell {tuple(coords[outside][0].tolist())} is outside an array of shape {self.dims}")
-        return np.ravel_multi_index(coords.T, self.dims).astype(np.int64)
+        strides = np.cumprod((1, *self.dims[:0:-1]), dtype=np.int64)[::-1]
+        return coords @ strides
 
     def coordinates(self, ids: np.ndarray) -> np.ndarray:
         """Cells' coordinates (``(n, k)``) from their ids."""

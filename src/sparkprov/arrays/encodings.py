@@ -345,30 +345,46 @@ def _payload_of(map_p: Callable | None, name: str) -> Callable:
     return map_p
 
 
-def _by_payload(cells: np.ndarray, payloads: pa.Array) -> dict[bytes, np.ndarray]:
-    """Each distinct payload's cells (in their order), grouped by Arrow's dictionary
-    encoding: a query names thousands of cells that share a few hundred payloads."""
-    encoded = payloads.dictionary_encode()
-    codes = np.asarray(encoded.indices, dtype=np.int64)
-    order = np.argsort(codes, kind="stable")
-    bounds = np.searchsorted(codes[order], np.arange(len(encoded.dictionary) + 1))
-    cells = np.asarray(cells, dtype=np.int64)[order]
-    return {p: cells[a:b] for p, a, b in zip(encoded.dictionary.to_pylist(), bounds[:-1], bounds[1:])}
+class _Payloads:
+    """A stored column of payloads as codes into its distinct values (Arrow's
+    dictionary encoding): a query names thousands of cells that share a few hundred
+    payloads. Encoded at the first query that reads it, not when the lineage is
+    written, so the workflow's run does not pay for it."""
+
+    def __init__(self, payloads: pa.Array) -> None:
+        self._payloads = payloads
+        self._codes: np.ndarray | None = None
+        self._values: list[bytes] = []
+
+    def codes(self) -> np.ndarray:
+        if self._codes is None:
+            encoded = self._payloads.dictionary_encode()
+            self._values = encoded.dictionary.to_pylist()
+            self._codes = np.asarray(encoded.indices, dtype=np.int64)
+        return self._codes
+
+    def grouped(self, cells: np.ndarray, rows: np.ndarray) -> dict[bytes, np.ndarray]:
+        """Each distinct payload of ``rows`` (positions in the column) and the
+        ``cells`` (one per row) that carry it, in their order."""
+        codes = self.codes()[rows]
+        order = np.argsort(codes, kind="stable")
+        codes, cells = codes[order], np.asarray(cells, dtype=np.int64)[order]
+        bounds = np.flatnonzero(np.concatenate(([True], codes[1:] != codes[:-1], [True]))) if len(codes) else []
+        values = self._values
+        return {values[c]: cells[a:b] for c, a, b in zip(codes[bounds[:-1]].tolist(), bounds[:-1], bounds[1:])}
 
 
-def _mapped(map_p: Callable, cells: np.ndarray, payloads: pa.Array) -> np.ndarray:
-    """The union of ``map_p(cell, payload)`` over the cells; with a ``map_p.groups``
-    (the cells grouped by payload, all at once), one call; with a ``map_p.many`` (the
-    cells of one payload at once), one call per distinct payload."""
+def _mapped(map_p: Callable, groups: dict[bytes, np.ndarray]) -> np.ndarray:
+    """The union of ``map_p(cell, payload)`` over each payload's cells (``groups``);
+    with a ``map_p.groups`` (the cells grouped by payload, all at once), one call; with
+    a ``map_p.many`` (the cells of one payload at once), one call per payload."""
     together, many = getattr(map_p, "groups", None), getattr(map_p, "many", None)
-    if together is not None or many is not None:
-        groups = _by_payload(cells, payloads)
-        if together is not None:
-            return distinct(together(list(groups), list(groups.values())))
+    if together is not None and groups:
+        return distinct(together(list(groups), list(groups.values())))
+    if many is not None:
         found = [np.asarray(many(cs, p), dtype=np.int64).ravel() for p, cs in groups.items()]
     else:
-        pairs = zip(cells.tolist(), payloads.to_pylist())
-        found = [np.asarray(map_p(c, p), dtype=np.int64).ravel() for c, p in pairs]
+        found = [np.asarray(map_p(c, p), dtype=np.int64).ravel() for p, cs in groups.items() for c in cs.tolist()]
     return distinct(np.concatenate(found)) if found else _EMPTY
 
 
@@ -396,7 +412,7 @@ class _PayOneLineage(StoredLineage):
     def __init__(self, folder: Path, map_p: Callable) -> None:
         table = pq.read_table(folder / "keys.parquet")
         self.keys = np.asarray(table.column("key"), dtype=np.int64)
-        self.payloads = table.column("payload").combine_chunks()
+        self.payloads = _Payloads(table.column("payload").combine_chunks())
         self.map_p = map_p
         self._groups: dict | None = None
 
@@ -407,11 +423,11 @@ class _PayOneLineage(StoredLineage):
     def backward(self, out_ids) -> np.ndarray:
         ids = distinct(out_ids)
         rows = _spans(self.keys, ids)
-        return _mapped(self.map_p, self.keys[rows], self.payloads.take(pa.array(rows)))
+        return _mapped(self.map_p, self.payloads.grouped(self.keys[rows], rows))
 
     def forward(self, in_ids, deadline: float | None = None) -> np.ndarray:
         if self._groups is None:  # read once, for every forward query after
-            self._groups = _by_payload(self.keys, self.payloads)
+            self._groups = self.payloads.grouped(self.keys, np.arange(len(self.keys)))
         return _scan_payloads(self.map_p, self._groups, distinct(in_ids), deadline)
 
 
@@ -438,7 +454,7 @@ class _PayManyLineage(StoredLineage):
         self.shape = Shape(tuple(meta["out"]))
         table = pq.read_table(folder / "entries.parquet")
         self.keys, self.key_offsets = _read_list(table, "cells")
-        self.payloads = table.column("payload").combine_chunks()
+        self.payloads = _Payloads(table.column("payload").combine_chunks())
         self.tree = _rtree(*_read_boxes(table, len(self.shape.dims)))
         self.map_p = map_p
         self._groups: dict | None = None
@@ -453,12 +469,11 @@ class _PayManyLineage(StoredLineage):
         cells = _gather(self.keys, self.key_offsets, candidates)
         owners = np.repeat(candidates, np.diff(self.key_offsets)[candidates])
         inside = np.isin(cells, ids)
-        return _mapped(self.map_p, cells[inside], self.payloads.take(pa.array(owners[inside])))
+        return _mapped(self.map_p, self.payloads.grouped(cells[inside], owners[inside]))
 
     def forward(self, in_ids, deadline: float | None = None) -> np.ndarray:
         if self._groups is None:  # read once, for every forward query after
-            per_cell = self.payloads.take(pa.array(owners(self.key_offsets)))
-            self._groups = _by_payload(self.keys, per_cell)
+            self._groups = self.payloads.grouped(self.keys, owners(self.key_offsets))
         return _scan_payloads(self.map_p, self._groups, distinct(in_ids), deadline)
 
 

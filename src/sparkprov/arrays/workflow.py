@@ -150,6 +150,11 @@ class WorkflowRun:
         for name, array in inputs.items():
             self.arrays[name] = np.asarray(array)
         self.stored: dict[str, _Stored] = {}
+        # a run's arrays are only added to, never replaced: their order, shapes and the
+        # arrays between two of them are found once (a query of a millisecond would
+        # otherwise spend a third of it finding them again)
+        self._shape_of: dict[str, Shape] = {}
+        self._paths: dict[tuple[str, str], tuple[set[str], list[str]]] = {}
         # each operator's run (with the lineage of its first mode when it keeps some,
         # except in a run measuring costs)
         self.seconds: dict[str, float] = {}
@@ -164,8 +169,9 @@ class WorkflowRun:
         from concurrent.futures import ThreadPoolExecutor
 
         writing: dict[str, object] = {}
+        self.order = self._order()
         with ThreadPoolExecutor(max_workers=1, thread_name_prefix="sparkprov-lineage") as writer_thread:
-            for name in self._order():
+            for name in self.order:
                 node = wf.nodes[name]
                 missing = [i for i in node.inputs if i not in self.arrays]
                 if missing:
@@ -206,9 +212,12 @@ class WorkflowRun:
         return order
 
     def shape(self, name: str) -> Shape:
-        if name not in self.arrays:
-            raise InvalidArgument(f"no array named {name!r}; arrays: {', '.join(self.arrays)}")
-        return Shape(tuple(int(d) for d in self.arrays[name].shape))
+        found = self._shape_of.get(name)
+        if found is None:
+            if name not in self.arrays:
+                raise InvalidArgument(f"no array named {name!r}; arrays: {', '.join(self.arrays)}")
+            found = self._shape_of[name] = Shape(tuple(int(d) for d in self.arrays[name].shape))
+        return found
 
     def _shapes(self, node: Node) -> list[Shape]:
         return [self.shape(i) for i in node.inputs]
@@ -267,12 +276,11 @@ class WorkflowRun:
 
     def _trace(self, cells, start: str, target: str, backward: bool, stats: list | None) -> np.ndarray:
         ids = cell_ids(self.shape(start), cells, self.arrays[start])
-        between = self._between(target, start) if backward else self._between(start, target)
+        between, order = self._path(target, start) if backward else self._path(start, target)
         if start not in between:
             kind = "an ancestor" if backward else "a descendant"
             raise InvalidArgument(f"{target!r} is not {kind} of {start!r}")
         found: dict[str, list[np.ndarray]] = {start: [ids]}
-        order = [n for n in self._order() if n in between]
         for name in reversed(order) if backward else order:
             node = self.workflow.nodes[name]
             if name == (target if backward else start):
@@ -289,18 +297,23 @@ class WorkflowRun:
                         found.setdefault(name, []).append(self._step(name, i, there, False, stats))
         return _union(found.get(target, []))
 
-    def _between(self, ancestor: str, descendant: str) -> set[str]:
-        """Arrays on some path from ``ancestor`` to ``descendant``, both included."""
-        nodes = self.workflow.nodes
-        below = {descendant}
-        for name in reversed(self._order()):  # ancestors of descendant
-            if name in below:
-                below.update(nodes[name].inputs)
-        above = {ancestor}
-        for name in self._order():  # descendants of ancestor
-            if any(i in above for i in nodes[name].inputs):
-                above.add(name)
-        return below & above
+    def _path(self, ancestor: str, descendant: str) -> tuple[set[str], list[str]]:
+        """Arrays on some path from ``ancestor`` to ``descendant``, both included, and
+        the operators among them in the order they ran."""
+        key = (ancestor, descendant)
+        if key not in self._paths:
+            nodes = self.workflow.nodes
+            below = {descendant}
+            for name in reversed(self.order):  # ancestors of descendant
+                if name in below:
+                    below.update(nodes[name].inputs)
+            above = {ancestor}
+            for name in self.order:  # descendants of ancestor
+                if any(i in above for i in nodes[name].inputs):
+                    above.add(name)
+            between = below & above
+            self._paths[key] = between, [n for n in self.order if n in between]
+        return self._paths[key]
 
     def _step(self, name: str, i: int, ids: np.ndarray, backward: bool, stats: list | None) -> np.ndarray:
         node = self.workflow.nodes[name]
