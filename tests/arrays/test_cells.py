@@ -4,6 +4,7 @@ import numpy as np
 import pytest
 
 from sparkprov.arrays.cells import Box, Shape, distinct, distinct_in, member
+from sparkprov.errors import InvalidArgument
 
 
 def _every_cell(dims):
@@ -29,6 +30,28 @@ def test_distinct_ids_by_mask_or_by_sorting_agree():
         ids = rng.integers(0, 1000, n)
         assert distinct_in(ids, 1000).tolist() == sorted(set(ids.tolist()))
         assert distinct(ids).tolist() == sorted(set(ids.tolist()))
+
+
+def test_distinct_ids_from_sorted_runs_with_repeats():
+    # a query step's union: a few sorted parts, overlapping (merged), or one sorted
+    # part with repeats (no descent at all)
+    rng = np.random.default_rng(2)
+    for runs in (1, 2, 3, 40):
+        parts = [np.sort(rng.integers(0, 3000, int(rng.integers(0, 400)))) for _ in range(runs)]
+        ids = np.concatenate(parts)
+        assert distinct(ids).tolist() == sorted(set(ids.tolist()))
+    assert distinct([1, 1, 2, 3, 3]).tolist() == [1, 2, 3]
+    assert distinct([1, 2, 5]).tolist() == [1, 2, 5]
+
+
+def test_coordinates_to_ids_and_back():
+    shape = Shape((3, 4, 5))
+    coords = np.array(_every_cell(shape.dims))
+    ids = shape.ids(coords)
+    assert ids.tolist() == list(range(shape.size))
+    assert shape.coordinates(ids).tolist() == coords.tolist()
+    with pytest.raises(InvalidArgument, match=r"cell \(3, 0, 0\) is outside"):
+        shape.ids([(3, 0, 0)])
 
 
 def test_membership_in_sorted_keys():
