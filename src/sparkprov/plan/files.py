@@ -46,6 +46,7 @@ def _spelled(uri: str) -> str:
 
 # Java, compiled by Janino once per JVM (references.compiled): plan/java/SparkprovLeaves.java
 _LEAVES_CLASS = "SparkprovLeaves"
+_LISTING_CLASS = "SparkprovListing"  # plan/java/SparkprovListing.java, likewise
 
 
 def _hidden_index(column: str, leaf: Any) -> UnsupportedOperation:
@@ -57,7 +58,7 @@ def _hidden_index(column: str, leaf: Any) -> UnsupportedOperation:
 class Files:
     """What ``Bridge`` reads of the files relations read, and the rids it builds for
     them (a mixin: ``Bridge.__init__`` sets the ``spark``, ``jvm``, ``line``, ``jsession``,
-    ``_expr``, ``_logical``, ``_fs_class``, ``_leaves`` and ``_row_index`` it uses)."""
+    ``_expr``, ``_logical``, ``_fs_class``, ``_leaves``, ``_listing`` and ``_row_index`` it uses)."""
 
     def file_relation(self, node: JPlan) -> Any | None:
         """The HadoopFsRelation behind a LogicalRelation, else None."""
@@ -104,12 +105,19 @@ class Files:
     def folder_files(self, folder: str) -> tuple[str, list[tuple[str, int, int]]]:
         """The root path and the files Spark's reading of the Parquet folder ``folder``
         would report (:meth:`root_paths`, :meth:`files`), without reading it."""
-        jpath = self.jvm.org.apache.hadoop.fs.Path(folder)
-        root = _uri(jpath.getFileSystem(self.jsession.sessionState().newHadoopConf()).makeQualified(jpath))
+        if self._listing_helper():
+            root = _spelled(self._listing.qualified(self._session_state(), folder))
+        else:
+            jpath = self.jvm.org.apache.hadoop.fs.Path(folder)
+            root = _uri(jpath.getFileSystem(self.jsession.sessionState().newHadoopConf()).makeQualified(jpath))
         return root, self.list_files([root])
 
     def list_files(self, paths: list[str]) -> list[tuple[str, int, int]]:
         """Files under ``paths`` now, as :meth:`files` reports them (for change checks)."""
+        if self._listing_helper() and not any("\n" in p for p in paths):
+            listed = self._listing.listed(self._session_state(), "\n".join(paths))
+            entries = [line.split("\t") for line in listed.split("\n")[:-1]]
+            return [(_spelled(uri), int(size), int(mtime)) for uri, size, mtime in entries]
         hconf = self.jsession.sessionState().newHadoopConf()
         out = []
         for p in paths:
@@ -132,6 +140,17 @@ class Files:
         if found is not None:
             return sum(int(size) for _, (size,) in found)
         return sum(int(str(leaf.stats().sizeInBytes())) for leaf in self.to_list(plan.collectLeaves()))
+
+    def _listing_helper(self) -> Any:
+        if self._listing is None:
+            self._listing = compiled(self.spark, _LISTING_CLASS, self.line.java_source(_LISTING_CLASS)) or False
+        return self._listing
+
+    def _session_state(self) -> Any:
+        # a session's state is made once and kept for its life: asked for once
+        if self._state is None:
+            self._state = self.jsession.sessionState()
+        return self._state
 
     def _leaves_helper(self) -> Any:
         if self._leaves is None:
