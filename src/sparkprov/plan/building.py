@@ -20,11 +20,16 @@ from typing import Any
 
 from . import rid_collector
 from .handles import JExpr, JPlan
+from .references import compiled
+
+# Java, compiled by Janino once per JVM (references.compiled): plan/java/SparkprovPadding.java
+_PADDING_CLASS = "SparkprovPadding"
 
 
 class Building:
     """What ``Bridge`` builds of expressions and nodes (a mixin: ``Bridge.__init__``
-    sets the ``spark``, ``jvm``, ``line``, ``_expr``, ``_logical`` and ``_empty`` it uses)."""
+    sets the ``spark``, ``jvm``, ``line``, ``_expr``, ``_logical``, ``_empty`` and
+    ``_padding`` it uses)."""
 
     def alias(self, expr: JExpr, name: str, expr_id: Any | None = None) -> JExpr:
         eid = expr_id if expr_id is not None else self._expr.NamedExpression.newExprId()
@@ -121,6 +126,20 @@ class Building:
 
     def project(self, exprs: list[JExpr], child: JPlan) -> JPlan:
         return self._logical.Project(self.seq(exprs), child)
+
+    def project_padded(self, first: list[JExpr], slots: list[tuple[JExpr, str, bool]], child: JPlan) -> JPlan:
+        """``child``'s columns ``first``, then per slot ``(attribute, name, kept)`` its
+        attribute where kept, else a NULL of its type named ``name`` (a union's branch
+        padded with the slots of the other branches)."""
+        if self._padding is None:
+            self._padding = compiled(self.spark, _PADDING_CLASS, self.line.java_source(_PADDING_CLASS)) or False
+        names = [name for _, name, _ in slots]
+        if self._padding and not any("\n" in name for name in names):
+            own = "".join("1" if kept else "0" for _, _, kept in slots)
+            listed = self._padding.padded(self.seq(first), self.seq([a for a, _, _ in slots]), "\n".join(names), own)
+            return self._logical.Project(listed, child)
+        extra = [a if kept else self.alias(self.null_literal(self.data_type(a)), name) for a, name, kept in slots]
+        return self.project(first + extra, child)
 
     def aggregate_like(self, agg: JPlan, aggregate_exprs: list[JExpr], child: JPlan) -> JPlan:
         return self.line.aggregate(

@@ -79,6 +79,7 @@ class Bridge(
         self._row_index: tuple[str, Any] | None = None  # see _row_index_constants
         self._leaves: Any = None  # the compiled SparkprovLeaves (False: not compiled), once needed
         self._listing: Any = None  # the compiled SparkprovListing, likewise
+        self._padding: Any = None  # the compiled SparkprovPadding, likewise
         self._state: Any = None  # the session's SessionState, once needed
         self._tree: Any = None  # the compiled SparkprovTree, likewise
         self._optimize: Any = None  # the compiled SparkprovOptimize, likewise

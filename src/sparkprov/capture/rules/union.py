@@ -40,13 +40,8 @@ def rule(cx: CaptureContext, node: JPlan) -> Rewritten:
     padded = []
     for br, keep in zip(branches, kept):
         own = {s.name for s in br.slots} if keep else set()
-        extra = []
-        for s in all_slots:
-            if s.name in own:
-                extra.append(s.attr)
-            else:
-                extra.append(b.alias(b.null_literal(b.data_type(s.attr)), s.name))
-        padded.append(b.project(cx.user_output(br) + extra, br.plan))
+        slots = [(s.attr, s.name, s.name in own) for s in all_slots]
+        padded.append(b.project_padded(cx.user_output(br), slots, br.plan))
     plan = b.with_new_children(node, padded)
     out = b.output(plan)
     slots = []
