@@ -5,6 +5,7 @@ by name when it is loaded."""
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
 from pyspark.sql import Window
@@ -14,6 +15,7 @@ import sparkprov as sp
 from sparkprov.store.check import check_store
 from sparkprov.store.collect import collect_garbage, remove
 from sparkprov.store.entry import CaptureEntry
+from sparkprov.store.listing import describe, table
 
 
 def _without_nones(entry: dict) -> dict:
@@ -143,6 +145,10 @@ def test_an_entry_a_newer_sparkprov_wrote_is_refused_not_misread(store, change, 
             collect_garbage(store, dry_run=True)
         with pytest.raises(sp.CaptureTooNew, match="remove it with the sparkprov that wrote it"):
             remove(store, "windowed", dry_run=True)
+        # listed as newer, not as damaged
+        row = describe(store, "windowed", 1)
+        assert row["newer"] and re.search(says, row["damaged"])
+        assert re.search(r"^windowed +v1 +NEWER$", table([row]), re.M) and "\nwindowed v1 newer: " in table([row])
     finally:
         path.write_text(kept)
 

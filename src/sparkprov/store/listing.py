@@ -1,7 +1,8 @@
 """What ``sparkprov captures`` shows of each capture version, read from the store alone.
 
 A damaged entry or file does not stop the listing: that version is shown as damaged,
-with the reason, and every other one as usual.
+with the reason, and every other one as usual. An entry a newer sparkprov wrote, in a
+form this one does not read, is not damaged: it is shown as newer.
 
 >>> table([{"name": "sums", "version": 1, "damaged": "no entry"}]).splitlines()[-1]
 'sums v1 damaged: no entry'
@@ -12,7 +13,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from ..errors import CaptureFailed, StoreCorrupt
+from ..errors import CaptureFailed, CaptureTooNew, StoreCorrupt
 from .catalog import Store
 from .contents import local
 from .entry import CaptureEntry
@@ -52,9 +53,12 @@ def parts(store: Store, entry: CaptureEntry) -> dict[str, int]:
 def describe(store: Store, name: str, version: int, sizes: bool = False) -> dict:
     """One listing row: name, version, created, strategy, seconds, output rows, bytes in
     the store and sources (``sizes``: bytes by part too); ``failed`` or ``damaged`` (the
-    reason) instead when so."""
+    reason) instead when so, and ``newer`` too when a newer sparkprov wrote the entry
+    (the page shows the reason as a damaged version's)."""
     try:
         entry = store.load(name, version, failed_ok=True)
+    except CaptureTooNew as exc:
+        return {"name": name, "version": version, "damaged": str(exc), "newer": True}
     except (StoreCorrupt, CaptureFailed) as exc:
         return {"name": name, "version": version, "damaged": str(exc)}
     row = {"name": name, "version": version, "created": entry.created, "sources": list(entry.sources)}
@@ -102,7 +106,7 @@ def table(rows: list[dict], sizes: bool = False) -> str:
     notes = []
     for r in rows:
         if "failed" in r or "damaged" in r:
-            status = "FAILED" if "failed" in r else "DAMAGED"
+            status = "FAILED" if "failed" in r else "NEWER" if r.get("newer") else "DAMAGED"
             reason = r["failed"]["reason"] if "failed" in r else r["damaged"]
             lines.append([r["name"], f"v{r['version']}", r.get("created") or "", status] + [""] * (len(columns) - 4))
             notes.append(f"{r['name']} v{r['version']} {status.lower()}: {reason}")
