@@ -84,14 +84,18 @@ class Shape:
     def size(self) -> int:
         return int(np.prod(self.dims, dtype=np.int64))
 
+    @property
+    def strides(self) -> np.ndarray:
+        """How far a cell's id moves for a step in each dimension (row-major)."""
+        return np.cumprod((1, *self.dims[:0:-1]), dtype=np.int64)[::-1]
+
     def ids(self, coordinates) -> np.ndarray:
         """Cells' ids from their coordinates (an ``(n, k)`` array or a list of tuples)."""
         coords = np.asarray(coordinates, dtype=np.int64).reshape(-1, len(self.dims))
         outside = ((coords < 0) | (coords >= np.asarray(self.dims))).any(axis=1)
         if outside.any():
             raise InvalidArgument(f"cell {tuple(coords[outside][0].tolist())} is outside an array of shape {self.dims}")
-        strides = np.cumprod((1, *self.dims[:0:-1]), dtype=np.int64)[::-1]
-        return coords @ strides
+        return coords @ self.strides
 
     def coordinates(self, ids: np.ndarray) -> np.ndarray:
         """Cells' coordinates (``(n, k)``) from their ids."""

@@ -191,9 +191,8 @@ def neighbourhood(cells: np.ndarray, shape: Shape, radius: int) -> np.ndarray:
         return distinct(cells)
     cells = np.asarray(cells, dtype=np.int64)
     coords = np.unravel_index(cells, shape.dims)
-    strides = np.cumprod((1,) + shape.dims[:0:-1])[::-1]
     window = np.array(list(np.ndindex(*[2 * radius + 1] * len(shape.dims)))) - radius
-    shifts = window @ strides  # a cell moved by a step of the window, in id space
+    shifts = window @ shape.strides  # a cell moved by a step of the window, in id space
     if len(cells) * len(window) <= 1 << 16:  # few cells: every step at once
         inside = np.ones((len(cells), len(window)), dtype=bool)
         for coord, steps, dim in zip(coords, window.T, shape.dims):

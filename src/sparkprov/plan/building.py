@@ -20,7 +20,6 @@ from typing import Any
 
 from . import rid_collector
 from .handles import JExpr, JPlan
-from .references import compiled
 
 # Java, compiled by Janino once per JVM (references.compiled): plan/java/SparkprovPadding.java
 _PADDING_CLASS = "SparkprovPadding"
@@ -131,10 +130,8 @@ class Building:
         """``child``'s columns ``first``, then per slot ``(attribute, name, kept)`` its
         attribute where kept, else a NULL of its type named ``name`` (a union's branch
         padded with the slots of the other branches)."""
-        if self._padding is None:
-            self._padding = compiled(self.spark, _PADDING_CLASS, self.line.java_source(_PADDING_CLASS)) or False
         names = [name for _, name, _ in slots]
-        if self._padding and not any("\n" in name for name in names):
+        if self._java_helper("_padding", _PADDING_CLASS) and not any("\n" in name for name in names):
             own = "".join("1" if kept else "0" for _, _, kept in slots)
             listed = self._padding.padded(self.seq(first), self.seq([a for a, _, _ in slots]), "\n".join(names), own)
             return self._logical.Project(listed, child)

@@ -42,6 +42,6 @@ class DataFrames:
         they would find nothing to resolve (TPC-H Q2's rewritten plan at SF 1: 43 ms
         analysed, 9 ms checked). A copy is marked analyzed, not ``plan``."""
         copy = plan.clone()
-        self.jsession.sessionState().analyzer().checkAnalysis(copy)
+        self._session_state().analyzer().checkAnalysis(copy)
         copy.setAnalyzed()  # Spark's analyzer returns an analyzed plan as it is
         return self.to_dataframe(copy)

@@ -28,7 +28,7 @@ from typing import Any
 
 from ..errors import InvalidArgument, UnsupportedOperation
 from .handles import JExpr, JPlan
-from .references import compiled, described
+from .references import described
 
 _NOT_FILES = object()  # remembered for a LogicalRelation that is not over files
 _FILE_GETTERS = ("getPath.toUri", "getLen", "getModificationTime")  # a file's entry, read in the JVM
@@ -109,7 +109,7 @@ class Files:
             root = _spelled(self._listing.qualified(self._session_state(), folder))
         else:
             jpath = self.jvm.org.apache.hadoop.fs.Path(folder)
-            root = _uri(jpath.getFileSystem(self.jsession.sessionState().newHadoopConf()).makeQualified(jpath))
+            root = _uri(jpath.getFileSystem(self._session_state().newHadoopConf()).makeQualified(jpath))
         return root, self.list_files([root])
 
     def list_files(self, paths: list[str]) -> list[tuple[str, int, int]]:
@@ -118,7 +118,7 @@ class Files:
             listed = self._listing.listed(self._session_state(), "\n".join(paths))
             entries = [line.split("\t") for line in listed.split("\n")[:-1]]
             return [(_spelled(uri), int(size), int(mtime)) for uri, size, mtime in entries]
-        hconf = self.jsession.sessionState().newHadoopConf()
+        hconf = self._session_state().newHadoopConf()
         out = []
         for p in paths:
             jpath = self.jvm.org.apache.hadoop.fs.Path(self.jvm.java.net.URI(p))
@@ -142,20 +142,10 @@ class Files:
         return sum(int(str(leaf.stats().sizeInBytes())) for leaf in self.to_list(plan.collectLeaves()))
 
     def _listing_helper(self) -> Any:
-        if self._listing is None:
-            self._listing = compiled(self.spark, _LISTING_CLASS, self.line.java_source(_LISTING_CLASS)) or False
-        return self._listing
-
-    def _session_state(self) -> Any:
-        # a session's state is made once and kept for its life: asked for once
-        if self._state is None:
-            self._state = self.jsession.sessionState()
-        return self._state
+        return self._java_helper("_listing", _LISTING_CLASS)
 
     def _leaves_helper(self) -> Any:
-        if self._leaves is None:
-            self._leaves = compiled(self.spark, _LEAVES_CLASS, self.line.java_source(_LEAVES_CLASS)) or False
-        return self._leaves
+        return self._java_helper("_leaves", _LEAVES_CLASS)
 
     def with_file_rids(self, leaf: JPlan, files: list[str], row_bits: int, name: str) -> JPlan:
         """``leaf`` (a LogicalRelation over Parquet files) with a column ``name`` after its

@@ -96,7 +96,24 @@ class Looked:
 
 class Handles:
     """The Scala values and the memo of ``Bridge`` (a mixin: ``Bridge.__init__`` sets
-    the ``spark``, ``jvm``, ``line``, ``_none``, ``_seqs`` and ``_walk`` it uses)."""
+    the ``spark``, ``jvm``, ``jsession``, ``line``, ``_none``, ``_seqs``, ``_state`` and
+    ``_walk`` it uses, and the attributes its Java helpers are kept in)."""
+
+    def _java_helper(self, attribute: str, name: str) -> Any:
+        """The Java helper ``name`` (``plan/java/<name>.java``, as this session's line
+        compiles it), kept in ``attribute`` once asked for; False when it cannot be
+        compiled (the caller takes its slower path)."""
+        found = getattr(self, attribute)
+        if found is None:
+            found = compiled(self.spark, name, self.line.java_source(name)) or False
+            setattr(self, attribute, found)
+        return found
+
+    def _session_state(self) -> Any:
+        # a session's state is made once and kept for its life: asked for once
+        if self._state is None:
+            self._state = self.jsession.sessionState()
+        return self._state
 
     @contextmanager
     def remembering(self) -> Iterator[None]:
@@ -133,11 +150,8 @@ class Handles:
         # up to ten elements in one round trip by the helper; else List.of takes up to
         # ten in one, where py4j's own conversion of a Python list makes one per
         # element. (List.of refuses nulls.)
-        if len(items) <= 10:
-            if self._seqs is None:
-                self._seqs = compiled(self.spark, _SEQS_CLASS, self.line.java_source(_SEQS_CLASS)) or False
-            if self._seqs:
-                return self._seqs.seq(*items)
+        if len(items) <= 10 and self._java_helper("_seqs", _SEQS_CLASS):
+            return self._seqs.seq(*items)
         if any(item is None for item in items):
             jlist = self.jvm.java.util.ArrayList()
             for item in items:

@@ -24,7 +24,6 @@ from typing import Any
 
 from ..errors import InvalidArgument
 from .handles import CATALYST, JPlan
-from .references import compiled
 
 # per (session, key) that a settings block has changed: its value before the first
 # block, and the blocks open now with their values, in the order they began
@@ -70,7 +69,7 @@ class Optimizing:
         is optimized for execution. Those settings hold in this thread alone (a copy of
         the session's, by the compiled helper), unless ``optimizes_apart`` says otherwise.
         """
-        state = self.jsession.sessionState()
+        state = self._session_state()
         conf = state.conf()
         before = conf.getConfString(_EXCLUDED_RULES, "")
         changes = {
@@ -87,9 +86,7 @@ class Optimizing:
             return state.optimizer().execute(plan.clone())
 
     def _optimize_helper(self) -> Any:
-        if self._optimize is None:
-            self._optimize = compiled(self.spark, _OPTIMIZE_CLASS, self.line.java_source(_OPTIMIZE_CLASS)) or False
-        return self._optimize
+        return self._java_helper("_optimize", _OPTIMIZE_CLASS)
 
     def optimizes_apart(self) -> bool:
         """Whether ``optimized`` leaves the session's settings alone (it changes them for
@@ -103,7 +100,7 @@ class Optimizing:
         overlap (captures in threads, a deferred capture resolved in the background)
         and end in any order: a setting's value from before the first block is restored
         when the last one ends, and meanwhile the value of the latest block still open."""
-        conf = self.jsession.sessionState().conf()
+        conf = self._session_state().conf()
         block = object()
         keys = [(id(self.jsession), k) for k in values]
         with _SETTINGS_LOCK:
