@@ -3,7 +3,7 @@ import itertools
 import numpy as np
 import pytest
 
-from sparkprov.arrays.cells import Box, Shape, distinct, distinct_in, member
+from sparkprov.arrays.cells import Box, Shape, box_union, distinct, distinct_in, member
 from sparkprov.errors import InvalidArgument
 
 
@@ -22,6 +22,25 @@ def test_a_box_names_every_cell_inside_it_in_order(seed):
         inside = [c for c in _every_cell(dims) if all(a <= v <= b for v, a, b in zip(c, lo, hi))]
         want = [int(np.ravel_multi_index(c, dims)) for c in inside]
         assert Box(lo, hi).ids(Shape(dims)).tolist() == sorted(want)
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_a_union_of_boxes_names_every_cell_of_any_of_them_once_in_order(seed):
+    # boxes that overlap, touch, lie outside the array or are empty (lo above hi)
+    rng = np.random.default_rng(seed)
+    for _ in range(200):
+        k = int(rng.integers(1, 4))
+        dims = tuple(int(d) for d in rng.integers(1, 7, k))
+        n = int(rng.integers(0, 6))
+        lo = rng.integers(-2, 7, (n, k))
+        hi = lo + rng.integers(-1, 4, (n, k))
+        inside = {
+            int(np.ravel_multi_index(c, dims))
+            for c in _every_cell(dims)
+            for a, b in zip(lo, hi)
+            if all(x <= v <= y for v, x, y in zip(c, a, b))
+        }
+        assert box_union(Shape(dims), lo, hi).tolist() == sorted(inside)
 
 
 def test_distinct_ids_by_mask_or_by_sorting_agree():

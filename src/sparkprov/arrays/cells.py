@@ -92,10 +92,18 @@ class Shape:
     def ids(self, coordinates) -> np.ndarray:
         """Cells' ids from their coordinates (an ``(n, k)`` array or a list of tuples)."""
         coords = np.asarray(coordinates, dtype=np.int64).reshape(-1, len(self.dims))
-        outside = ((coords < 0) | (coords >= np.asarray(self.dims))).any(axis=1)
-        if outside.any():
+        # column by column: NumPy reduces an (n, 2) array along an axis, and multiplies
+        # integer matrices, ten times slower than it runs over a column (90 of a
+        # 4,000-cell query's 100 µs)
+        columns = coords.T
+        if len(coords) and any(int(c.min()) < 0 or int(c.max()) >= d for c, d in zip(columns, self.dims)):
+            outside = ((coords < 0) | (coords >= np.asarray(self.dims))).any(axis=1)
             raise InvalidArgument(f"cell {tuple(coords[outside][0].tolist())} is outside an array of shape {self.dims}")
-        return coords @ self.strides
+        ids = columns[0].copy()
+        for column, d in zip(columns[1:], self.dims[1:]):
+            ids *= d
+            ids += column
+        return ids
 
     def coordinates(self, ids: np.ndarray) -> np.ndarray:
         """Cells' coordinates (``(n, k)``) from their ids."""
@@ -124,6 +132,52 @@ class Box:
         for a, b, d in zip(lo[1:], hi[1:], dims[1:]):
             ids = (ids[:, None] * d + np.arange(a, b + 1, dtype=np.int64)).ravel()
         return ids
+
+
+def box_union(shape: Shape, lo: Any, hi: Any) -> np.ndarray:
+    """The sorted, distinct ids of the cells in any of the boxes from ``lo[j]`` to
+    ``hi[j]`` (``(n, k)`` coordinates, both included, clipped to the array). Built from
+    the boxes' runs along the last dimension, sorted and merged before they are
+    expanded, so the ids come out in order: a payload function that turns a step's
+    payloads into boxes (a star's bounding box) pays for its runs, not for sorting its
+    cells.
+
+    >>> box_union(Shape((3, 4)), [(0, 0), (1, 1)], [(1, 1), (2, 2)]).tolist()
+    [0, 1, 4, 5, 6, 9, 10]
+    """
+    k = len(shape.dims)
+    lo = np.maximum(np.asarray(lo, dtype=np.int64).reshape(-1, k), 0)
+    hi = np.minimum(np.asarray(hi, dtype=np.int64).reshape(-1, k), np.asarray(shape.dims) - 1)
+    keep = np.ones(len(lo), dtype=bool)
+    for d in range(k):
+        keep &= lo[:, d] <= hi[:, d]
+    lo, hi = lo[keep], hi[keep]
+    # one (box, id of its cells' leading coordinates) per run, dimension by dimension
+    box, lead = np.arange(len(lo)), np.zeros(len(lo), dtype=np.int64)
+    for d in range(k - 1):
+        extent = hi[box, d] - lo[box, d] + 1
+        step = _ragged_arange(extent)
+        box = np.repeat(box, extent)
+        lead = np.repeat(lead, extent) * shape.dims[d] + lo[box, d] + step
+    starts = lead * shape.dims[-1] + lo[box, -1]
+    ends = lead * shape.dims[-1] + hi[box, -1]
+    order = np.argsort(starts, kind="stable")
+    starts, ends = starts[order], ends[order]
+    if not len(starts):
+        return np.zeros(0, np.int64)
+    # runs that overlap or touch the ones before them join them
+    reach = np.maximum.accumulate(ends)
+    first = np.concatenate(([True], starts[1:] > reach[:-1] + 1))
+    merged_starts = starts[first]
+    merged_ends = np.maximum.reduceat(ends, np.flatnonzero(first))
+    lengths = merged_ends - merged_starts + 1
+    return np.repeat(merged_starts, lengths) + _ragged_arange(lengths)
+
+
+def _ragged_arange(lengths: np.ndarray) -> np.ndarray:
+    """``0 .. n-1`` for each ``n`` of ``lengths``, concatenated."""
+    total = int(lengths.sum())
+    return np.arange(total, dtype=np.int64) - np.repeat(np.cumsum(lengths) - lengths, lengths)
 
 
 def cell_ids(shape: Shape, cells: Any, values: np.ndarray | None = None) -> np.ndarray:

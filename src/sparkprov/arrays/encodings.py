@@ -45,7 +45,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from ..errors import InvalidArgument
-from .cells import Shape, distinct
+from .cells import Shape, distinct, member
 from .regions import RegionLog, owners
 
 _META = "_encoding.json"
@@ -71,8 +71,12 @@ def _gather(values: np.ndarray, offsets: np.ndarray, lists: np.ndarray) -> np.nd
     return values[firsts + np.arange(total)]
 
 
-def _spans(keys: np.ndarray, ids: np.ndarray) -> np.ndarray:
-    """The positions in sorted ``keys`` of every key equal to one of ``ids``."""
+def _spans(keys: np.ndarray, ids: np.ndarray, unique: bool = False) -> np.ndarray:
+    """The positions in sorted ``keys`` of every key equal to one of ``ids``
+    (``unique``: no key repeats)."""
+    if unique:  # one search: a key is there once or not at all
+        at = np.minimum(np.searchsorted(keys, ids), max(len(keys) - 1, 0))
+        return at[keys[at] == ids] if len(keys) else _EMPTY
     lo, hi = np.searchsorted(keys, ids, "left"), np.searchsorted(keys, ids, "right")
     offsets = np.zeros(len(ids) + 1, np.int64)
     np.cumsum(hi - lo, out=offsets[1:])
@@ -156,6 +160,17 @@ class StoredLineage:
     def forward(self, in_ids) -> np.ndarray:
         """The output cells that depend on the input cells ``in_ids`` (sorted ids)."""
         raise NotImplementedError
+
+    def out_cells(self) -> np.ndarray:
+        """The output cells an entry was stored for (sorted ids)."""
+        raise NotImplementedError
+
+    def split(self, out_ids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Which of the sorted, distinct ``out_ids`` have stored entries (a mask), and
+        the input cells those depend on: a composite step answers the others by its
+        mapping."""
+        stored = member(out_ids, self.out_cells())
+        return stored, self.backward(out_ids[stored])
 
 
 class Encoding:
@@ -331,7 +346,7 @@ class _FullManyLineage(_Lookup):
         candidates = _candidates(self.tree, self.shape, ids)
         cells = _gather(self.keys, self.key_offsets, candidates)
         lengths = np.diff(self.key_offsets)[candidates]
-        hit = distinct(np.repeat(candidates, lengths)[np.isin(cells, ids)])
+        hit = distinct(np.repeat(candidates, lengths)[member(cells, ids)])
         return distinct(_gather(self.values, self.offsets, hit))
 
     def scan(self, ids: np.ndarray) -> np.ndarray:
@@ -412,18 +427,32 @@ class _PayOneLineage(StoredLineage):
     def __init__(self, folder: Path, map_p: Callable) -> None:
         table = pq.read_table(folder / "keys.parquet")
         self.keys = np.asarray(table.column("key"), dtype=np.int64)
+        # a cell written once (one payload each, as most payload functions write) is
+        # found by one binary search
+        self.unique = bool((self.keys[1:] > self.keys[:-1]).all())
         self.payloads = _Payloads(table.column("payload").combine_chunks())
         self.map_p = map_p
         self._groups: dict | None = None
 
     def out_cells(self) -> np.ndarray:
-        """The output cells a payload was stored for."""
         return self.keys
 
     def backward(self, out_ids) -> np.ndarray:
         ids = distinct(out_ids)
-        rows = _spans(self.keys, ids)
+        return self._read(_spans(self.keys, ids, self.unique))
+
+    def _read(self, rows: np.ndarray) -> np.ndarray:
         return _mapped(self.map_p, self.payloads.grouped(self.keys[rows], rows))
+
+    def split(self, out_ids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        if not self.unique:
+            return super().split(out_ids)
+        # the search that tells which cells have entries also finds their rows
+        if not len(self.keys):
+            return np.zeros(len(out_ids), dtype=bool), _EMPTY
+        at = np.minimum(np.searchsorted(self.keys, out_ids), len(self.keys) - 1)
+        stored = self.keys[at] == out_ids
+        return stored, self._read(at[stored])
 
     def forward(self, in_ids, deadline: float | None = None) -> np.ndarray:
         if self._groups is None:  # read once, for every forward query after
@@ -458,17 +487,19 @@ class _PayManyLineage(StoredLineage):
         self.tree = _rtree(*_read_boxes(table, len(self.shape.dims)))
         self.map_p = map_p
         self._groups: dict | None = None
+        self._out_cells: np.ndarray | None = None
 
     def out_cells(self) -> np.ndarray:
-        """The output cells a payload was stored for."""
-        return distinct(self.keys)
+        if self._out_cells is None:  # sorted once, not at every query
+            self._out_cells = distinct(self.keys)
+        return self._out_cells
 
     def backward(self, out_ids) -> np.ndarray:
         ids = distinct(out_ids)
         candidates = _candidates(self.tree, self.shape, ids)
         cells = _gather(self.keys, self.key_offsets, candidates)
         owners = np.repeat(candidates, np.diff(self.key_offsets)[candidates])
-        inside = np.isin(cells, ids)
+        inside = member(cells, ids)
         return _mapped(self.map_p, self.payloads.grouped(cells[inside], owners[inside]))
 
     def forward(self, in_ids, deadline: float | None = None) -> np.ndarray:

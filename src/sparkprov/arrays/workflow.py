@@ -355,7 +355,7 @@ class WorkflowRun:
             return distinct(mapping(ids, i, self._shapes(node)))
         reader = self.stored[name].readers[strategy][i]
         if strategy in COMPOSITE:
-            return self._composite(node, i, reader.out_cells(), reader.backward, reader.forward, ids, backward)
+            return self._composite(node, i, reader, ids, backward)
         return _read(reader, ids, backward)
 
     def step_with(self, name: str, strategy: str, ids: np.ndarray, backward: bool) -> np.ndarray:
@@ -369,16 +369,18 @@ class WorkflowRun:
             parts = [self._read_or_rerun(name, node, i, strategy, ids, backward)[1] for i in range(len(node.inputs))]
         return _union(parts)
 
-    def _composite(self, node: Node, i: int, overridden, back, forth, ids: np.ndarray, backward: bool) -> np.ndarray:
-        # the mapping by default; the cells a payload was written for (``overridden``)
-        # answered from their payloads (``back``, ``forth``); ``overridden`` is sorted
+    def _composite(self, node: Node, i: int, reader: StoredLineage, ids: np.ndarray, backward: bool) -> np.ndarray:
+        # the mapping by default; the cells a payload was written for answered from
+        # their payloads
         shapes = self._shapes(node)
         if backward:
-            special = member(ids, overridden)
+            special, found = reader.split(ids)
+            if special.all():
+                return found
             default = node.op.map_b(ids[~special], i, shapes)
-            return _union([np.asarray(default, dtype=np.int64), back(ids[special])])
+            return _union([np.asarray(default, dtype=np.int64), found])
         default = np.asarray(node.op.map_f(ids, i, shapes), dtype=np.int64)
-        return _union([default[~member(default, overridden)], forth(ids)])
+        return _union([default[~member(default, reader.out_cells())], reader.forward(ids)])
 
     def _read_or_rerun(self, name, node, i, strategy, ids, backward) -> tuple[str, np.ndarray]:
         # SubZero VII-A: read stored lineage chunk by chunk; once that has taken longer

@@ -33,7 +33,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ..arrays.cells import Box, Shape, distinct, distinct_in
+from ..arrays.cells import Box, Shape, box_union, distinct
 from ..arrays.operators import ArrayOperator, Elementwise, neighbourhood
 from ..arrays.optimizer import LineageQuery
 from ..arrays.workflow import ArrayWorkflow, WorkflowRun, with_mappings
@@ -213,17 +213,11 @@ class Stars(ArrayOperator):
         return distinct(cells) if not payload else self.map_p(int(cells[0]), payload, i)
 
     def map_p_groups(self, payloads, cells, i):
-        # every star of a query step at once: the boxes read together, their cells
-        # numbered box by box (row-major within each)
+        # every star of a query step at once: the boxes read together
         plain = [c for p, c in zip(payloads, cells) if not p]
-        boxes = np.frombuffer(b"".join(p for p in payloads if p), np.int32).reshape(-1, 4).astype(np.int64)
-        r0, c0, r1, c1 = boxes.T
-        heights, widths = r1 - r0 + 1, c1 - c0 + 1
-        sizes = heights * widths
-        box = np.repeat(np.arange(len(boxes)), sizes)
-        k = np.arange(int(sizes.sum())) - np.repeat(np.cumsum(sizes) - sizes, sizes)
-        rows, cols = r0[box] + k // widths[box], c0[box] + k % widths[box]
-        return distinct_in(np.concatenate([rows * self.shape.dims[1] + cols, *plain]), self.shape.size)
+        boxes = np.frombuffer(b"".join(p for p in payloads if p), np.int32).reshape(-1, 4)
+        found = box_union(self.shape, boxes[:, :2], boxes[:, 2:])
+        return distinct(np.concatenate([found, *plain])) if plain else found
 
 
 def workflow() -> ArrayWorkflow:
