@@ -25,7 +25,7 @@ LAYERS: list[tuple[str, ...]] = [
     ("capture",),
     ("query",),
     ("api",),
-    ("rdd", "workflows", "graphs"),
+    ("rdd", "workflows", "graphs", "tuning"),
     ("",),
     ("script", "demo", "web", "cli.answers", "cli.text_table"),
     ("bench",),  # measures the command line's answers, among others

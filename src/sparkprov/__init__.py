@@ -49,6 +49,8 @@ _LAZY = {
     "LineageContext": "rdd.context",
     "LineageRDD": "rdd.lineage_rdd",
     "Workflow": "workflows",
+    "choose_keep": "tuning.keep",
+    "Trace": "tuning.keep",
 }
 
 if TYPE_CHECKING:
@@ -59,6 +61,7 @@ if TYPE_CHECKING:
     from .functions.declare import lineage
     from .rdd.context import LineageContext
     from .rdd.lineage_rdd import LineageRDD
+    from .tuning.keep import Trace, choose_keep
     from .workflows import Workflow
 
 
@@ -95,6 +98,7 @@ __all__ = [
     "RestrictedLineageWarning",
     "CoarseLineageWarning",
     "Source",
+    "Trace",
     "SourceChanged",
     "SourceChangedWarning",
     "SparkFailed",
@@ -107,6 +111,7 @@ __all__ = [
     "WitnessesNotKept",
     "Workload",
     "__version__",
+    "choose_keep",
     "lineage",
     "mark",
 ]

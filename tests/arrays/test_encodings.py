@@ -134,7 +134,7 @@ def test_offsets_make_few_runs(tmp_path):
 def test_a_payload_scan_that_would_miss_its_deadline_gives_up_early(tmp_path):
     import time
 
-    from sparkprov.arrays.encodings import OverBudget
+    from sparkprov.arrays.payload_scans import OverBudget
 
     big = Shape((40, 50))
     log = RegionLog()

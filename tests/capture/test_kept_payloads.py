@@ -19,6 +19,7 @@ from pyspark.sql import functions as F
 import sparkprov as sp
 from sparkprov.bench.capture import stored_lineage_bytes
 from sparkprov.capture.strategy import STRATEGIES
+from sparkprov.functions.declare import declaration_of
 from sparkprov.store.catalog import Store
 from sparkprov.store.check import check_store
 
@@ -214,3 +215,39 @@ def test_calls_are_told_apart_whatever_ids_their_rows_carry(spark, session):
                     warnings.simplefilter("ignore", sp.RestrictedLineageWarning)
                     traced = cap.backward([row._sp_rid], "calls", engine=engine)
                 assert {r.k for r in traced.collect()} == want, (workload, engine, row)
+
+
+def test_a_capture_chooses_how_each_function_keeps_its_payloads(session, inputs):  # noqa: F811
+    # keep= over the declarations: payloads kept for a function declared keep="pairs",
+    # pairs for one declared keep="payload"; the same lineage either way
+    t, o = inputs
+    by_pairs, by_payload = declared("applyInPandas", "payload"), declared("mapInPandas", "composite", keep="payload")
+    for f, name in ((by_pairs, "by_pairs"), (by_payload, "by_payload")):
+        declaration_of(f).function.__qualname__ = name  # keep= names functions as explain() does
+    names = [declaration_of(f).name for f in (by_pairs, by_payload)]
+    q = query("applyInPandas", by_pairs, t, o).unionByName(query("mapInPandas", by_payload, t, o))
+    chosen = {names[0]: "payload", names[1]: "pairs"}
+    for keep, kept in ((None, {names[1]}), (chosen, {names[0]})):
+        cap = session.capture(q, "keep-chosen", keep=keep)
+        lines = [line for line in cap.explain().splitlines() if "as declared:" in line]
+        assert len(lines) == 2, lines
+        for name, line in zip(sorted(names), sorted(lines, key=lambda s: s.split(" lineage of ")[1])):
+            assert ("kept as payloads" in line) == (name in kept), (keep, line)
+        rows = cap.output.collect()
+        for row in rows[:3] + rows[-3:]:
+            assert _keys(cap.backward([row._sp_rid])) == _used([row]), (keep, row)
+
+
+def test_keep_names_only_functions_whose_payloads_it_can_keep(session, inputs):  # noqa: F811
+    t, o = inputs
+    mapped = declared("applyInPandas", "map")
+    q = query("applyInPandas", mapped, t, o)
+    with pytest.raises(sp.InvalidArgument, match="'nowhere': no function of this query declares"):
+        session.capture(q, "keep-wrong", keep={"nowhere": "payload"})
+    with pytest.raises(sp.InvalidArgument, match="declares map lineage; keep chooses how payload and composite"):
+        session.capture(q, "keep-wrong", keep={declaration_of(mapped).name: "payload"})
+    with pytest.raises(sp.InvalidArgument, match="'pairs' or 'payload', not {'x': 'ids'}"):
+        session.capture(q, "keep-wrong", keep={"x": "ids"})
+    with pytest.raises(sp.InvalidArgument, match="strategy='lazy' stores nothing"):
+        session.capture(q, "keep-wrong", keep={"x": "pairs"}, strategy="lazy")
+    assert "keep-wrong" not in {c.name for c in session.captures()}

@@ -21,6 +21,7 @@ from typing import Any
 
 from pyspark.sql import DataFrame, SparkSession
 
+from ..capture.function_keep import FunctionKeep
 from ..capture.marks import capture_marks, mark_names
 from ..capture.run import Write, run_capture
 from ..capture.strategy import STRATEGIES
@@ -124,6 +125,7 @@ class LineageSession:
         witnesses: bool = False,
         strategy: str = "auto",
         workload: Workload | dict | None = None,
+        keep: dict[str, str] | None = None,
     ) -> Capture:
         """Run ``df`` once with capture; store its output and lineage under ``name``.
 
@@ -176,6 +178,14 @@ class LineageSession:
         >>> cap = session.capture(joined, "j", workload={"sources": ["orders"]})  # doctest: +SKIP
         >>> only = {"sources": ["lineitem"], "where": {"lineitem": "l_tax > 0.05"}}
         >>> cap = session.capture(q, "q", workload=only)  # doctest: +SKIP
+
+        ``keep`` chooses, per function the query calls that declares payload or
+        composite lineage (named by its ``__qualname__``, as ``explain()`` names it),
+        whether its payloads are kept for the query (``"payload"``) or its input rows
+        stored as it runs (``"pairs"``), whatever its declaration says:
+        :func:`sparkprov.choose_keep` picks them under budgets.
+
+        >>> cap = session.capture(q, "q", keep={"rolling_mean": "payload"})  # doctest: +SKIP
         """
         if not isinstance(df, DataFrame):
             raise InvalidArgument(f"df must be a DataFrame, not {type(df).__name__}")
@@ -197,13 +207,19 @@ class LineageSession:
         if strategy == "lazy" and witnesses:
             raise InvalidArgument("witnesses=True keeps what capture records; strategy='lazy' records nothing")
         chosen = Workload.of(workload)
+        function_keep = FunctionKeep.of(keep)
+        if strategy == "lazy" and function_keep is not None:
+            raise InvalidArgument("keep= chooses what capture stores; strategy='lazy' stores nothing until asked")
         if witnesses and chosen is not None and chosen.where:
             raise InvalidArgument(
                 "witnesses=True keeps how every row was derived; a workload where drops the lineage of "
                 "the rows it does not select: give one or the other"
             )
         return Capture(
-            self, self._capture(df, name, write=write, witnesses=witnesses, strategy=strategy, workload=chosen)
+            self,
+            self._capture(
+                df, name, write=write, witnesses=witnesses, strategy=strategy, workload=chosen, keep=function_keep
+            ),
         )
 
     def checkpoint(self, df: DataFrame, name: str) -> DataFrame:
@@ -236,6 +252,7 @@ class LineageSession:
         witnesses: bool = False,
         strategy: str = "auto",
         workload: Workload | None = None,
+        keep: FunctionKeep | None = None,
     ) -> dict:
         leaves: dict = {}  # every source's leaf, marked parts' too: replay runs the whole query
         # With marks, each part gets the workload, and keeps the lineage of the marks
@@ -260,6 +277,7 @@ class LineageSession:
                 strategy=strategy,
                 workload=workload,
                 read_elsewhere=None,
+                function_keep=keep,
             )
             parts.append(entry.name)
             read_below.update(entry.sources)
@@ -282,6 +300,7 @@ class LineageSession:
                 strategy,
                 workload,
                 read_elsewhere=frozenset(read_below),
+                function_keep=keep,
             )
         except BaseException as exc:
             # the parts already committed belong to a capture that was not made: their

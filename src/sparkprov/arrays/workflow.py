@@ -34,8 +34,9 @@ import numpy as np
 
 from ..errors import InvalidArgument
 from .cells import Shape, cell_ids, distinct, member
-from .encodings import ENCODINGS, OverBudget, PayMany, PayOne, StoredLineage, folder_bytes
+from .encodings import ENCODINGS, PayMany, PayOne, StoredLineage, folder_bytes
 from .operators import ArrayOperator, LineageWriter, PayloadFunction
+from .payload_scans import OverBudget
 
 COMPOSITE = {"CompOne←": PayOne, "CompMany←": PayMany}
 STRATEGIES = ("BlackBox", "Map", *ENCODINGS, *COMPOSITE)

@@ -42,20 +42,15 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from pyspark.sql.types import StructType
-
 from ..capture import later
 from ..errors import InvalidArgument, SparkprovError, UnsupportedOperation
 from ..plan.catalyst import Bridge, task_seconds
+from ..store.lineage_bytes import lineage_bytes, slot_bytes, stored_lineage_bytes  # noqa: F401 - also imported from here
 from . import coverage, tpch
 from .session import workload_names
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
-
-
-def _dir_bytes(path: str) -> int:
-    return sum(f.stat().st_size for f in Path(path).rglob("*") if f.is_file() and not f.name.startswith((".", "_")))
 
 
 def summarize(results: list[dict]) -> dict:
@@ -124,17 +119,6 @@ def deadline(spark: SparkSession, seconds: float | None, what: str) -> Iterator[
 def _median_of(results: list[dict], key: str) -> float | None:
     values = [r[key] for r in results if key in r]
     return round(statistics.median(values), 3) if values else None
-
-
-def slot_bytes(entry: dict) -> int:
-    """Bytes the output files spend on slot columns (handles, rids, rid arrays): lineage
-    kept with the output rows, read from the Parquet footers' column chunk sizes."""
-    from ..store.files import parquet_files
-    from ..store.parquet import column_chunk_sum
-
-    schema = StructType.fromJson(json.loads(entry.output.schema))
-    slots = set(schema.fieldNames()) - set(entry.output.stored) - {"_sp_rid"}
-    return column_chunk_sum(parquet_files(entry.output.path), slots, "total_compressed_size")
 
 
 def operator_strategies(entry: dict) -> list[list[str]]:
@@ -396,29 +380,13 @@ def _label(query) -> str:
     return f"Q{query}" if isinstance(query, int) else query
 
 
-def stored_lineage_bytes(entry) -> int:
-    """The bytes capture ``entry`` keeps of its lineage: its pair table, its shared
-    lineage (a scalar subquery's, kept once; functions' kept payloads), its witnesses'
-    side relations and the output's slot columns."""
-    return sum(_lineage_bytes(entry))
-
-
-def _lineage_bytes(entry) -> tuple[int, int, int]:
-    # (pair table and shared lineage, witnesses' side relations, slot columns)
-    shared = later.shared_path(entry.lineage)
-    pair_bytes = _dir_bytes(entry.lineage.path) + (_dir_bytes(shared) if shared else 0)
-    sides = entry.witnesses
-    witness_bytes = sum(_dir_bytes(s["path"]) for s in sides["sides"].values()) if sides else 0
-    return pair_bytes, witness_bytes, slot_bytes(entry)
-
-
 def _result(spark, n, cap, plain_t, cap_t, output_t, default_t, witnesses: bool) -> dict:
     entry = cap._entry
     # a lazy capture stores lineage when first used: built first, so its bytes count
     deferred = entry.lineage.later == "lazy"
     pair_table_s = cap.build_lineage() if deferred else 0.0
-    pair_bytes, witness_bytes, slots = _lineage_bytes(entry)
-    lineage_bytes = pair_bytes + witness_bytes + slots
+    pair_bytes, witness_bytes, slots = lineage_bytes(entry)
+    kept = pair_bytes + witness_bytes + slots
     shared = later.shared_path(entry.lineage)
     # lineage kept in the output rows: the pair table is built by the first answer
     # that needs one; what that costs, once
@@ -432,14 +400,14 @@ def _result(spark, n, cap, plain_t, cap_t, output_t, default_t, witnesses: bool)
         "capture_s": [round(x, 3) for x in cap_t],
         "median_ratio": round(statistics.median(c / p for c, p in zip(cap_t, plain_t)), 3),
         "output_median_ratio": round(statistics.median(o / p for o, p in zip(output_t, plain_t)), 3),
-        "lineage_bytes": lineage_bytes,
+        "lineage_bytes": kept,
         "slot_bytes": slots,
         "witness_bytes": witness_bytes,
         "output_rows": spark.read.parquet(entry.output.path).count(),
         "pairs": spark.read.parquet(entry.lineage.path).count(),
         "shared_pairs": spark.read.parquet(shared).count() if shared else 0,
         "input_bytes": input_bytes,
-        "storage_ratio": float(f"{lineage_bytes / input_bytes:.3g}") if input_bytes else None,
+        "storage_ratio": float(f"{kept / input_bytes:.3g}") if input_bytes else None,
         "timings": entry.timings,
         "lineage_in_output": bool(entry.lineage.in_output),
         "pair_table_s": round(pair_table_s, 3),

@@ -41,6 +41,7 @@ from ..sources.identity import NamedLeaf
 from ..store.format import Slot
 from . import explain, lazy_check, prepare, support
 from .explain import ORDER_WHEN_READ, SUBQUERY_STRATEGY
+from .function_keep import FunctionKeep
 from .rules import RULES
 from .rules import leaf as leaves
 from .shapes import ARRAY_SLOTS, LEAVES, ExplainLine, Instance, Rewritten, SideRelation, SourceUse
@@ -89,6 +90,8 @@ class CaptureContext:
     witnesses: bool = False
     # a declared workload's sources (capture/workload.py): only these keep lineage
     keep: frozenset[str] | None = None
+    # keep= per declared function (capture/function_keep.py), over their declarations'
+    function_keep: FunctionKeep | None = None
     # its predicates by source name: rows that fail one get a NULL rid (selection push-down)
     where: dict[str, str] = field(default_factory=dict)
     # the sources other parts of the capture read (its marks, capture/marks.py), which
@@ -158,9 +161,12 @@ class CaptureContext:
         return lazy_check.check(self)
 
     def check_workload(self) -> None:
-        """Refuse a workload naming a source neither this plan nor the capture's other parts read."""
+        """Refuse a workload naming a source neither this plan nor the capture's other
+        parts read, and a keep= naming a function none of them calls."""
         if self.read_elsewhere is None:
             return
+        if self.function_keep is not None:
+            self.function_keep.check_applied()
         read = sorted({u.info.name for u in self.sources} | self.read_elsewhere)
         unknown = sorted((self.keep or set()) - set(read))
         if unknown:

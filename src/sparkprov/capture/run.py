@@ -36,6 +36,7 @@ from ..store.layout import CaptureFolders, local_path
 from . import blackbox, later
 from .context import CaptureContext
 from .features import entry_features
+from .function_keep import FunctionKeep
 from .lineage import (
     OUT,
     slots_json,
@@ -91,6 +92,7 @@ def run_capture(
     strategy: str = "auto",
     workload: Workload | None = None,
     read_elsewhere: frozenset[str] | None = frozenset(),
+    function_keep: FunctionKeep | None = None,
 ) -> dict:
     """Capture ``df`` into ``store`` under ``name``; returns the committed catalog entry.
 
@@ -108,6 +110,7 @@ def run_capture(
     sources that keep lineage, and with ``where`` the rows of a source that do;
     ``read_elsewhere`` names the sources other parts of the capture read (its marks),
     which the workload may name too (None: the caller checks the names).
+    ``function_keep`` chooses how declared functions keep payloads (capture/function_keep.py).
     """
     if write is not None and write.path is not None and store.holds(write.path):
         write = replace(write, owned=True)
@@ -128,6 +131,7 @@ def run_capture(
             strategy,
             workload,
             read_elsewhere,
+            function_keep,
         )
     except BaseException as e:
         store.discard(capture_id)
@@ -173,6 +177,7 @@ def _capture_into(
     strategy,
     workload,
     read_elsewhere: frozenset[str] | None,
+    function_keep: FunctionKeep | None = None,
 ) -> dict:
     rewriter = CaptureContext(
         bridge,
@@ -187,6 +192,7 @@ def _capture_into(
         # files written for the user are sorted as the query says; the store's own
         # output keeps its order for when it is read
         order_when_read=write is None,
+        function_keep=function_keep,
     )
     group_by = workload.group_by if workload else {}
     partition_by = workload.partition_by if workload else {}

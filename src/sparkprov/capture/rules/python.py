@@ -28,7 +28,7 @@ from pyspark.sql.types import ArrayType, BinaryType, IntegerType, LongType, Stri
 from ...errors import InvalidArgument
 from ...functions.declare import Declaration, declaration_of
 from ...functions.payloads import kept_declaration
-from ...plan.catalyst import JExpr, JPlan
+from ...plan.catalyst import Bridge, JExpr, JPlan
 from ...plan.versions import python_eval_types
 from ...store.format import HANDLE, Slot, pay_columns
 from .. import python_functions as P
@@ -54,7 +54,7 @@ def flat_map_groups(cx: CaptureContext, node: JPlan) -> Rewritten:
     (child,) = b.children(node)
     func, _, args = b.python_function(node)
     grouping = b.grouping_attributes(node)
-    decl = declaration_of(func)
+    decl = _declared(cx, func)
     if decl is not None and not _stored_coarse(cx, node, decl, 1):
         return _declared_groups(cx, node, decl.traced(), grouping, args)
     keyed, slot = _keyed_input(cx, node, grouping, args, cx.rewrite_stable(child, node))
@@ -76,7 +76,7 @@ def flat_map_cogroups(cx: CaptureContext, node: JPlan) -> Rewritten:
     # both groups with its key; each side's group is named as for applyInPandas.
     b = cx.bridge
     func, _, _ = b.python_function(node)
-    decl = declaration_of(func)
+    decl = _declared(cx, func)
     if decl is not None and not _stored_coarse(cx, node, decl, 2):
         return _declared_cogroups(cx, node, _as_pairs(decl.traced(), "cogrouped functions keep pairs"))
     sides, slots, names = [], [], []
@@ -129,7 +129,7 @@ def map_in_batches(cx: CaptureContext, node: JPlan) -> Rewritten:
     b = cx.bridge
     (child,) = b.children(node)
     func, _, args = b.python_function(node)
-    decl = declaration_of(func)
+    decl = _declared(cx, func)
     if decl is not None and not _stored_coarse(cx, node, decl, 1):
         return _declared_batches(cx, node, decl.traced(), args)
     inner = cx.rewrite(child)
@@ -159,7 +159,7 @@ def python_udtf(cx: CaptureContext, node: JPlan) -> Rewritten:
     (child,) = b.children(node)
     handler, table = b.python_udtf(node)
     whole = table is not None or callable(getattr(handler, "terminate", None))
-    decl = declaration_of(handler)
+    decl = _declared(cx, handler)
     if decl is not None and decl.mode == "blackbox" and not whole:
         decl = None  # its rows come from the row eval() was called on: exact, nothing to run again
     inner = cx.rewrite(child)
@@ -454,10 +454,16 @@ def lazy_granularity(cx: CaptureContext, node: JPlan) -> str | None:
     b = cx.bridge
     if b.node_name(node) not in _FUNCTIONS + _COGROUPED:
         return None
-    decl = declaration_of(b.python_function(node)[0])
+    decl = _declared(cx, b.python_function(node)[0])
     if decl is None:
         return None
     return f"exact as declared: {_as_pairs(decl.traced(), _AGAIN).describe()}"
+
+
+def _declared(cx: CaptureContext, function) -> Declaration | None:
+    """``function``'s declared lineage, with the keep this capture chose for it."""
+    decl = declaration_of(function)
+    return cx.function_keep.apply(decl) if cx.function_keep is not None else decl
 
 
 def _stored_coarse(cx: CaptureContext, node: JPlan, decl: Declaration, sides: int) -> bool:
@@ -489,3 +495,19 @@ def _check_sides(decl: Declaration, node: JPlan, sides: int) -> None:
             f"{decl.name!r} declares {decl.mode} lineage in {len(decl.columns)} column(s); {what} needs {sides} "
             "(for cogroup: the left and the right input positions)"
         )
+
+
+def functions_keeping_payloads(b: Bridge, df: DataFrame) -> dict[str, Declaration]:
+    """The functions ``df`` calls whose payloads a capture can keep (payload and
+    composite lineage, over groups or partitions; cogrouped functions and UDTFs keep
+    pairs), by the names ``keep=`` gives them."""
+    found: dict[str, Declaration] = {}
+    stack = [b.analyzed(df)]
+    while stack:
+        node = stack.pop()
+        stack.extend(b.children(node))
+        if b.node_name(node) in _FUNCTIONS:
+            decl = declaration_of(b.python_function(node)[0])
+            if decl is not None and decl.mode in ("payload", "composite"):
+                found[decl.name] = decl
+    return found
