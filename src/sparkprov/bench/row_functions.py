@@ -228,6 +228,42 @@ def _measure(session, table, work: Path, name: str, repeat: int) -> dict:
     }
 
 
+# sp.choose_keep on the rolling means over a sample of the table: the budgets it is given
+# (None: none; a fraction: of the bytes every function keeping pairs stores)
+KEEP_BUDGETS = (None, 0.5)
+KEEP_SAMPLE_GROUPS = 100  # of the table's 1,000
+
+
+def choose_keeps(session, table, repeat: int) -> list[dict]:
+    """``sp.choose_keep`` for the rolling means declared with pairs kept, over the
+    sample's groups, with a workload of three output rows traced back and one source row
+    forward; under no budget, then under a disk budget of half what pairs store."""
+    from ..tuning.keep import Trace, choose_keep
+
+    build, declared, _ = FUNCTIONS["group rolling means"]
+    query = build(table.where(f"g < {KEEP_SAMPLE_GROUPS}"), declared)
+    ids = [12, 45_050, 99_001]  # rows of the sample (g = id % 1000 below KEEP_SAMPLE_GROUPS)
+    workload = [Trace("backward", f"id = {i}", "table") for i in ids] + [Trace("forward", "id = 45050", "table")]
+    found, pairs = [], None
+    for share in KEEP_BUDGETS:
+        max_disk = None if share is None else share * pairs
+        plan = choose_keep(session, query, workload, max_disk=max_disk, repeat=repeat)
+        pairs = plan.base.bytes
+        found.append(
+            {
+                "max_disk": max_disk,
+                "keep": plan.keep,
+                "base": vars(plan.base),
+                "deltas": {k: vars(v) for k, v in plan.deltas.items()},
+                "predicted": vars(plan.predicted),
+                "measured": vars(plan.measured),
+                "explain": plan.explain(),
+            }
+        )
+        print(plan.explain(), flush=True)
+    return found
+
+
 def main(args) -> dict:
     from pyspark.sql import functions as F
 
@@ -277,7 +313,10 @@ def main(args) -> dict:
                     f"(declared: {r['backward_s']['declared']:.3f}s)",
                     flush=True,
                 )
-        return {"suite": "rows", "rows": args.rows, "repeat": args.repeat, "functions": results}
+        report = {"suite": "rows", "rows": args.rows, "repeat": args.repeat, "functions": results}
+        if getattr(args, "choose_keep", False):
+            report["choose_keep"] = choose_keeps(session, table, args.repeat)
+        return report
     finally:
         spark.stop()
         shutil.rmtree(work, ignore_errors=True)

@@ -214,6 +214,9 @@ def build_parser() -> argparse.ArgumentParser:
     fn.add_argument("--max-run-ratio", type=float, default=0.3, help="astronomy: its runtime budget, × the workflow")
     fn.add_argument("--rows", type=int, default=1_000_000, help="rows: the generated table's rows (default 1M)")
     fn.add_argument("--functions", default="", help="rows: comma-separated functions measured (default: all)")
+    fn.add_argument(
+        "--choose-keep", action="store_true", help="rows: sp.choose_keep on the rolling means (a sample), two budgets"
+    )
     fn.add_argument("--replicas", type=int, default=100, help="genomics: copies of the 96 patients (default 100)")
     fn.add_argument("--max-disk-mb", default="1,5,10,20,50,100", help="genomics: the optimizer's disk budgets (MB)")
     fn.add_argument("--json", dest="json_out", help="write the results as JSON to this file")
