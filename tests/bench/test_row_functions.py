@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from pyspark.sql import functions as F
 
-from sparkprov.bench.row_functions import FUNCTIONS, _measure
+from sparkprov.bench.row_functions import FUNCTIONS, _measure, choose_keeps
 
 
 def test_declared_functions_trace_fewer_rows(spark, session, tmp_path):
@@ -29,3 +29,13 @@ def test_declared_functions_trace_fewer_rows(spark, session, tmp_path):
         if name == "group rolling means":  # payloads kept, map_p run when asked: the same lineage
             assert traced["kept payloads"] == traced["declared"] and r["kept_payloads_ratio"] > 0, traced
             assert set(r["lineage_bytes"]) == {"declared", "undeclared", "kept payloads"}, r
+
+
+def test_keeps_chosen_within_the_budgets(spark, session, tmp_path):
+    data = str(tmp_path / "table")
+    spark.range(6000).select("id", (F.col("id") % 3).alias("g"), F.rand(1).alias("x")).write.parquet(data)
+    table = session.source(spark.read.parquet(data), "table")
+    free, halved = choose_keeps(session, table, repeat=1, ids=(0, 3001, 5999))
+    assert free["max_disk"] is None and halved["max_disk"] == free["base"]["bytes"] / 2
+    assert halved["keep"] == {"rolling": "payload"}, halved["explain"]  # 20 rows' pairs a row, or a payload
+    assert halved["measured"]["bytes"] <= halved["max_disk"]

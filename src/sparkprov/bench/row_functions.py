@@ -234,16 +234,17 @@ KEEP_BUDGETS = (None, 0.5)
 KEEP_SAMPLE_GROUPS = 100  # of the table's 1,000
 
 
-def choose_keeps(session, table, repeat: int) -> list[dict]:
+def choose_keeps(session, table, repeat: int, ids: tuple[int, ...] = (12, 45_050, 99_001)) -> list[dict]:
     """``sp.choose_keep`` for the rolling means declared with pairs kept, over the
     sample's groups, with a workload of three output rows traced back and one source row
-    forward; under no budget, then under a disk budget of half what pairs store."""
+    forward (``ids``: rows of the sample, whose ``id % 1000`` is below
+    ``KEEP_SAMPLE_GROUPS``); under no budget, then under a disk budget of half what
+    pairs store."""
     from ..tuning.keep import Trace, choose_keep
 
     build, declared, _ = FUNCTIONS["group rolling means"]
     query = build(table.where(f"g < {KEEP_SAMPLE_GROUPS}"), declared)
-    ids = [12, 45_050, 99_001]  # rows of the sample (g = id % 1000 below KEEP_SAMPLE_GROUPS)
-    workload = [Trace("backward", f"id = {i}", "table") for i in ids] + [Trace("forward", "id = 45050", "table")]
+    workload = [Trace("backward", f"id = {i}", "table") for i in ids] + [Trace("forward", f"id = {ids[1]}", "table")]
     found, pairs = [], None
     for share in KEEP_BUDGETS:
         max_disk = None if share is None else share * pairs
