@@ -11,12 +11,16 @@ def _every_cell(dims):
     return list(itertools.product(*[range(d) for d in dims]))
 
 
+def _random_shape(rng) -> tuple[int, tuple[int, ...]]:
+    k = int(rng.integers(1, 4))
+    return k, tuple(int(d) for d in rng.integers(1, 7, k))
+
+
 @pytest.mark.parametrize("seed", range(4))
 def test_a_box_names_every_cell_inside_it_in_order(seed):
     rng = np.random.default_rng(seed)
     for _ in range(300):
-        k = int(rng.integers(1, 4))
-        dims = tuple(int(d) for d in rng.integers(1, 7, k))
+        k, dims = _random_shape(rng)
         lo = tuple(int(v) for v in rng.integers(-2, 7, k))
         hi = tuple(int(v) for v in rng.integers(-2, 8, k))
         inside = [c for c in _every_cell(dims) if all(a <= v <= b for v, a, b in zip(c, lo, hi))]
@@ -29,8 +33,7 @@ def test_a_union_of_boxes_names_every_cell_of_any_of_them_once_in_order(seed):
     # boxes that overlap, touch, lie outside the array or are empty (lo above hi)
     rng = np.random.default_rng(seed)
     for _ in range(200):
-        k = int(rng.integers(1, 4))
-        dims = tuple(int(d) for d in rng.integers(1, 7, k))
+        k, dims = _random_shape(rng)
         n = int(rng.integers(0, 6))
         lo = rng.integers(-2, 7, (n, k))
         hi = lo + rng.integers(-1, 4, (n, k))
