@@ -63,11 +63,21 @@ def member(ids: np.ndarray, keys: np.ndarray) -> np.ndarray:
     >>> member(np.array([4, 1, 7]), np.array([1, 4, 5])).tolist()
     [True, True, False]
     """
+    return find(ids, keys)[0]
+
+
+def find(ids: np.ndarray, keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``member(ids, keys)``, and for each id the position in ``keys`` where it is (or
+    would be inserted): one search tells both.
+
+    >>> [a.tolist() for a in find(np.array([4, 1, 7]), np.array([1, 4, 5]))]
+    [[True, True, False], [1, 0, 2]]
+    """
     ids = np.asarray(ids, dtype=np.int64)
     if not len(keys):
-        return np.zeros(len(ids), dtype=bool)
+        return np.zeros(len(ids), dtype=bool), np.zeros(len(ids), dtype=np.int64)
     at = np.minimum(np.searchsorted(keys, ids), len(keys) - 1)
-    return keys[at] == ids
+    return keys[at] == ids, at
 
 
 @dataclass(frozen=True)
@@ -156,7 +166,7 @@ def box_union(shape: Shape, lo: Any, hi: Any) -> np.ndarray:
     box, lead = np.arange(len(lo)), np.zeros(len(lo), dtype=np.int64)
     for d in range(k - 1):
         extent = hi[box, d] - lo[box, d] + 1
-        step = _ragged_arange(extent)
+        step = ragged_arange(extent)
         box = np.repeat(box, extent)
         lead = np.repeat(lead, extent) * shape.dims[d] + lo[box, d] + step
     starts = lead * shape.dims[-1] + lo[box, -1]
@@ -171,11 +181,15 @@ def box_union(shape: Shape, lo: Any, hi: Any) -> np.ndarray:
     merged_starts = starts[first]
     merged_ends = np.maximum.reduceat(ends, np.flatnonzero(first))
     lengths = merged_ends - merged_starts + 1
-    return np.repeat(merged_starts, lengths) + _ragged_arange(lengths)
+    return np.repeat(merged_starts, lengths) + ragged_arange(lengths)
 
 
-def _ragged_arange(lengths: np.ndarray) -> np.ndarray:
-    """``0 .. n-1`` for each ``n`` of ``lengths``, concatenated."""
+def ragged_arange(lengths: np.ndarray) -> np.ndarray:
+    """``0 .. n-1`` for each ``n`` of ``lengths``, concatenated.
+
+    >>> ragged_arange(np.array([2, 0, 3])).tolist()
+    [0, 1, 0, 1, 2]
+    """
     total = int(lengths.sum())
     return np.arange(total, dtype=np.int64) - np.repeat(np.cumsum(lengths) - lengths, lengths)
 

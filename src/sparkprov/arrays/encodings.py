@@ -45,7 +45,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from ..errors import InvalidArgument
-from .cells import Shape, distinct, member
+from .cells import Shape, distinct, find, member
 from .payload_scans import scan_payloads
 from .regions import RegionLog, owners
 
@@ -76,8 +76,8 @@ def _spans(keys: np.ndarray, ids: np.ndarray, unique: bool = False) -> np.ndarra
     """The positions in sorted ``keys`` of every key equal to one of ``ids``
     (``unique``: no key repeats)."""
     if unique:  # one search: a key is there once or not at all
-        at = np.minimum(np.searchsorted(keys, ids), max(len(keys) - 1, 0))
-        return at[keys[at] == ids] if len(keys) else _EMPTY
+        hit, at = find(ids, keys)
+        return at[hit]
     lo, hi = np.searchsorted(keys, ids, "left"), np.searchsorted(keys, ids, "right")
     offsets = np.zeros(len(ids) + 1, np.int64)
     np.cumsum(hi - lo, out=offsets[1:])
@@ -397,10 +397,7 @@ class _PayOneLineage(StoredLineage):
         if not self.unique:
             return super().split(out_ids)
         # the search that tells which cells have entries also finds their rows
-        if not len(self.keys):
-            return np.zeros(len(out_ids), dtype=bool), _EMPTY
-        at = np.minimum(np.searchsorted(self.keys, out_ids), len(self.keys) - 1)
-        stored = self.keys[at] == out_ids
+        stored, at = find(out_ids, self.keys)
         return stored, self._read(at[stored])
 
     def forward(self, in_ids, deadline: float | None = None) -> np.ndarray:

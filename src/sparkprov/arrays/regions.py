@@ -24,7 +24,7 @@ from collections.abc import Callable, Iterator
 import numpy as np
 
 from ..errors import InvalidArgument
-from .cells import distinct
+from .cells import distinct, ragged_arange
 
 
 class Ragged:
@@ -178,10 +178,10 @@ def _expand(ov, oo, iv, io, pairs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """The cell pairs of region pairs ``pairs``: each one's output cells times its input cells."""
     o_len, i_len = np.diff(oo)[pairs], np.diff(io)[pairs]
     reps = np.repeat(i_len, o_len)  # per output cell of the chosen pairs: its pair's input count
-    o_idx = np.repeat(oo[pairs], o_len) + (np.arange(o_len.sum()) - np.repeat(np.cumsum(o_len) - o_len, o_len))
+    o_idx = np.repeat(oo[pairs], o_len) + ragged_arange(o_len)
     out = np.repeat(ov[o_idx], reps)
     starts = np.repeat(np.repeat(io[pairs], o_len), reps)
-    within = np.arange(len(out)) - np.repeat(np.cumsum(reps) - reps, reps)
+    within = ragged_arange(reps)
     return out, iv[starts + within]
 
 

@@ -16,7 +16,7 @@ from .format import shared_path
 from .parquet import column_chunk_sum
 
 
-def folder_bytes(path: str) -> int:
+def _data_bytes(path: str) -> int:
     """The bytes of the data files under ``path`` (not Spark's markers or hidden files)."""
     return sum(f.stat().st_size for f in Path(path).rglob("*") if f.is_file() and not f.name.startswith((".", "_")))
 
@@ -32,9 +32,9 @@ def slot_bytes(entry: CaptureEntry) -> int:
 def lineage_bytes(entry: CaptureEntry) -> tuple[int, int, int]:
     """(pair table and shared lineage, witnesses' side relations, slot columns)."""
     shared = shared_path(entry.lineage)
-    pair_bytes = folder_bytes(entry.lineage.path) + (folder_bytes(shared) if shared else 0)
+    pair_bytes = _data_bytes(entry.lineage.path) + (_data_bytes(shared) if shared else 0)
     sides = entry.witnesses
-    witness_bytes = sum(folder_bytes(s["path"]) for s in sides["sides"].values()) if sides else 0
+    witness_bytes = sum(_data_bytes(s["path"]) for s in sides["sides"].values()) if sides else 0
     return pair_bytes, witness_bytes, slot_bytes(entry)
 
 

@@ -26,7 +26,7 @@ import statistics
 import time
 import uuid
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import astuple, dataclass, field
 
 import numpy as np
 from pyspark.sql import DataFrame
@@ -79,8 +79,11 @@ class Costs:
     seconds: float
     trace_seconds: float
 
+    def plus(self, other: Costs) -> Costs:
+        return Costs(*(a + b for a, b in zip(astuple(self), astuple(other))))
+
     def minus(self, other: Costs) -> Costs:
-        return Costs(self.bytes - other.bytes, self.seconds - other.seconds, self.trace_seconds - other.trace_seconds)
+        return Costs(*(a - b for a, b in zip(astuple(self), astuple(other))))
 
 
 @dataclass
@@ -164,7 +167,7 @@ def choose_keep(
         predicted = base
         for n in names:
             if keep[n] == "payload":
-                predicted = Costs(*(a + b for a, b in zip(_fields(predicted), _fields(deltas[n]))))
+                predicted = predicted.plus(deltas[n])
         final = _measure(session, df, name, keep, traces)
     finally:
         if name in session.captures():
@@ -195,12 +198,8 @@ def _measure(session, df: DataFrame, name: str, keep: dict[str, str], traces: li
     return Costs(float(stored_lineage_bytes(cap._entry)), seconds, sum(spent) / len(spent))
 
 
-def _fields(c: Costs) -> tuple[float, float, float]:
-    return c.bytes, c.seconds, c.trace_seconds
-
-
 def _median(costs: list[Costs]) -> Costs:
-    return Costs(*(statistics.median(v) for v in zip(*map(_fields, costs))))
+    return Costs(*(statistics.median(v) for v in zip(*map(astuple, costs))))
 
 
 def _solve(base: Costs, deltas: dict[str, Costs], max_disk: float | None, max_runtime: float | None) -> dict[str, str]:

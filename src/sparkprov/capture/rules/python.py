@@ -33,6 +33,7 @@ from ...plan.versions import python_eval_types
 from ...store.format import HANDLE, Slot, pay_columns
 from .. import python_functions as P
 from ..explain import STRATEGY, UDTF_COARSE
+from ..function_keep import KEPT_MODES
 from ..shapes import PayloadSide, Rewritten, SideRelation
 
 if TYPE_CHECKING:
@@ -508,6 +509,6 @@ def functions_keeping_payloads(b: Bridge, df: DataFrame) -> dict[str, Declaratio
         stack.extend(b.children(node))
         if b.node_name(node) in _FUNCTIONS:
             decl = declaration_of(b.python_function(node)[0])
-            if decl is not None and decl.mode in ("payload", "composite"):
+            if decl is not None and decl.mode in KEPT_MODES:
                 found[decl.name] = decl
     return found
