@@ -78,10 +78,16 @@ def measure(
     folder,
     workload: list[LineageQuery],
     repeat: int = 3,
+    runs: int = 3,
 ) -> Costs:
     """Run the workflow once keeping every strategy each operator supports, trace the
     workload, and time every strategy on every step the workload takes, from the very
-    cells that step started from (the median of ``repeat`` timings)."""
+    cells that step started from (the median of ``repeat`` timings).
+
+    What a strategy adds to the workflow's runtime is timed as a run pays it (see
+    ``_paid``) over ``runs`` rounds; ``runs=0`` keeps the sample run's in-line timing
+    of each write instead, an upper bound (and the cheaper measure without a runtime
+    budget)."""
     if not workload:
         raise InvalidArgument("the optimizer needs a sample workload of at least one lineage query")
     every = {name: _candidates(node.op) for name, node in workflow.nodes.items()}
@@ -103,11 +109,14 @@ def measure(
                     for _ in range(repeat)
                 ]
                 seconds[(k, name, strategy)] = float(np.median(timing))
+    inline = {(name, s): cost for name in workflow.nodes for s, cost in run.stored[name].costs.items()}
+    paid = _paid(workflow, inputs, Path(folder) / "paid", inline, runs) if runs > 0 else {}
     table: dict[str, dict[str, StrategyCost]] = {}
     for name in workflow.nodes:
         table[name] = {}
         for strategy in every[name]:
-            disk, added = run.stored[name].costs.get(strategy, (0, 0.0))
+            disk, added = inline.get((name, strategy), (0, 0.0))
+            added = paid.get((name, strategy), added)
             per = {"backward": 0.0, "forward": 0.0}
             for k, path in enumerate(steps):
                 for op, direction in path:
@@ -117,6 +126,39 @@ def measure(
     pb = {name: sum((name, "backward") in p for p in steps) / n for name in workflow.nodes}
     pf = {name: sum((name, "forward") in p for p in steps) / n for name in workflow.nodes}
     return Costs(table, pb, pf, steps, seconds)
+
+
+def _paid(workflow: ArrayWorkflow, inputs, folder: Path, inline: dict, runs: int) -> dict[tuple[str, str], float]:
+    """What each strategy that stores lineage adds to a run as the run pays it: the
+    workflow kept with that strategy alone, its lineage written by the background
+    thread while the next operators run, against the plain workflow run just before.
+
+    The in-line timing of each write overstates this (the astronomy workflow's four
+    composite strategies: 20 ms in line, about 5 ms paid). Two runs of tens of
+    milliseconds differ by a few milliseconds either way with where their arrays'
+    memory comes from, so a strategy cheaper than the plain run is timed in each of
+    ``runs`` rounds and its median difference kept; a dearer one, whose cost that
+    noise cannot hide, is timed once. A median below zero counts as nothing added."""
+    import shutil
+    import statistics
+
+    def timed(strategies: dict, tag: str) -> float:
+        out = folder / tag
+        started = time.perf_counter()
+        workflow.run(inputs, out, strategies)
+        spent = time.perf_counter() - started
+        shutil.rmtree(out, ignore_errors=True)  # a strategy's lineage is not kept between runs
+        return spent
+
+    plain = timed({}, "warm-up")
+    stored = [key for key, (disk, added) in inline.items() if disk or added]
+    added: dict[tuple[str, str], list[float]] = {key: [] for key in stored}
+    for r in range(runs):
+        for name, strategy in stored:
+            if r == 0 or inline[(name, strategy)][1] < plain:
+                plain = timed({}, "plain")
+                added[(name, strategy)].append(timed({name: [strategy]}, f"{name}-{strategy}") - plain)
+    return {key: max(statistics.median(spent), 0.0) for key, spent in added.items()}
 
 
 def _candidates(op) -> list[str]:

@@ -287,7 +287,7 @@ def _costs(inputs: dict[str, np.ndarray], folder: Path):
     from ..arrays.optimizer import measure
 
     probe = workflow().run(inputs, folder / "probe", mapped())
-    return measure(workflow(), inputs, folder / "sample", list(queries(probe).values()), repeat=2)
+    return measure(workflow(), inputs, folder / "sample", list(queries(probe).values()), repeat=2, runs=9)
 
 
 def _plan(costs, input_bytes: int, plain_seconds: float, disk_ratio: float, run_ratio: float | None):

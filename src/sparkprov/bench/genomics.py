@@ -340,7 +340,7 @@ def main(args) -> dict:
         report["strategies"] = rows
         workload_names = list(queries(runs["BlackBox"]))
         workload = list(queries(runs["BlackBox"]).values())
-        costs = measure(workflow(), inputs, work / "costs", workload, repeat=2)
+        costs = measure(workflow(), inputs, work / "costs", workload, repeat=2, runs=0)  # disk budgets only
         plans = []
         for mb in [float(v) for v in args.max_disk_mb.split(",")]:
             plan = choose(costs, max_disk=mb * 1e6)
