@@ -52,6 +52,31 @@ def test_choices_follow_the_budgets():
     assert "FullOne←, FullOne→" in both.explain()
 
 
+def test_strategies_of_two_modes_pay_for_running_their_operator_again():
+    costs = Costs(
+        {
+            "a": {
+                "BlackBox": StrategyCost(0, 0.0, qb=10.0, qf=10.0),
+                "FullOne←": StrategyCost(100, 1.0, qb=1.0, qf=40.0),
+                "PayOne←": StrategyCost(100, 1.0, qb=40.0, qf=1.0),
+                "FullOne→": StrategyCost(100, 1.5, qb=40.0, qf=1.0),
+            }
+        },
+        pb={"a": 1.0},
+        pf={"a": 1.0},
+        modes={"a": {"BlackBox": None, "FullOne←": "full", "PayOne←": "payload", "FullOne→": "full"}},
+        rerun={"a": 5.0},
+    )
+    # full and payload lineage: the operator's run and one run again, 1 + 1 + 5 seconds;
+    # two full strategies share one run, 1 + 1.5
+    plan = choose(costs, max_runtime=3.0)
+    assert set(plan.strategies["a"]) == {"FullOne←", "FullOne→"} and plan.runtime == pytest.approx(2.5)
+    assert costs.runtime("a", ["FullOne←", "PayOne←"]) == pytest.approx(7.0)
+    tight = choose(costs, max_runtime=2.0)  # one strategy storing lineage, the other direction re-run
+    assert tight.runtime == pytest.approx(1.0) and len(set(tight.strategies["a"]) - {"BlackBox"}) == 1
+    assert "2.500" in plan.explain()
+
+
 def test_fixed_strategies_are_kept_or_refused():
     kept = choose(known(), max_disk=300, fixed={"b": ["FullOne←"]})
     assert "FullOne←" in kept.strategies["b"]

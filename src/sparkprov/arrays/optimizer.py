@@ -11,14 +11,18 @@ objective, made linear). The integer program, solved by HiGHS through
 ``scipy.optimize.milp``::
 
     minimise   Σ_i pb_i Σ_j b_ij qb_ij + pf_i Σ_j f_ij qf_ij + ε Σ_ij (disk_ij + β run_ij) x_ij
-    subject to Σ_ij disk_ij x_ij ≤ max_disk,  Σ_ij run_ij x_ij ≤ max_runtime,
-               Σ_j b_ij = 1,  Σ_j f_ij = 1,  b_ij ≤ x_ij,  f_ij ≤ x_ij,  x_ij ∈ {0, 1}
+    subject to Σ_ij disk_ij x_ij ≤ max_disk,  Σ_ij run_ij x_ij + Σ_i rerun_i w_i ≤ max_runtime,
+               Σ_j b_ij = 1,  Σ_j f_ij = 1,  b_ij ≤ x_ij,  f_ij ≤ x_ij,  x_ij ∈ {0, 1},
+               x_ij ≤ z_im (j of mode m),  w_i ≥ Σ_m z_im - 1,  z_im ∈ {0, 1},  w_i ≥ 0
 
-where ``pb_i qb_ij`` (and ``pf_i qf_ij``) is what the workload's backward (forward)
-steps through operator ``i`` take with strategy ``j``, per query: each step timed from
-the cells it starts from in a traced run of the sample workload (disk and runtime are
-scaled to their totals, so ``ε`` only breaks ties). Strategies the user fixes are kept
-whatever they cost.
+where ``z_im`` says operator ``i`` keeps lineage of mode ``m`` and ``w_i`` how many
+times it runs again (once per mode past the first, ``rerun_i`` seconds each: strategies
+of one mode share a run, and no strategy's cost alone shows another mode's).
+``pb_i qb_ij`` (and ``pf_i qf_ij``) is what the workload's backward (forward) steps
+through operator ``i`` take with strategy ``j``, per query: each step timed from the
+cells it starts from in a traced run of the sample workload (disk and runtime are scaled
+to their totals, so ``ε`` only breaks ties). Strategies the user fixes are kept whatever
+they cost.
 """
 
 from __future__ import annotations
@@ -30,7 +34,7 @@ from pathlib import Path
 import numpy as np
 
 from ..errors import InvalidArgument
-from .workflow import ArrayWorkflow, StepStats, WorkflowRun, valid_strategies
+from .workflow import ArrayWorkflow, StepStats, WorkflowRun, valid_strategies, writer_mode
 
 EPSILON = 1e-3
 
@@ -70,6 +74,20 @@ class Costs:
     pf: dict[str, float]
     steps: list[list[tuple[str, str]]] = field(default_factory=list)
     seconds: dict[tuple[int, str, str], float] = field(default_factory=dict)
+    # per operator: each strategy's lineage mode (strategies of one mode share the
+    # operator's run), and the seconds of running the operator again for each mode past
+    # the first: a cost of keeping strategies together that no strategy alone shows
+    modes: dict[str, dict[str, str | None]] = field(default_factory=dict)
+    rerun: dict[str, float] = field(default_factory=dict)
+
+    def extra_runs(self, op: str, kept: list[str]) -> int:
+        """How many times the operator runs again for the lineage of ``kept``."""
+        found = {self.modes.get(op, {}).get(s) for s in kept} - {None}
+        return max(len(found) - 1, 0)
+
+    def runtime(self, op: str, kept: list[str]) -> float:
+        """The seconds ``kept`` adds to the workflow at ``op``."""
+        return sum(self.strategies[op][s].run for s in kept) + self.extra_runs(op, kept) * self.rerun.get(op, 0.0)
 
 
 def measure(
@@ -125,7 +143,8 @@ def measure(
             table[name][strategy] = StrategyCost(disk, added, per["backward"], per["forward"])
     pb = {name: sum((name, "backward") in p for p in steps) / n for name in workflow.nodes}
     pf = {name: sum((name, "forward") in p for p in steps) / n for name in workflow.nodes}
-    return Costs(table, pb, pf, steps, seconds)
+    modes = {name: {s: writer_mode(workflow.nodes[name].op, s) for s in every[name]} for name in workflow.nodes}
+    return Costs(table, pb, pf, steps, seconds, modes, dict(run.seconds))
 
 
 def _paid(workflow: ArrayWorkflow, inputs, folder: Path, inline: dict, runs: int) -> dict[tuple[str, str], float]:
@@ -136,9 +155,10 @@ def _paid(workflow: ArrayWorkflow, inputs, folder: Path, inline: dict, runs: int
     The in-line timing of each write overstates this (the astronomy workflow's four
     composite strategies: 20 ms in line, about 5 ms paid). Two runs of tens of
     milliseconds differ by a few milliseconds either way with where their arrays'
-    memory comes from, so a strategy cheaper than the plain run is timed in each of
-    ``runs`` rounds and its median difference kept; a dearer one, whose cost that
-    noise cannot hide, is timed once. A median below zero counts as nothing added."""
+    memory comes from, and a run after one that wrote megabytes can take twice its
+    time, so each difference is the median of several: of ``runs`` rounds for a
+    strategy cheaper than the plain run, of up to three for a dearer one, whose cost
+    such noise hides less. A median below zero counts as nothing added."""
     import shutil
     import statistics
 
@@ -155,7 +175,7 @@ def _paid(workflow: ArrayWorkflow, inputs, folder: Path, inline: dict, runs: int
     added: dict[tuple[str, str], list[float]] = {key: [] for key in stored}
     for r in range(runs):
         for name, strategy in stored:
-            if r == 0 or inline[(name, strategy)][1] < plain:
+            if r < 3 or inline[(name, strategy)][1] < plain:
                 plain = timed({}, "plain")
                 added[(name, strategy)].append(timed({name: [strategy]}, f"{name}-{strategy}") - plain)
     return {key: max(statistics.median(spent), 0.0) for key, spent in added.items()}
@@ -205,7 +225,7 @@ class Plan:
             cost = self.costs.strategies[name]
             b, f = self.answers[name]
             disk = sum(cost[s].disk for s in kept)
-            run = sum(cost[s].run for s in kept)
+            run = self.costs.runtime(name, kept)
             lines.append(f"  {name:<14} {', '.join(kept):<28} {b:<12} {f:<12} {disk:>10,} {run:>7.3f}")
         return "\n".join(lines)
 
@@ -228,13 +248,22 @@ def choose(
     qf = np.array([costs.strategies[i][j].qf for i, j in pairs])
     # ties broken by disk and runtime, then by keeping fewer strategies (one that answers
     # nothing, even a free one, is not kept)
+    # an operator keeping strategies of several modes runs again for each mode past the
+    # first: z says a mode is kept, w how many runs again (Σ z - 1, or 0)
+    kinds = sorted({(i, costs.modes.get(i, {}).get(j)) for i, j in pairs} - {(i, None) for i, _ in pairs})
+    several = sorted({i for i, _ in kinds if sum(o == i for o, _ in kinds) > 1})
+    rerun = np.array([costs.rerun.get(i, 0.0) for i in several])
+    size = 3 * n + len(kinds) + len(several)  # variables: x, b, f, z, w
+    # ties broken by disk and runtime, then by keeping fewer strategies (one that answers
+    # nothing, even a free one, is not kept)
     spread = disk / max(disk.sum(), 1.0) + beta * run / max(run.sum(), 1e-9) + EPSILON
     scale = EPSILON * spread * max(qb.sum() + qf.sum(), 1e-9)
-    c = np.concatenate([scale, qb, qf])  # variables: x, b, f
+    again = EPSILON * (beta * rerun / max(run.sum(), 1e-9) + EPSILON) * max(qb.sum() + qf.sum(), 1e-9)
+    c = np.concatenate([scale, qb, qf, np.zeros(len(kinds)), again])
     rows, lb, ub = [], [], []
 
     def row(entries: dict[int, float], lo: float, hi: float) -> None:
-        r = np.zeros(3 * n)
+        r = np.zeros(size)
         for k, v in entries.items():
             r[k] = v
         rows.append(r)
@@ -249,22 +278,31 @@ def choose(
     for k in range(n):
         row({n + k: 1, k: -1}, -np.inf, 0)  # answered only by a kept strategy
         row({2 * n + k: 1, k: -1}, -np.inf, 0)
+    for m, (op, mode) in enumerate(kinds):
+        for k, (i, j) in enumerate(pairs):
+            if i == op and costs.modes.get(i, {}).get(j) == mode:
+                row({k: 1, 3 * n + m: -1}, -np.inf, 0)  # a strategy kept keeps its mode
+    for w, op in enumerate(several):
+        used = {3 * n + m: 1 for m, (i, _) in enumerate(kinds) if i == op}
+        row({**used, 3 * n + len(kinds) + w: -1}, -np.inf, 1)
     if max_disk is not None:
         row(dict(enumerate(disk)), -np.inf, max_disk)
     if max_runtime is not None:
-        row(dict(enumerate(run)), -np.inf, max_runtime)
-    lower = np.zeros(3 * n)
+        extra = {3 * n + len(kinds) + w: r for w, r in enumerate(rerun)}
+        row({**dict(enumerate(run)), **extra}, -np.inf, max_runtime)
+    lower = np.zeros(size)
     for op, kept in (fixed or {}).items():
         for s in kept:
             if (op, s) not in pairs:
                 can = ", ".join(costs.strategies.get(op, {}))
                 raise InvalidArgument(f"{op!r} cannot keep {s!r}; it can keep {can}")
             lower[pairs.index((op, s))] = 1
+    upper = np.concatenate([np.ones(3 * n + len(kinds)), [sum(i == op for i, _ in kinds) for op in several]])
     result = milp(
         c,
         constraints=LinearConstraint(np.array(rows), lb, ub),
-        integrality=np.ones(3 * n),
-        bounds=Bounds(lower, np.ones(3 * n)),
+        integrality=np.ones(size),
+        bounds=Bounds(lower, upper),
     )
     if result.x is None:
         budgets = f"max_disk={max_disk}, max_runtime={max_runtime}"
@@ -279,12 +317,12 @@ def choose(
             answers[op][0] = s
         if x[2 * n + k]:
             answers[op][1] = s
-    query = float((qb * x[n : 2 * n]).sum() + (qf * x[2 * n :]).sum())
+    query = float((qb * x[n : 2 * n]).sum() + (qf * x[2 * n : 3 * n]).sum())
     return Plan(
         strategies,
         {op: (b, f) for op, (b, f) in answers.items()},
         int((disk * x[:n]).sum()),
-        float((run * x[:n]).sum()),
+        sum(costs.runtime(op, kept) for op, kept in strategies.items()),
         query,
         costs,
     )

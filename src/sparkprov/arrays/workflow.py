@@ -104,14 +104,20 @@ def valid_strategies(op: ArrayOperator) -> list[str]:
     """The strategies ``op`` can keep, from the lineage modes it supports."""
     found = []
     for s in STRATEGIES:
-        needs = "map" if s == "Map" else _writer_mode(op, s)
+        needs = "map" if s == "Map" else writer_mode(op, s)
         if needs is None or needs in op.modes:
             found.append(s)
     return found
 
 
-def _writer_mode(op: ArrayOperator, strategy: str) -> str | None:
-    """The lineage mode the operator runs in to store ``strategy`` (None: nothing to store)."""
+def writer_mode(op: ArrayOperator, strategy: str) -> str | None:
+    """The lineage mode the operator runs in to store ``strategy`` (None: nothing to
+    store). Strategies of one mode share a run; each other mode runs the operator again.
+
+    >>> from sparkprov.arrays.operators import Transpose
+    >>> writer_mode(Transpose(), "CompOne←"), writer_mode(Transpose(), "Map")
+    ('composite', None)
+    """
     if strategy in ("BlackBox", "Map"):
         return None
     if strategy in COMPOSITE:
@@ -126,7 +132,7 @@ def _writer_mode(op: ArrayOperator, strategy: str) -> str | None:
 def _check_strategy(name: str, op: ArrayOperator, strategy: str) -> None:
     if strategy not in STRATEGIES:
         raise InvalidArgument(f"{name!r}: unknown strategy {strategy!r}; strategies: {', '.join(STRATEGIES)}")
-    needs = {"Map": "map", None: None}.get(strategy) if strategy in ("Map", "BlackBox") else _writer_mode(op, strategy)
+    needs = {"Map": "map", None: None}.get(strategy) if strategy in ("Map", "BlackBox") else writer_mode(op, strategy)
     if needs is not None and needs not in op.modes:
         raise InvalidArgument(f"{name!r} ({op.name}) does not support {needs} lineage, which {strategy} stores")
 
@@ -180,7 +186,7 @@ class WorkflowRun:
                 chosen = strategies.get(name, [])
                 # as SubZero's run(): the output and the lineage of the first mode a chosen
                 # strategy needs in one pass (apart when the optimizer measures what each adds)
-                modes = [m for m in dict.fromkeys(_writer_mode(node.op, s) for s in chosen) if m]
+                modes = [m for m in dict.fromkeys(writer_mode(node.op, s) for s in chosen) if m]
                 writer = LineageWriter(modes[0], len(node.inputs)) if modes and not costs else None
                 started = time.perf_counter()
                 self.arrays[name] = np.asarray(node.op.run([self.arrays[i] for i in node.inputs], writer))
@@ -188,10 +194,11 @@ class WorkflowRun:
                 logs = {modes[0]: writer.logs} if writer else {}
                 # an operator run again for another mode's lineage runs here, never beside
                 # the next operator: operators need not be safe to run in two threads
-                if costs or not chosen or len(modes) > 1:
-                    self.stored[name] = self._store(name, node, chosen, logs)
+                traced = self._trace_other_modes(name, node, chosen, logs)
+                if costs or not chosen:
+                    self.stored[name] = self._store(name, node, chosen, logs, traced)
                 else:
-                    writing[name] = writer_thread.submit(self._store, name, node, chosen, logs)
+                    writing[name] = writer_thread.submit(self._store, name, node, chosen, logs, traced)
         for name, future in writing.items():
             self.stored[name] = future.result()  # a write that failed fails the run
 
@@ -226,23 +233,32 @@ class WorkflowRun:
     def _map_p(self, node: Node, i: int) -> PayloadFunction:
         return PayloadFunction(node.op, i)
 
-    def _store(self, name: str, node: Node, chosen: list[str], logs: dict[str, list]) -> _Stored:
-        stored = _Stored()
-        started = time.perf_counter()
-        # per mode: what the traced run adds to the plain one (unknown, so 0, for a mode
-        # recorded in the operator's own run)
+    def _trace_other_modes(self, name: str, node: Node, chosen: list[str], logs: dict[str, list]) -> dict[str, float]:
+        """The lineage of every mode ``chosen`` needs beyond those in ``logs``, each from
+        a run of the operator again (added to ``logs``); per mode, what its traced run
+        adds to the plain one (unknown, so 0, for a mode recorded in the operator's own run)."""
         traced: dict[str, float] = dict.fromkeys(logs, 0.0)
         for strategy in chosen:
-            mode = _writer_mode(node.op, strategy)
+            mode = writer_mode(node.op, strategy)
+            if mode is None or mode in logs:
+                continue
+            writer = LineageWriter(mode, len(node.inputs))
+            ran = time.perf_counter()
+            node.op.run([self.arrays[i] for i in node.inputs], writer)
+            traced[mode] = max(time.perf_counter() - ran - self.seconds[name], 0.0)
+            logs[mode] = writer.logs
+        return traced
+
+    def _store(
+        self, name: str, node: Node, chosen: list[str], logs: dict[str, list], traced: dict[str, float]
+    ) -> _Stored:
+        stored = _Stored()
+        started = time.perf_counter()
+        for strategy in chosen:
+            mode = writer_mode(node.op, strategy)
             if mode is None:
                 stored.costs[strategy] = (0, 0.0)
                 continue
-            if mode not in logs:
-                writer = LineageWriter(mode, len(node.inputs))
-                ran = time.perf_counter()
-                node.op.run([self.arrays[i] for i in node.inputs], writer)
-                traced[mode] = max(time.perf_counter() - ran - self.seconds[name], 0.0)
-                logs[mode] = writer.logs
             enc = COMPOSITE[strategy]() if strategy in COMPOSITE else ENCODINGS[strategy]()
             readers, size, encoding = [], 0, time.perf_counter()
             shared = enc.mode == "payload"  # payloads serve every input: stored once, read per input
