@@ -153,17 +153,21 @@ def _paid(workflow: ArrayWorkflow, inputs, folder: Path, inline: dict, runs: int
     thread while the next operators run, against the plain workflow run just before.
 
     The in-line timing of each write overstates this (the astronomy workflow's four
-    composite strategies: 20 ms in line, about 5 ms paid). Two runs of tens of
-    milliseconds differ by a few milliseconds either way with where their arrays'
-    memory comes from, and a run after one that wrote megabytes can take twice its
-    time, so each difference is the median of several: of ``runs`` rounds for a
-    strategy cheaper than the plain run, of up to three for a dearer one, whose cost
-    such noise hides less. A median below zero counts as nothing added."""
+    composite strategies: 20 ms in line, about 5 ms paid). Runs of one kind in a row
+    vary by a millisecond or two, but a run after one of another kind (one that wrote
+    megabytes, or whose arrays' memory came from elsewhere) by ten or more, and runs
+    alternating plain and kept differed by 20 ms either way. So each strategy is timed
+    in a block of its own after a block of plain runs, the first of which, after the
+    previous strategy, is not counted: ``runs`` of each for a strategy cheaper than the
+    plain run (the median difference), one for a dearer one, whose cost such noise
+    hides less. A difference below zero counts as nothing added."""
+    import gc
     import shutil
     import statistics
 
     def timed(strategies: dict, tag: str) -> float:
         out = folder / tag
+        gc.collect()  # a collection of the previous run's garbage is not this run's cost
         started = time.perf_counter()
         workflow.run(inputs, out, strategies)
         spent = time.perf_counter() - started
@@ -171,14 +175,16 @@ def _paid(workflow: ArrayWorkflow, inputs, folder: Path, inline: dict, runs: int
         return spent
 
     plain = timed({}, "warm-up")
-    stored = [key for key, (disk, added) in inline.items() if disk or added]
-    added: dict[tuple[str, str], list[float]] = {key: [] for key in stored}
-    for r in range(runs):
-        for name, strategy in stored:
-            if r < 3 or inline[(name, strategy)][1] < plain:
-                plain = timed({}, "plain")
-                added[(name, strategy)].append(timed({name: [strategy]}, f"{name}-{strategy}") - plain)
-    return {key: max(statistics.median(spent), 0.0) for key, spent in added.items()}
+    paid: dict[tuple[str, str], float] = {}
+    for (name, strategy), (disk, added) in inline.items():
+        if not (disk or added):
+            continue
+        k = runs if added < plain else 1
+        plains = [timed({}, "plain") for _ in range(k + 1)][1:]
+        kept = [timed({name: [strategy]}, f"{name}-{strategy}") for _ in range(k)]
+        plain = statistics.median(plains)
+        paid[(name, strategy)] = max(statistics.median(kept) - plain, 0.0)
+    return paid
 
 
 def _candidates(op) -> list[str]:
