@@ -145,15 +145,20 @@ class Encoding:
             raise InvalidArgument(f"{self.name} stores {self.mode} pairs; the log holds {log.mode} pairs")
         folder = Path(folder)
         folder.mkdir(parents=True, exist_ok=True)
-        self._write(log, folder, out_shape, in_shape, map_p)
+        written = self._write(log, folder, out_shape, in_shape, map_p)
         meta = {"encoding": self.base, "direction": self.direction, "out": out_shape.dims, "in": in_shape.dims}
         (folder / _META).write_text(json.dumps(meta))
+        return self._opened(folder, map_p, written)
+
+    def _opened(self, folder: Path, map_p: Callable | None, written) -> StoredLineage:
+        """The lineage just written, opened; an encoding whose ``_write`` returns what it
+        wrote opens that rather than reading its files again."""
         return self.open(folder, map_p)
 
     def open(self, folder: str | Path, map_p: Callable | None = None) -> StoredLineage:
         raise NotImplementedError
 
-    def _write(self, log: RegionLog, folder: Path, out_shape: Shape, in_shape: Shape, map_p) -> None:
+    def _write(self, log: RegionLog, folder: Path, out_shape: Shape, in_shape: Shape, map_p) -> object:
         raise NotImplementedError
 
     def _keyed(self, log: RegionLog):
@@ -358,23 +363,28 @@ class PayOne(Encoding):
     mode = "payload"
     base = "PayOne"
 
-    def _write(self, log, folder, out_shape, in_shape, map_p) -> None:
+    def _write(self, log, folder, out_shape, in_shape, map_p) -> pa.Table:
         ov, oo = log.out_cells()
         owner = owners(oo)
         order = np.argsort(ov, kind="stable")
         payloads = pa.array(log.payloads, pa.large_binary())
         table = pa.table({"key": ov[order], "payload": payloads.take(pa.array(owner[order]))})
         pq.write_table(table, folder / "keys.parquet", **_WRITE)
+        return table
 
     def open(self, folder, map_p=None) -> StoredLineage:
-        return _PayOneLineage(Path(folder), _payload_of(map_p, self.base))
+        return _PayOneLineage(pq.read_table(Path(folder) / "keys.parquet"), _payload_of(map_p, self.base))
+
+    def _opened(self, folder, map_p, written) -> StoredLineage:
+        # a workflow's run opens what it wrote; its last operators' writes are not hidden
+        # behind later ones, and reading the file again was a third of such a write
+        return _PayOneLineage(written, _payload_of(map_p, self.base))
 
 
 class _PayOneLineage(StoredLineage):
     scans_payloads = True
 
-    def __init__(self, folder: Path, map_p: Callable) -> None:
-        table = pq.read_table(folder / "keys.parquet")
+    def __init__(self, table: pa.Table, map_p: Callable) -> None:
         self.keys = np.asarray(table.column("key"), dtype=np.int64)
         # a cell written once (one payload each, as most payload functions write) is
         # found by one binary search
