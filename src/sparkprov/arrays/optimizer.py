@@ -150,7 +150,7 @@ def measure(
 def _paid(workflow: ArrayWorkflow, inputs, folder: Path, inline: dict, runs: int) -> dict[tuple[str, str], float]:
     """What each strategy that stores lineage adds to a run as the run pays it: the
     workflow kept with that strategy alone, its lineage written by the background
-    thread while the next operators run, against the plain workflow run just before.
+    thread while the next operators run, against plain runs of the workflow just before.
 
     The in-line timing of each write overstates this (the astronomy workflow's four
     composite strategies: 20 ms in line, about 5 ms paid). Runs of one kind in a row
@@ -252,8 +252,6 @@ def choose(
     run = np.array([costs.strategies[i][j].run for i, j in pairs], dtype=float)
     qb = np.array([costs.strategies[i][j].qb for i, j in pairs])  # already per query of the workload
     qf = np.array([costs.strategies[i][j].qf for i, j in pairs])
-    # ties broken by disk and runtime, then by keeping fewer strategies (one that answers
-    # nothing, even a free one, is not kept)
     # an operator keeping strategies of several modes runs again for each mode past the
     # first: z says a mode is kept, w how many runs again (Σ z - 1, or 0)
     kinds = sorted({(i, costs.modes.get(i, {}).get(j)) for i, j in pairs} - {(i, None) for i, _ in pairs})
