@@ -28,6 +28,7 @@ they cost.
 from __future__ import annotations
 
 import time
+from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -168,9 +169,7 @@ def _paid(workflow: ArrayWorkflow, inputs, folder: Path, inline: dict, runs: int
     def timed(strategies: dict, tag: str) -> float:
         out = folder / tag
         gc.collect()  # a collection of the previous run's garbage is not this run's cost
-        started = time.perf_counter()
-        workflow.run(inputs, out, strategies)
-        spent = time.perf_counter() - started
+        spent = _timed(lambda: workflow.run(inputs, out, strategies))
         shutil.rmtree(out, ignore_errors=True)  # a strategy's lineage is not kept between runs
         return spent
 
@@ -255,7 +254,8 @@ def choose(
     # an operator keeping strategies of several modes runs again for each mode past the
     # first: z says a mode is kept, w how many runs again (Σ z - 1, or 0)
     kinds = sorted({(i, costs.modes.get(i, {}).get(j)) for i, j in pairs} - {(i, None) for i, _ in pairs})
-    several = sorted({i for i, _ in kinds if sum(o == i for o, _ in kinds) > 1})
+    modes_of = Counter(i for i, _ in kinds)
+    several = sorted(i for i, count in modes_of.items() if count > 1)
     rerun = np.array([costs.rerun.get(i, 0.0) for i in several])
     size = 3 * n + len(kinds) + len(several)  # variables: x, b, f, z, w
     # ties broken by disk and runtime, then by keeping fewer strategies (one that answers
@@ -301,7 +301,7 @@ def choose(
                 can = ", ".join(costs.strategies.get(op, {}))
                 raise InvalidArgument(f"{op!r} cannot keep {s!r}; it can keep {can}")
             lower[pairs.index((op, s))] = 1
-    upper = np.concatenate([np.ones(3 * n + len(kinds)), [sum(i == op for i, _ in kinds) for op in several]])
+    upper = np.concatenate([np.ones(3 * n + len(kinds)), [modes_of[op] for op in several]])
     result = milp(
         c,
         constraints=LinearConstraint(np.array(rows), lb, ub),
