@@ -27,7 +27,7 @@ def test_a_file_uri_is_the_directory_it_names(tmp_path):
     assert Store(f"file:{folder}").names() == ["a"]  # Hadoop's spelling, one slash
 
 
-@pytest.mark.parametrize("uri", ["s3a://bucket/lineage", "hdfs://namenode:8020/lineage", "gs://b/x"])
+@pytest.mark.parametrize("uri", ["hdfs://namenode:8020/lineage", "gs://b/x"])
 def test_another_file_system_is_refused_before_anything_is_written(spark, tmp_path, monkeypatch, capsys, uri):
     monkeypatch.chdir(tmp_path)
     with pytest.raises(sp.StoreUnsupported, match=f"{uri.split(':')[0]}:// does not give it"):
@@ -37,6 +37,15 @@ def test_another_file_system_is_refused_before_anything_is_written(spark, tmp_pa
     assert main(["captures", "--store", uri]) == 1
     (said,) = capsys.readouterr().err.splitlines()
     assert said.startswith(f"sparkprov: error: a store at {uri}: ")
+    assert list(tmp_path.iterdir()) == []  # no local folder named after the URI
+
+
+@pytest.mark.parametrize("uri", ["s3a://bucket/lineage", "s3://bucket/lineage"])
+def test_captures_are_not_written_into_an_object_store(spark, tmp_path, monkeypatch, uri):
+    monkeypatch.chdir(tmp_path)
+    for opening in (lambda: Store(uri), lambda: sp.LineageSession(spark, store=uri)):
+        with pytest.raises(sp.StoreUnsupported, match="sparkprov push NAME --to s3://bucket/lineage"):
+            opening()
     assert list(tmp_path.iterdir()) == []  # no local folder named after the URI
 
 

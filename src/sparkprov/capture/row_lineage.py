@@ -21,6 +21,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from ..store import fs
 from ..store.catalog import publish_written
 from ..store.entry import CaptureEntry
 from ..store.format import IN, OUT, RID, Slot, slots_from_json
@@ -39,9 +40,9 @@ _BATCH = "spark.sql.parquet.columnarReaderBatchSize"
 def _pending(entry: CaptureEntry) -> tuple[Path, dict, list[Slot]] | None:
     """``(lineage/ path, lineage.in_output, its slots)``, or None when the table is built."""
     lineage = entry.lineage
-    path = Path(lineage.path)
-    if path.is_dir():
+    if fs.is_dir(lineage.path):  # in the store (local or not), or built in the cache before
         return None
+    path = Path(lineage.path)
     kept = lineage.in_output
     return path, kept, slots_from_json(kept["slots"])
 

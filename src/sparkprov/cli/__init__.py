@@ -300,10 +300,20 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _store(args: argparse.Namespace):
-    from ..store.catalog import Store
+_REMOTE_COMMANDS = ("captures", "trace", "push")  # what a store in an object store answers
 
-    return Store(args.store or os.environ.get("SPARKPROV_STORE") or ".sparkprov", create=False)
+
+def _store(args: argparse.Namespace):
+    from ..errors import StoreUnsupported
+    from ..store.object_store import open_store
+
+    store = open_store(args.store or os.environ.get("SPARKPROV_STORE") or ".sparkprov", create=False)
+    if store.remote and args.command not in _REMOTE_COMMANDS:
+        raise StoreUnsupported(
+            f"`sparkprov {args.command}` reads a local or mounted store; {store.location} is in an object store, "
+            f"where sparkprov answers {', '.join(_REMOTE_COMMANDS[:-1])} (docs/store.md)"
+        )
+    return store
 
 
 def _trace(args: argparse.Namespace) -> int:
@@ -357,7 +367,7 @@ def _main(args: argparse.Namespace) -> int:
             from ..demo import main as demo_main
 
             return demo_main(args.store)
-        if args.command in ("captures", "check", "gc", "rm"):
+        if args.command in ("captures", "check", "gc", "rm", "push"):
             from .store import main as store_main
 
             return store_main(args, _store(args))

@@ -18,10 +18,11 @@ import numpy as np
 import pyarrow as pa
 
 from ..capture.restricted import no_such_source, restricted_note
-from ..errors import EmbeddedUnsupported, InvalidArgument, LineageTooLarge
+from ..errors import EmbeddedUnsupported, InvalidArgument, LineageTooLarge, StoreUnsupported
 from ..plan.predicate import check_predicate
 from ..query.embedded import EMBEDDED_LIMIT, EmbeddedEngine, check_engine
 from ..query.provenance import polynomials
+from ..store import fs
 from ..store.entry import CaptureEntry
 from ..store.format import RID
 from .text_table import cell, render
@@ -143,7 +144,7 @@ def trace(
         try:
             return _embedded(EmbeddedEngine(entry, embedded_limit), direction, where, source, limit, source_where)
         except (LineageTooLarge, EmbeddedUnsupported) as exc:
-            if engine == "embedded":
+            if engine == "embedded" or fs.is_remote(store_root):
                 raise
             print(f"sparkprov: {exc}; answering with Spark", file=sys.stderr)
     return _spark(store_root, entry, direction, where, source, limit, source_where=source_where)
@@ -209,6 +210,13 @@ def _spark(
 def _loaded(store_root: str, entry: CaptureEntry):
     """Capture ``entry``, loaded in a local Spark session started for the command line."""
     import sparkprov as sp
+
+    if fs.is_remote(store_root):
+        raise StoreUnsupported(
+            f"{store_root} is in an object store, which sparkprov reads with its embedded engine alone (Spark "
+            "would need the store's file system in its own, s3a with its jars); drill-downs and end-to-end "
+            "traces run on Spark: read them from a local copy of the store"
+        )
 
     from ..local import local_session
 

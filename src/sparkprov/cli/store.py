@@ -1,6 +1,6 @@
 """The store's own commands, without Spark: ``captures`` (with ``--sizes``: bytes by
 part), ``check`` (is the store whole: exit status 1 when not), ``gc`` (orphans and, by
-policy, old versions) and ``rm NAME[@VERSION]``.
+policy, old versions), ``rm NAME[@VERSION]`` and ``push NAME[@VERSION] --to STORE``.
 
 >>> import argparse
 >>> sub = argparse.ArgumentParser().add_subparsers(dest="command")
@@ -19,7 +19,7 @@ _STORE = {"default": None, "help": "store directory (default $SPARKPROV_STORE or
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
-    """The ``captures``, ``check``, ``gc`` and ``rm`` commands."""
+    """The ``captures``, ``check``, ``gc``, ``rm`` and ``push`` commands."""
     caps = sub.add_parser("captures", help="list the captures in a store")
     caps.add_argument("--store", **_STORE)
     caps.add_argument("--all-versions", action="store_true", help="every version, not only the newest")
@@ -54,6 +54,15 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     rm.add_argument("--dry-run", action="store_true", help="say what would be removed, remove nothing")
     rm.add_argument("--json", action="store_true", help="print JSON")
 
+    push = sub.add_parser(
+        "push", help="copy a capture to another store (s3://bucket/prefix too) and commit it there as a new version"
+    )
+    push.add_argument("capture", help="NAME (its newest version) or NAME@VERSION")
+    push.add_argument("--to", required=True, help="the store to push to: a directory or s3://bucket/prefix")
+    push.add_argument("--as", dest="as_name", help="the name it takes there (default: its own)")
+    push.add_argument("--store", **_STORE)
+    push.add_argument("--json", action="store_true", help="print JSON")
+
 
 def main(args: argparse.Namespace, store) -> int:
     """Run one of the store's commands on ``store`` (a ``Store``)."""
@@ -61,6 +70,8 @@ def main(args: argparse.Namespace, store) -> int:
         return _captures(args, store)
     if args.command == "check":
         return _check(args, store)
+    if args.command == "push":
+        return _push(args, store)
     from ..store.collect import collect_garbage, parse_age, remove
 
     if args.command == "rm":
@@ -78,6 +89,19 @@ def main(args: argparse.Namespace, store) -> int:
     return 0
 
 
+def _push(args: argparse.Namespace, store) -> int:
+    from ..store.object_store import open_store
+    from ..store.publish import push
+
+    target = open_store(args.to)
+    pushed = push(store, args.capture, target, args.as_name)
+    if args.json:
+        print(json.dumps({"name": pushed.name, "version": pushed.version, "store": target.location}))
+    else:
+        print(f"pushed {args.capture} to {target.location} as {pushed.name}@{pushed.version}")
+    return 0
+
+
 def _captures(args: argparse.Namespace, store) -> int:
     from ..store.listing import describe, human_bytes, table, totals
 
@@ -86,11 +110,11 @@ def _captures(args: argparse.Namespace, store) -> int:
         versions = store.versions(name)
         for version in versions if args.all_versions else versions[-1:]:
             rows.append(describe(store, name, version, sizes=args.sizes))
-    summary = totals(store) if args.sizes else None
+    summary = totals(store) if args.sizes and not store.remote else None  # orphans need a local listing
     if args.json:
         print(json.dumps({"captures": rows, "store": summary} if args.sizes else rows, indent=1))
         return 0
-    print(table(rows, sizes=args.sizes) if rows else f"no captures in {store.root}")
+    print(table(rows, sizes=args.sizes) if rows else f"no captures in {store.location}")
     if summary:
         print(
             f"\nstore {store.root}: {human_bytes(summary['bytes'])} in all, {human_bytes(summary['captures'])} "

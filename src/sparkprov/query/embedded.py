@@ -37,12 +37,21 @@ from ..capture.restricted import no_such_source, refuse_forward
 from ..errors import EmbeddedUnsupported, InvalidArgument, LineageTooLarge, SourceChanged
 from ..plan.predicate import check_predicate
 from ..sources.text import picked_lines
+from ..store import fs
 from ..store.duck import connection
 from ..store.entry import CaptureEntry
 from ..store.files import parquet_files
 from ..store.format import GRP, IN, OUT, REF, RID, ROW_BITS, SRC, shared_path
-from ..store.layout import CaptureFolders, local_path
-from ..store.parquet import PairTable, build_forward_index, distinct_sorted, files_sql, rid_array, sql_literal
+from ..store.layout import CaptureFolders, local_path, readable_path
+from ..store.parquet import (
+    PairTable,
+    build_forward_index,
+    distinct_sorted,
+    files_sql,
+    read_table,
+    rid_array,
+    sql_literal,
+)
 from ..store.source_info import SourceInfo, compare_fingerprint, snapshot_column
 from . import provenance
 from .payload_sets import KeptPayloads
@@ -112,7 +121,7 @@ class EmbeddedEngine:
             else:
                 # a read-only store's index is built in the cache (lineage.forward)
                 index = CaptureFolders.of(self.entry).forward(src)
-                if not index.is_dir() and self.entry.lineage.forward:
+                if not fs.is_dir(index) and self.entry.lineage.forward:
                     index = Path(self.entry.lineage.forward) / f"{SRC}={src}"
                 files = parquet_files(index)
                 if not files and backward.rows:
@@ -149,7 +158,7 @@ class EmbeddedEngine:
     @cached_property
     def _sides(self) -> list[int]:
         """Shared sides k that output rows reference (pair partitions ``src=-(k+1)``)."""
-        return sorted(-int(p.name.split("=", 1)[1]) - 1 for p in self._root.glob(f"{SRC}=-*"))
+        return sorted(-int(n.split("=", 1)[1]) - 1 for n in fs.names(self._root) if n.startswith(f"{SRC}=-"))
 
     # traces ------------------------------------------------------------------------
 
@@ -218,7 +227,7 @@ class EmbeddedEngine:
     def output_rows(self, rids=None) -> pa.Table:
         """Output rows (user columns and ``_sp_rid``), all or those with ``rids``, in rid order."""
         out = self.entry.output
-        table = pq.read_table(parquet_files(out.path), columns=[*out.stored, RID])
+        table = read_table(parquet_files(out.path), columns=[*out.stored, RID])
         if rids is not None:
             table = table.filter(pc.is_in(table[RID], pa.array(rid_array(rids))))
         table = table.rename_columns([*out.columns, RID])
@@ -246,7 +255,7 @@ class EmbeddedEngine:
         for number in distinct_sorted(numbers):
             if number >= len(info.files):
                 raise SourceChanged(f"source {source!r}: rid file number {number} is not a file of the capture")
-            path = local_path(info.files[number][0])
+            path = readable_path(info.files[number][0])
             rows = rids[numbers == number] & _ROW_MASK
             parts.append(self._read_rows(path, rows, info, names, positions, int(number)))
         if not parts:
@@ -286,10 +295,14 @@ class EmbeddedEngine:
             return
         files = []
         for root in info.roots:
+            if fs.is_remote(root):  # an object's time is its upload's: pushed rows are checked by size
+                found = fs.files_under(root, skip_dir=_hidden)
+                files += [(fs.join(root, rel), size, None) for rel, size in found if not _hidden(rel)]
+                continue
             for path in _list_files(local_path(root)):
                 st = os.stat(path)
                 files.append((path, st.st_size, st.st_mtime_ns // 1_000_000))
-        compare_fingerprint(info, files, spelled=local_path)
+        compare_fingerprint(info, files, spelled=readable_path)
 
     # predicates --------------------------------------------------------------------
 
@@ -305,7 +318,7 @@ class EmbeddedEngine:
         if info.kind == "text":
             raise EmbeddedUnsupported(f"source {info.name!r} is text read in place: Spark evaluates predicates on it")
         names = [f["name"] for f in json.loads(info.schema)["fields"]]
-        paths = [local_path(p) for p, _, _ in info.files]
+        paths = [readable_path(p) for p, _, _ in info.files]
         if not paths:
             return np.array([], np.int64)
         numbers = ", ".join(f"({sql_literal(p)}, {i})" for i, p in enumerate(paths))
@@ -335,6 +348,10 @@ def _text_rows(info: SourceInfo, rids: np.ndarray) -> pa.Table:
             raise SourceChanged(f"source {info.name!r}: {path} has no line {rows[lines.index(None)]} in split {number}")
         values.extend(lines)
     return pa.table({"value": pa.array(values, pa.string()), RID: pa.array(rids, pa.int64())})
+
+
+def _hidden(name: str) -> bool:
+    return name.startswith((".", "_"))
 
 
 def _list_files(path: str) -> list[str]:

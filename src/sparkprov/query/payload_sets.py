@@ -23,13 +23,13 @@ from pathlib import Path
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
-import pyarrow.parquet as pq
 
 from ..functions.declare import Declaration
 from ..functions.payloads import loaded_declaration, resolve
+from ..store import fs
 from ..store.files import parquet_files
 from ..store.format import GRP, HANDLE, IN, PAY_GROUP, PAY_IDS, PAY_START, PAYLOADS, REF, RID, SHARED_SCHEMA, SRC
-from ..store.parquet import SHARED_ARROW
+from ..store.parquet import SHARED_ARROW, read_table
 
 _SETS = pa.schema([SHARED_ARROW.field(REF), SHARED_ARROW.field(GRP)])
 
@@ -69,12 +69,13 @@ class KeptPayloads:
 
     def __init__(self, path: str | None, where: str) -> None:
         self.sides: list[_Side] = []
-        root = Path(path) / PAYLOADS if path else None
-        for kept in sorted(root.glob("*.pickle")) if root is not None and root.is_dir() else []:
-            k = int(kept.stem)
-            srcs = json.loads((root / f"{k}.json").read_text())["srcs"]
-            rows = pq.read_table(parquet_files(root / str(k)))
-            self.sides.append(_Side(k, loaded_declaration(kept.read_bytes(), where), srcs, rows))
+        root = fs.join(path, PAYLOADS) if path else None  # a store's, local or in an object store
+        kept = sorted(n for n in fs.names(root) if n.endswith(".pickle")) if root is not None else []
+        for k in [int(n.removesuffix(".pickle")) for n in kept]:
+            srcs = json.loads(fs.read_bytes(fs.join(root, f"{k}.json")))["srcs"]
+            rows = read_table(parquet_files(fs.join(root, str(k))))
+            declared = loaded_declaration(fs.read_bytes(fs.join(root, f"{k}.pickle")), where)
+            self.sides.append(_Side(k, declared, srcs, rows))
 
     def __bool__(self) -> bool:
         return bool(self.sides)

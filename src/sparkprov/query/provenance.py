@@ -45,11 +45,12 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from ..errors import LineageTooLarge, WitnessesNotKept
+from ..store import fs
 from ..store.duck import connection
 from ..store.entry import CaptureEntry
 from ..store.files import parquet_files
 from ..store.format import HANDLE, IN, OUT, POS, RID, parents_first
-from ..store.parquet import files_sql, rid_array
+from ..store.parquet import files_sql, read_table, rid_array
 
 WITNESS_LIMIT = 10_000  # witnesses one output row may have before why() refuses
 SIDE_ROW_LIMIT = 2_000_000  # side rows one answer may read
@@ -205,7 +206,7 @@ def polynomials(entry: CaptureEntry, rids, row_limit: int = SIDE_ROW_LIMIT) -> d
     rids = rid_array(rids)
     files = parquet_files(entry.output.path)
     columns = [RID, *(s["name"] for s in out_slots)]
-    rows = pq.read_table(files, columns=columns, filters=[(RID, "in", rids.tolist())]).to_pylist() if len(rids) else []
+    rows = read_table(files, columns=columns, filters=[(RID, "in", rids.tolist())]).to_pylist() if len(rids) else []
 
     wanted: dict[int, dict[Any, Any]] = defaultdict(dict)  # side -> frozen slot value -> value
     for row in rows:
@@ -361,9 +362,9 @@ def write_pairs(entry: CaptureEntry, every: dict[int, Polynomial] | None = None)
     from them)."""
     from ..capture.row_lineage import publish_local_pairs
 
-    path = Path(entry.lineage.path)
-    if path.is_dir():
+    if fs.is_dir(entry.lineage.path):  # in the store (local or not), or built in the cache before
         return
+    path = Path(entry.lineage.path)
     numbers = entry.lineage.sources
     tables: dict[int, list[pa.Table]] = defaultdict(list)
     for found in [every] if every is not None else _chunks(entry):
@@ -381,7 +382,7 @@ def write_pairs(entry: CaptureEntry, every: dict[int, Polynomial] | None = None)
 def _chunks(entry: CaptureEntry):
     """The polynomials of a capture's output rows, ``PAIRS_CHUNK`` rows at a time."""
     files = parquet_files(entry.output.path)
-    rids = pq.read_table(files, columns=[RID]).column(RID).to_numpy() if files else np.array([], np.int64)
+    rids = read_table(files, columns=[RID]).column(RID).to_numpy() if files else np.array([], np.int64)
     for start in range(0, len(rids), PAIRS_CHUNK):
         try:
             yield polynomials(entry, rids[start : start + PAIRS_CHUNK])

@@ -75,6 +75,7 @@ from ..errors import (
     StoreNotFound,
     StoreUnsupported,
 )
+from . import fs
 from .entry import CaptureEntry
 from .files import listing, verify, write_atomic, write_manifest
 from .format import FEATURES
@@ -178,6 +179,21 @@ def check_name(name: str) -> str:
     return name
 
 
+def parse_spec(spec: str) -> tuple[str, int | None]:
+    """``name`` or ``name@version``.
+
+    >>> parse_spec("sums@3")
+    ('sums', 3)
+    """
+    name, _, version = spec.partition("@")
+    check_name(name)
+    if not version:
+        return name, None
+    if not version.isdigit() or int(version) < 1:
+        raise InvalidArgument(f"a capture version is a whole number from 1, not {version!r} (in {spec!r})")
+    return name, int(version)
+
+
 class Store:
     """A local directory holding captures."""
 
@@ -212,6 +228,16 @@ class Store:
             self.links.mark_complete()  # a new store: its index holds every entry from the first
 
     @property
+    def location(self) -> str:
+        """The store's path or URI, as messages name it."""
+        return str(self.root)
+
+    @property
+    def remote(self) -> bool:
+        """Whether the store is in an object store (``store/object_store.py``)."""
+        return False
+
+    @property
     def writable(self) -> bool:
         """Whether this process may write into the store (its ``data`` folder)."""
         return os.access(self.folders.data, os.W_OK)
@@ -228,11 +254,11 @@ class Store:
         if self.writable or entry.lineage is None or entry.id is None:
             return entry
         cache = self.cache / entry.id
-        path = entry.lineage.path if Path(entry.lineage.path).is_dir() else str(cache / "lineage")
+        path = entry.lineage.path if fs.is_dir(entry.lineage.path) else str(cache / "lineage")
         lineage = replace(entry.lineage, path=path, forward=str(cache / "forward"))
         if self.root not in _SAID_READ_ONLY:
             _SAID_READ_ONLY.add(self.root)
-            log.warning("sparkprov: store %s is read-only; what traces build is kept in %s", self.root, self.cache)
+            log.warning("sparkprov: store %s is read-only; what traces build is kept in %s", self.location, self.cache)
         return replace(entry, lineage=lineage)
 
     def holds(self, path: str | os.PathLike) -> bool:
@@ -264,7 +290,7 @@ class Store:
         stored, typed (its paths absolute)."""
         check_name(name)
         folder = self.folders.versions(name)
-        folder.mkdir(parents=True, exist_ok=True)
+        self._make_folder(folder)
         tmp = folder / f".tmp-{uuid.uuid4().hex}"
         version = max(self._taken(name), default=0) + 1  # removed versions' numbers too
         if entry.get("id"):
@@ -280,22 +306,32 @@ class Store:
         try:
             while True:
                 typed = replace(typed, version=version)
-                stored = relative_to_store(typed.to_json(), self.root)
+                stored = relative_to_store(typed.to_json(), self.location)
                 stored["digest"] = _digest(stored)
-                tmp.write_text(json.dumps(stored, indent=1))
                 self.links.record(typed)  # first: an index file whose entry did not commit is ignored
-                try:
-                    os.link(tmp, self.folders.entry(name, version))  # fails if another writer won
-                except FileExistsError:
-                    version += 1
+                if not self._place_entry(name, version, json.dumps(stored, indent=1), tmp):
+                    version += 1  # another writer took this version
                     continue
-                except OSError as exc:  # a file system without hard links: no create-if-absent
-                    raise _without_links(self.root, exc) from exc
                 if typed.id:  # named by the entry now
                     release(self.folders.capture(typed.id).root)
                 return typed
         finally:
             tmp.unlink(missing_ok=True)
+
+    def _place_entry(self, name: str, version: int, text: str, tmp: Path) -> bool:
+        """Create ``name``'s entry ``version`` holding ``text`` unless it exists; whether
+        this call created it (atomic: two writers never both do)."""
+        tmp.write_text(text)
+        try:
+            os.link(tmp, self.folders.entry(name, version))  # fails if another writer won
+        except FileExistsError:
+            return False
+        except OSError as exc:  # a file system without hard links: no create-if-absent
+            raise _without_links(self.root, exc) from exc
+        return True
+
+    def _make_folder(self, folder: Path) -> None:
+        folder.mkdir(parents=True, exist_ok=True)
 
     def commit_failed(self, name: str, reason: str, **details: str) -> CaptureEntry:
         """Record that capture ``name`` was attempted and not made, and why, as its next
@@ -326,10 +362,7 @@ class Store:
         return self._numbered(name, _REMOVED)
 
     def _numbered(self, name: str, pattern: re.Pattern) -> list[int]:
-        folder = self.folders.versions(name)
-        if not folder.is_dir():
-            return []
-        return sorted(int(m.group(1)) for p in folder.iterdir() if (m := pattern.match(p.name)))
+        return sorted(int(m.group(1)) for n in fs.names(self.folders.versions(name)) if (m := pattern.match(n)))
 
     def mark_removed(self, name: str, version: int, reason: str) -> None:
         """Say that version ``version`` of ``name`` is removed: no longer listed or
@@ -351,7 +384,7 @@ class Store:
         if not versions:
             known = ", ".join(self.names()) or "none"
             gone = " (every version was removed)" if self.removed(name) else ""
-            raise CaptureNotFound(f"no capture named {name!r} in store {self.root}{gone} (captures: {known})")
+            raise CaptureNotFound(f"no capture named {name!r} in store {self.location}{gone} (captures: {known})")
         version = version or versions[-1]
         if version not in versions:
             if version in self.removed(name):
@@ -374,7 +407,7 @@ class Store:
         its files unchecked (``StoreCorrupt`` if it cannot be read or is not that version)."""
         path = self.folders.entry(name, version)
         try:
-            entry = json.loads(path.read_text())
+            entry = json.loads(self._read_text(path))
         except (OSError, ValueError) as exc:
             raise StoreCorrupt(f"catalog entry {path} cannot be read: {exc}") from None
         if not isinstance(entry, dict):
@@ -389,7 +422,10 @@ class Store:
                 f"not {name!r} version {version}"
             )
         # every field it knows present and of its type
-        return CaptureEntry.from_json(inside_store(entry, self.root), str(path))
+        return CaptureEntry.from_json(inside_store(entry, self.location), str(path))
+
+    def _read_text(self, path: Path) -> str:
+        return path.read_text()
 
     def verify(self, entry: CaptureEntry) -> None:
         """Raise ``StoreCorrupt`` unless the files of capture ``entry`` are as written."""
@@ -419,8 +455,7 @@ class Store:
         return True
 
     def names(self) -> list[str]:
-        folder = self.folders.catalog
-        return sorted(p.name for p in folder.iterdir() if p.is_dir() and self.latest_version(p.name))
+        return sorted(n for n in fs.names(self.folders.catalog) if _NAME.match(n) and self.latest_version(n))
 
 
 def _spans(versions: list[int]) -> str:

@@ -36,7 +36,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..errors import CaptureTooNew, InvalidArgument, StoreCorrupt
-from .catalog import Store, check_name
+from .catalog import Store, parse_spec
 from .contents import Contents, Version, local, read_contents
 from .files import human_bytes
 from .layout import StoreFolders
@@ -216,17 +216,6 @@ def _housekeeping(root: Path) -> None:
                 (Path(dirpath) / name).unlink(missing_ok=True)
 
 
-def _parse_version(spec: str) -> tuple[str, int | None]:
-    """``name`` or ``name@version``."""
-    name, _, version = spec.partition("@")
-    check_name(name)
-    if not version:
-        return name, None
-    if not version.isdigit() or int(version) < 1:
-        raise InvalidArgument(f"a capture version is a whole number from 1, not {version!r} (in {spec!r})")
-    return name, int(version)
-
-
 def _writable(store: Store, dry_run: bool) -> None:
     if not dry_run and not store.writable:
         raise InvalidArgument(f"store {store.root} cannot be written by this process: nothing can be removed")
@@ -266,7 +255,7 @@ def _drop(
 def remove(store: Store, spec: str, force: bool = False, dry_run: bool = False) -> Garbage:
     """Remove capture ``spec`` (``name``: every version; ``name@version``: that one),
     unless another capture reads it or a workflow names it (``force``: anyway)."""
-    name, version = _parse_version(spec)
+    name, version = parse_spec(spec)
     _writable(store, dry_run)
     contents = read_contents(store)
     versions = [version] if version is not None else store.versions(name)

@@ -28,6 +28,7 @@ import zlib
 from pathlib import Path
 
 from ..errors import StoreCorrupt
+from . import fs
 
 MANIFEST = "_sp_files.json"
 _TAIL = 4096  # bytes of a file's end its fingerprint reads
@@ -42,36 +43,44 @@ def _kept(name: str) -> bool:
 
 
 def parquet_files(directory: str | os.PathLike) -> list[str]:
-    """The data files of a Parquet directory written by Spark (no markers, no checksums)."""
-    d = Path(directory)
-    if not d.is_dir():
-        return []
-    return sorted(str(p) for p in d.glob("*.parquet") if not p.name.startswith((".", "_")))
+    """The data files of a Parquet directory written by Spark (no markers, no checksums);
+    an object store's as URIs (``store/fs.py``)."""
+    if not fs.is_remote(directory):
+        d = Path(directory)
+        if not d.is_dir():
+            return []
+        return sorted(str(p) for p in d.glob("*.parquet") if not p.name.startswith((".", "_")))
+    return sorted(
+        fs.join(directory, n) for n in fs.names(directory) if n.endswith(".parquet") and not n.startswith((".", "_"))
+    )
 
 
-def fingerprint(path: str | Path) -> list[int]:
+def fingerprint(path: str | os.PathLike) -> list[int]:
     """``[size, CRC-32 of the last 4 KiB]`` of a file."""
-    with open(path, "rb") as f:
-        size = f.seek(0, os.SEEK_END)
-        f.seek(max(0, size - _TAIL))
-        return [size, zlib.crc32(f.read(_TAIL))]
+    size, end = fs.tail(path, _TAIL)
+    return [size, zlib.crc32(end)]
 
 
-def kept_files(directory: Path):
+def listed(directory: str | os.PathLike) -> list[tuple[str, int]]:
+    """``(relative path, size)`` of the files a listing holds under ``directory``
+    (outside hidden directories)."""
+    found = fs.files_under(directory, skip_dir=lambda d: d.startswith("."))
+    return [(rel, size) for rel, size in found if _kept(os.path.basename(rel))]
+
+
+def kept_files(directory: str | os.PathLike) -> list[str]:
     """The paths of the files a listing holds, under ``directory``."""
-    for dirpath, dirnames, filenames in os.walk(directory):
-        dirnames[:] = [d for d in dirnames if not d.startswith(".")]
-        yield from (os.path.join(dirpath, name) for name in filenames if _kept(name))
+    return [fs.join(directory, rel) for rel, _ in listed(directory)]
 
 
-def listing(directory: Path) -> dict[str, list[int]]:
+def listing(directory: str | os.PathLike) -> dict[str, list[int]]:
     """``{path relative to directory: fingerprint}`` of the files under ``directory``."""
-    return {os.path.relpath(path, directory): fingerprint(path) for path in kept_files(directory)}
+    return {rel: fingerprint(fs.join(directory, rel)) for rel, _ in listed(directory)}
 
 
-def total_bytes(directory: Path) -> int:
+def total_bytes(directory: str | os.PathLike) -> int:
     """The bytes of the files a listing of ``directory`` holds (their sizes alone)."""
-    return sum(os.stat(path).st_size for path in kept_files(directory))
+    return sum(size for _, size in listed(directory))
 
 
 def write_manifest(directory: Path) -> None:
@@ -79,31 +88,35 @@ def write_manifest(directory: Path) -> None:
     (directory / MANIFEST).write_text(json.dumps(listing(directory)))
 
 
-def verify(data: Path, recorded: dict[str, list[int]] | None, what: str) -> None:
+def verify(data: str | os.PathLike, recorded: dict[str, list[int]] | None, what: str) -> None:
     """Raise ``StoreCorrupt`` unless the files under ``data`` (the directory of capture
     ``what``, as messages name it) are those ``recorded`` at commit plus those the
     manifests of later directories list, each with its recorded fingerprint.
     ``recorded`` None (an entry of an older sparkprov) checks only the directories that
     carry a manifest."""
-    if not data.is_dir():
-        raise StoreCorrupt(f"{what}: its data directory {data} is missing")
+    if not fs.is_dir(data):
+        raise StoreCorrupt(f"{what}: its data directory {fs.uri(data)} is missing")
     expected = dict(recorded or {})
     managed: list[str] = []  # directories whose files a manifest lists
     present: list[str] = []  # the files there, outside transient directories
-    for dirpath, dirnames, filenames in os.walk(data):
-        dirnames[:] = [d for d in dirnames if not d.startswith(".") and (dirpath != str(data) or d not in _TRANSIENT)]
-        present.extend(os.path.relpath(os.path.join(dirpath, n), data) for n in filenames if _kept(n))
-        if MANIFEST in filenames:
-            base = os.path.relpath(dirpath, data)
+    for rel, _ in fs.files_under(data, skip_dir=lambda d: d.startswith(".")):
+        rel = rel.replace(os.sep, "/")
+        if rel.split("/")[0] in _TRANSIENT and "/" in rel:
+            continue
+        name = rel.rsplit("/", 1)[-1]
+        if _kept(name):
+            present.append(rel)
+        if name == MANIFEST:
+            base = rel.rsplit("/", 1)[0] if "/" in rel else "."
             managed.append(base)
-            path = Path(dirpath) / MANIFEST
+            path = fs.join(data, rel)
             try:
-                listed = json.loads(path.read_text())
+                listed = json.loads(fs.read_bytes(path))
             except (OSError, ValueError):
-                raise StoreCorrupt(f"{what}: file list {path} cannot be read") from None
-            expected.update({os.path.normpath(os.path.join(base, rel)): print_ for rel, print_ in listed.items()})
+                raise StoreCorrupt(f"{what}: file list {fs.uri(path)} cannot be read") from None
+            expected.update({os.path.normpath(os.path.join(base, r)): print_ for r, print_ in listed.items()})
     for rel, recorded_print in expected.items():
-        path = data / rel
+        path = fs.uri(fs.join(data, rel))
         try:
             size, crc = recorded_print
         except (TypeError, ValueError):
@@ -121,9 +134,9 @@ def verify(data: Path, recorded: dict[str, list[int]] | None, what: str) -> None
     for rel in present:
         if rel in expected:
             continue
-        if recorded is None and not any(rel.startswith(m + os.sep) for m in managed):
+        if recorded is None and not any(rel.startswith(m + "/") for m in managed):
             continue  # an older entry lists nothing outside the managed directories
-        raise StoreCorrupt(f"{what}: file {data / rel} is not one the capture wrote")
+        raise StoreCorrupt(f"{what}: file {fs.uri(fs.join(data, rel))} is not one the capture wrote")
 
 
 def write_atomic(path: Path, text: str) -> None:

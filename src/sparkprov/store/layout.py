@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING
 from urllib.parse import quote, unquote
 
 from ..errors import EmbeddedUnsupported, InvalidArgument, StoreUnsupported
+from . import fs
 
 if TYPE_CHECKING:
     from .entry import CaptureEntry
@@ -39,6 +40,16 @@ def local_path(uri: str) -> str:
     return uri
 
 
+def readable_path(path: str) -> str:
+    """The path pyarrow and DuckDB read for a path a capture keeps: an object's
+    ``s3://`` URI (``store/fs.py``), or the local path of a path or ``file:`` URI.
+
+    >>> readable_path("s3a://lineage/prod/data/1/output/part-0.parquet")
+    's3://lineage/prod/data/1/output/part-0.parquet'
+    """
+    return fs.uri(path) if fs.is_remote(path) else local_path(path)
+
+
 def store_path(root: str | os.PathLike) -> str:
     """The local path of a store given as a path or a ``file:`` URI. A URI of another
     file system (``s3a://``, ``hdfs://``) raises ``StoreUnsupported``: the catalog
@@ -56,6 +67,13 @@ def store_path(root: str | os.PathLike) -> str:
     scheme = _SCHEME.match(text)
     if scheme is None:
         return text
+    if fs.is_remote(text):
+        raise StoreUnsupported(
+            f"a store at {text}: captures are written into a local store or one mounted at the same path on "
+            "every machine (Spark's executors and sparkprov write a capture's files with renames and locks an "
+            f"object store does not have); publish them there with `sparkprov push NAME --to {fs.uri(text)}`, "
+            f"and read them there with `sparkprov captures|trace --store {fs.uri(text)}` (docs/store.md)"
+        )
     raise StoreUnsupported(
         f"a store at {text}: sparkprov keeps stores on a local disk or a file system mounted at the same path "
         f"on every machine (NFS), since the catalog commit needs an atomic create-if-absent and locks that "
@@ -81,13 +99,13 @@ def _relocated(value, rewrite):
     return value
 
 
-def _spellings(root: Path) -> list[tuple[str, str]]:
+def _spellings(root: str | Path) -> list[tuple[str, str]]:
     """(token, how ``root`` is spelled there): the URI spelling first, as it may hold the other."""
     plain, uri = str(root), quote(str(root), safe=_URI_SAFE)
     return ([(STORE_URI, uri)] if uri != plain else []) + [(STORE, plain)]
 
 
-def relative_to_store(entry: dict, root: Path) -> dict:
+def relative_to_store(entry: dict, root: str | Path) -> dict:
     """``entry`` with ``root`` (a path, or a directory's ``file:`` URI) replaced by tokens
     wherever it starts a path: a path inside the store is kept relative to the store."""
     patterns = [(token, re.compile(re.escape(spelled) + r"(?=/|$)")) for token, spelled in _spellings(root)]
@@ -100,7 +118,7 @@ def relative_to_store(entry: dict, root: Path) -> dict:
     return _relocated(entry, rewrite)
 
 
-def inside_store(entry: dict, root: Path) -> dict:
+def inside_store(entry: dict, root: str | Path) -> dict:
     """``entry`` as stored, its paths inside the store made absolute under ``root``. An
     entry written before paths were relative names its store by its output's path
     (``<store>/data/<id>/output``): that store's root is replaced, so a copied store
@@ -111,9 +129,18 @@ def inside_store(entry: dict, root: Path) -> dict:
     suffix = f"/data/{entry.get('id')}/output"
     if entry.get("id") and output.endswith(suffix) and not output.startswith(STORE):
         old = Path(output[: -len(suffix)])
-        if old != root:
+        if str(old) != str(root):
             entry = relative_to_store(entry, old)
+    if fs.is_remote(str(root)):  # Hadoop's file: URIs of the store's files name objects there now
+        local_uris = [(f"file:{token}", token) for token in (STORE_URI, STORE)]
+        entry = _relocated(entry, lambda text: _replaced(text, local_uris))
     return _relocated(entry, lambda text: text.replace(STORE_URI, spelled[STORE_URI]).replace(STORE, spelled[STORE]))
+
+
+def _replaced(text: str, pairs: list[tuple[str, str]]) -> str:
+    for old, new in pairs:
+        text = text.replace(old, new)
+    return text
 
 
 @dataclass(frozen=True)

@@ -11,13 +11,12 @@ form this one does not read, is not damaged: it is shown as newer.
 from __future__ import annotations
 
 import os
-from pathlib import Path
 
 from ..errors import CaptureFailed, CaptureTooNew, StoreCorrupt
 from .catalog import Store
 from .contents import local
 from .entry import CaptureEntry
-from .files import human_bytes, kept_files, parquet_files, total_bytes
+from .files import human_bytes, listed, parquet_files, total_bytes
 from .layout import StoreFolders
 
 COLUMNS = ("name", "version", "created", "strategy", "seconds", "rows", "size", "sources")
@@ -41,9 +40,8 @@ def parts(store: Store, entry: CaptureEntry) -> dict[str, int]:
     checkpoint's rows, a mark's)."""
     sizes = dict.fromkeys(PART_COLUMNS, 0)
     data = StoreFolders(store.root).capture(entry.id).root
-    for path in kept_files(data):
-        top = Path(os.path.relpath(path, data)).parts[0]
-        sizes[PARTS.get(top, "indexes")] += os.stat(path).st_size
+    for rel, size in listed(data):
+        sizes[PARTS.get(rel.replace(os.sep, "/").split("/")[0], "indexes")] += size
     written = local((entry.written or {}).get("path") or "")
     if written is not None and written.is_relative_to(store.root) and written != store.root:
         sizes["written"] = total_bytes(written)

@@ -23,7 +23,9 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
+from . import fs
 from .catalog import publish_written
+from .duck import reach_object_store
 from .files import parquet_files
 from .format import GRP, IN, OUT, REF, SRC
 
@@ -204,12 +206,27 @@ def sql_literal(text: str) -> str:
 
 
 def files_sql(paths: list[str]) -> str:
-    """A DuckDB list literal of file paths, for ``read_parquet``.
+    """A DuckDB list literal of file paths, for ``read_parquet`` (an object store's
+    files as ``s3://`` URIs, which DuckDB then reads through pyarrow).
 
     >>> files_sql(["/a/x.parquet", "/b/it's.parquet"])
     "['/a/x.parquet', '/b/it''s.parquet']"
     """
-    return "[" + ", ".join(sql_literal(p) for p in paths) + "]"
+    remote = [p for p in paths if fs.is_remote(p)]
+    if remote:
+        reach_object_store(remote[0])
+    return "[" + ", ".join(sql_literal(fs.uri(p)) for p in paths) + "]"
+
+
+def read_table(files: list[str] | str, **options) -> pa.Table:
+    """``pq.read_table`` of a file, a directory or a list of files, wherever they are
+    (pyarrow resolves one URI itself, not a list of them)."""
+    first = files if isinstance(files, str) else (files[0] if files else "")
+    if not fs.is_remote(first):
+        return pq.read_table(files, **options)
+    filesystem = fs.arrow(first)[0]
+    where = fs.arrow(files)[1] if isinstance(files, str) else [fs.arrow(f)[1] for f in files]
+    return pq.read_table(where, filesystem=filesystem, **options)
 
 
 def write_local_pairs(folder: Path, by_source: dict, distinct: bool) -> None:

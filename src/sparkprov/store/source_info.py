@@ -60,13 +60,17 @@ def snapshot_column(i: int) -> str:
     return f"c{i}"
 
 
-def compare_fingerprint(info: SourceInfo, files: list[tuple[str, int, int]], spelled=lambda path: path) -> None:
-    """Raise ``SourceChanged`` unless ``files`` (path, size, mtime) are the files ``info``
-    was captured from; ``spelled`` turns the stored paths into the spelling ``files`` use.
-    A source copied into the capture (CSV, JSON...) is read from its copy: a change only
-    warns (``SourceChangedWarning``)."""
+def compare_fingerprint(info: SourceInfo, files: list[tuple[str, int, int | None]], spelled=lambda path: path) -> None:
+    """Raise ``SourceChanged`` unless ``files`` (path, size, mtime; mtime None where the
+    file system keeps none of the writer's) are the files ``info`` was captured from;
+    ``spelled`` turns the stored paths into the spelling ``files`` use. A source copied
+    into the capture (CSV, JSON...) is read from its copy: a change only warns
+    (``SourceChangedWarning``)."""
     now = {path: (size, mtime) for path, size, mtime in files}
     then = {spelled(path): (size, mtime) for path, size, mtime in info.original}
+    for path, (_, mtime) in now.items():  # no time (an object store's): the size alone is compared
+        if mtime is None and path in then:
+            then[path] = (then[path][0], None)
     if now != then:
         added = now.keys() - then.keys()
         gone = then.keys() - now.keys()
