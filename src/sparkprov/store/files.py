@@ -111,10 +111,10 @@ def verify(data: str | os.PathLike, recorded: dict[str, list[int]] | None, what:
             managed.append(base)
             path = fs.join(data, rel)
             try:
-                listed = json.loads(fs.read_bytes(path))
+                manifest = json.loads(fs.read_bytes(path))
             except (OSError, ValueError):
                 raise StoreCorrupt(f"{what}: file list {fs.uri(path)} cannot be read") from None
-            expected.update({os.path.normpath(os.path.join(base, r)): print_ for r, print_ in listed.items()})
+            expected.update({os.path.normpath(os.path.join(base, r)): print_ for r, print_ in manifest.items()})
     for rel, recorded_print in expected.items():
         path = fs.uri(fs.join(data, rel))
         try:
