@@ -185,6 +185,11 @@ def build_parser() -> argparse.ArgumentParser:
     tr.add_argument("--data", default="data/tpch", help="where TPC-H data is generated (default data/tpch)")
     tr.add_argument("--store", default=None, help="keep the captures here and reuse them (default: a temporary store)")
     tr.add_argument("--witnesses", action="store_true", help="capture with witnesses=True and time why/how too")
+    tr.add_argument(
+        "--object-store",
+        action="store_true",
+        help="push the captures to an S3 server started here (moto's) and trace them there",
+    )
     tr.add_argument("--json", dest="json_out", help="write the results as JSON to this file")
     for name, text, workloads, repeat in (
         (
