@@ -206,3 +206,14 @@ def test_a_server_that_ignores_conditional_writes_is_refused_before_the_first_co
         store.commit_failed("attempts", "never committed")
     assert store.versions("attempts") == []
     assert [rel for rel, _ in fs.files_under(f"{s3}/ignoring")] == ["FORMAT"]  # the probe removed
+
+
+def test_a_missing_store_or_bucket_is_said_so(s3):
+    from sparkprov.errors import StoreNotFound
+
+    with pytest.raises(StoreNotFound, match="no sparkprov store at s3://lineage/none"):
+        open_store(f"{s3}/none", create=False)
+    with pytest.raises(StoreNotFound, match="bucket 'no-such-bucket' does not exist"):
+        open_store("s3://no-such-bucket/lineage")
+    failed = sparkprov_cli("captures", "--store", "s3://no-such-bucket/lineage")
+    assert failed.returncode == 1 and "no sparkprov store at s3://no-such-bucket/lineage" in failed.stderr

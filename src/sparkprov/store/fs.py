@@ -23,7 +23,7 @@ import re
 import threading
 from pathlib import Path
 
-from ..errors import StoreUnsupported
+from ..errors import StoreNotFound, StoreUnsupported
 
 _REMOTE = re.compile(r"^s3a?:/+")  # s3://, Hadoop's s3a:// and pathlib's folded s3:/
 _LOCK = threading.Lock()
@@ -179,7 +179,9 @@ def put_if_absent(path: str | os.PathLike, data: bytes) -> bool:
                 f"{uri(path)}: this object store does not take conditional writes (If-None-Match), which the "
                 "catalog commit needs to never lose an update; sparkprov refuses to commit there (docs/store.md)"
             ) from None
-        raise
+        if code == "NoSuchBucket":
+            raise StoreNotFound(f"{uri(path)}: bucket {bucket!r} does not exist (create it first)") from None
+        raise StoreUnsupported(f"cannot write {uri(path)}: {exc}") from None
     return True
 
 

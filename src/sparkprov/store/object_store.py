@@ -14,7 +14,8 @@ so two writers of one name get consecutive versions and never overwrite each oth
 process write a capture's files with renames, links and locks, which an object store
 does not have; captures are made in a local or mounted store and pushed.
 
->>> open_store("/tmp/nowhere-" + __import__("uuid").uuid4().hex).names()
+>>> import tempfile
+>>> open_store(tempfile.mkdtemp()).names()
 []
 """
 
