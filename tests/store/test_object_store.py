@@ -167,7 +167,12 @@ def test_captures_pushed_to_an_object_store_are_committed_there_whole_and_once(s
         assert done.returncode == 0, done.stderr
         assert json.loads(done.stdout)["version"] == 1
     again = sparkprov_cli("push", "rows", "--to", remote, "--as", "by_region", "--store", str(captured.root))
-    assert again.returncode != 0 and "pushed once" in again.stderr
+    assert again.returncode != 0 and "already, as rows@1: a capture is pushed once" in again.stderr
+    unfinished = f"{remote}/data/{captured.load('counts').id}"  # a push that died after copying a file
+    fs.put(f"{unfinished}/output/part-0.parquet", b"partial")
+    left = sparkprov_cli("push", "counts", "--to", remote, "--store", str(captured.root))
+    assert left.returncode != 0 and "left from a push that did not end" in left.stderr
+    fs.remove_tree(unfinished)
     store = open_store(remote, create=False)
     assert store.names() == ["by_region", "rows", "tops"]
     checkpoint = [rel for rel, _ in fs.files_under(remote) if rel.startswith("checkpoints/")]

@@ -45,9 +45,14 @@ def push(source: Store, spec: str, target: Store, as_name: str | None = None) ->
     data = f"data/{loaded.id}"
     there = fs.join(target.location, data)
     if fs.is_dir(there):
+        found = _entry_naming(target, loaded.id)
+        if found is not None:
+            raise InvalidArgument(
+                f"{target.location} holds capture {name!r} version {loaded.version} already, as {found}: "
+                "a capture is pushed once"
+            )
         raise InvalidArgument(
-            f"{target.location} holds capture {name!r} version {loaded.version} already ({data}): "
-            "a capture is pushed once"
+            f"{fs.uri(there)} is left from a push that did not end (no entry names it): remove it and push again"
         )
     for rel in _named_outside(stored, data):
         origin, copy = fs.join(source.location, rel), fs.join(target.location, rel)
@@ -60,6 +65,15 @@ def push(source: Store, spec: str, target: Store, as_name: str | None = None) ->
         _restore_times(loaded, source.location, target.location)
     body = {k: v for k, v in stored.items() if k not in ("name", "version", "files", "digest", "format_version")}
     return target.commit(name_there, inside_store(body, target.location))
+
+
+def _entry_naming(store: Store, capture_id: str) -> str | None:
+    """``name@version`` of the entry of ``store`` whose data is ``capture_id``'s, if any."""
+    for name in store.names():
+        for version in store.versions(name):
+            if store.read_entry(name, version).id == capture_id:
+                return f"{name}@{version}"
+    return None
 
 
 def _restore_times(entry: CaptureEntry, old: str, new: str) -> None:
