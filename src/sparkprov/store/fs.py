@@ -72,21 +72,24 @@ def arrow(path: str | os.PathLike):
     return found, key
 
 
-def _type(path: str | os.PathLike) -> int:
+def _kind(path: str | os.PathLike) -> str:
+    """``"dir"``, ``"file"`` or ``""`` (nothing there)."""
+    if not is_remote(path):
+        return "dir" if os.path.isdir(path) else "file" if os.path.isfile(path) else ""
     import pyarrow.fs as pafs
 
     fs, where = arrow(path)
     kind = fs.get_file_info(where).type
-    return {pafs.FileType.Directory: 2, pafs.FileType.File: 1}.get(kind, 0)
+    return {pafs.FileType.Directory: "dir", pafs.FileType.File: "file"}.get(kind, "")
 
 
 def is_dir(path: str | os.PathLike) -> bool:
     """Whether ``path`` is a directory (for an object store: a prefix objects are under)."""
-    return _type(path) == 2 if is_remote(path) else os.path.isdir(path)
+    return _kind(path) == "dir"
 
 
 def is_file(path: str | os.PathLike) -> bool:
-    return _type(path) == 1 if is_remote(path) else os.path.isfile(path)
+    return _kind(path) == "file"
 
 
 def names(path: str | os.PathLike) -> list[str]:
@@ -140,7 +143,7 @@ def tail(path: str | os.PathLike, length: int) -> tuple[int, bytes]:
             f.seek(max(0, size - length))
             return size, f.read(length)
     fs, where = arrow(path)
-    if _type(path) != 1:
+    if _kind(path) != "file":
         raise FileNotFoundError(uri(path))
     with fs.open_input_file(where) as f:
         size = f.size()
@@ -203,7 +206,7 @@ def remove_tree(path: str | os.PathLike) -> None:
         shutil.rmtree(path, ignore_errors=True)
         return
     fs, where = arrow(path)
-    if _type(path) == 2:
+    if _kind(path) == "dir":
         fs.delete_dir(where)
 
 
@@ -223,13 +226,9 @@ def copy_tree(source: str | os.PathLike, target: str | os.PathLike) -> None:
 
     src_fs, src = arrow(source)
     dst_fs, dst = arrow(target)
-    rels = [rel for rel, _ in files_under(source)] if _kind(source) == 2 else [""]
+    rels = [rel for rel, _ in files_under(source)] if _kind(source) == "dir" else [""]
     for rel in rels:
         to = f"{dst}/{rel}" if rel else dst
         if not is_remote(target):
             os.makedirs(os.path.dirname(to), exist_ok=True)
         pafs.copy_files(f"{src}/{rel}" if rel else src, to, source_filesystem=src_fs, destination_filesystem=dst_fs)
-
-
-def _kind(path: str | os.PathLike) -> int:
-    return _type(path) if is_remote(path) else (2 if os.path.isdir(path) else 1)
