@@ -8,7 +8,6 @@ jars that are not on PyPI); captures are made in a local store and pushed.
 from __future__ import annotations
 
 import json
-import logging
 import os
 import threading
 
@@ -16,6 +15,7 @@ import pytest
 from pyspark.sql import functions as F
 
 import sparkprov as sp
+from sparkprov.bench.s3_server import s3_server
 from sparkprov.cli.answers import derivations, trace
 from sparkprov.errors import StoreUnsupported
 from sparkprov.store import fs
@@ -30,30 +30,8 @@ BUCKET = "lineage"
 @pytest.fixture(scope="module")
 def s3():
     """An S3 server of this process's own, reached as the AWS tools reach one."""
-    from moto.server import ThreadedMotoServer
-
-    logging.getLogger("werkzeug").setLevel(logging.ERROR)  # a line per request otherwise
-    server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
-    server.start()
-    host, port = server.get_host_and_port()
-    env = {
-        "AWS_ACCESS_KEY_ID": "test",
-        "AWS_SECRET_ACCESS_KEY": "test",
-        "AWS_DEFAULT_REGION": "us-east-1",
-        "AWS_ENDPOINT_URL": f"http://{host}:{port}",
-    }
-    before = {k: os.environ.get(k) for k in env}
-    os.environ.update(env)
-    import boto3
-
-    boto3.client("s3").create_bucket(Bucket=BUCKET)
-    yield f"s3://{BUCKET}"
-    server.stop()
-    for k, v in before.items():
-        if v is None:
-            os.environ.pop(k, None)
-        else:
-            os.environ[k] = v
+    with s3_server(BUCKET) as url:
+        yield url
 
 
 @pytest.fixture(scope="module")

@@ -27,7 +27,6 @@ from __future__ import annotations
 import argparse
 import contextlib
 import json
-import os
 import resource
 import statistics
 import tempfile
@@ -40,6 +39,7 @@ from ..errors import InvalidArgument, LineageTooLarge
 from ..query.embedded import EmbeddedEngine
 from . import tpch
 from .datagen import sf_label
+from .s3_server import s3_server
 
 
 def percentiles(values: list[float]) -> tuple[float, float]:
@@ -298,45 +298,16 @@ def _derivation_summary(how: list[float], why: list[float], refused: dict[str, i
     }
 
 
-@contextlib.contextmanager
-def _s3_server(wanted: bool, tmp: str):
-    """An S3 server in this process (moto's), reached through the environment as the AWS
-    tools reach one, with an empty bucket; what answers build is cached under ``tmp``."""
-    if not wanted:
-        yield
-        return
-    import logging
-
-    import boto3
-    from moto.server import ThreadedMotoServer
-
-    logging.getLogger("werkzeug").setLevel(logging.ERROR)  # a line per request otherwise
-    server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
-    server.start()
-    host, port = server.get_host_and_port()
-    env = {"AWS_ACCESS_KEY_ID": "bench", "AWS_SECRET_ACCESS_KEY": "bench", "AWS_DEFAULT_REGION": "us-east-1",
-           "AWS_ENDPOINT_URL": f"http://{host}:{port}", "SPARKPROV_CACHE": str(Path(tmp) / "cache")}  # fmt: skip
-    before = {k: os.environ.get(k) for k in env}
-    os.environ.update(env)
-    try:
-        boto3.client("s3").create_bucket(Bucket="sparkprov-bench")
-        yield
-    finally:
-        server.stop()
-        for k, v in before.items():
-            if v is None:
-                os.environ.pop(k, None)
-            else:
-                os.environ[k] = v
-
-
 def main(args: argparse.Namespace) -> int:
     queries = [int(q) for q in args.queries.split(",") if q.strip()] if args.queries else list(range(1, 23))
     if args.samples < 1:
         raise InvalidArgument("--samples must be at least 1")
-    with tempfile.TemporaryDirectory(prefix="sparkprov-bench-trace-") as tmp, _s3_server(args.object_store, tmp):
+    with tempfile.TemporaryDirectory(prefix="sparkprov-bench-trace-") as tmp, contextlib.ExitStack() as stack:
         store = args.store or str(Path(tmp) / "store")
-        remote = "s3://sparkprov-bench/lineage" if args.object_store else None
+        remote = None
+        if args.object_store:  # what answers build there is cached in tmp
+            bucket = stack.enter_context(s3_server("sparkprov-bench", {"SPARKPROV_CACHE": str(Path(tmp) / "cache")}))
+            remote = f"{bucket}/lineage"
         report = run(args.sf, queries, args.samples, args.data, store, args.spark_samples, args.witnesses, remote)
     print(
         f"\nTPC-H SF {args.sf}, {args.samples} samples per query, store {report['store']} (a capture's entry "
