@@ -297,7 +297,8 @@ class EmbeddedEngine:
         for root in info.roots:
             if fs.is_remote(root):  # an object's time is its upload's: pushed rows are checked by size
                 found = fs.files_under(root, skip_dir=_hidden)
-                files += [(fs.join(root, rel), size, None) for rel, size in found if not _hidden(rel)]
+                kept = [(rel, size) for rel, size in found if not _hidden(rel.rsplit("/", 1)[-1])]  # by file name
+                files += [(fs.join(root, rel), size, None) for rel, size in kept]
                 continue
             for path in _list_files(local_path(root)):
                 st = os.stat(path)
