@@ -12,7 +12,8 @@ import sparkprov as sp
 from sparkprov.bench import tpch
 from sparkprov.capture import row_lineage, writing
 from sparkprov.capture.rules import join
-from sparkprov.capture.strategy import INJECT_MAX_INPUT_BYTES, STRATEGIES
+from sparkprov.capture.strategy import INJECT_MAX_INPUT_BYTES, STRATEGIES, inject_bound
+from sparkprov.plan.catalyst import Bridge
 from sparkprov.sources.identity import RID
 
 from .test_rules import lineage_by_output
@@ -114,6 +115,20 @@ def test_auto_injects_unless_the_input_is_estimated_too_large(spark, tpch_dir, t
     try:
         with pytest.raises(ValueError, match="must be a size in bytes"):
             session.capture(spark.sql(tpch.query(1)), "q1")
+    finally:
+        spark.conf.unset(INJECT_MAX_INPUT_BYTES)
+
+
+def test_the_inject_bound_unset_is_the_heap_that_runs_the_tasks(spark):
+    # unset, the bound follows the memory the session was given (a driver of 6 GiB
+    # injects TPC-H SF 3's aggregates over 1.1 GB of files), never below 1 GiB
+    bridge = Bridge(spark)
+    heap = spark._jvm.java.lang.Runtime.getRuntime().maxMemory()  # local mode: the driver runs the tasks
+    assert bridge.executor_heap_bytes() == heap
+    assert inject_bound(bridge) == max(1 << 30, heap)
+    spark.conf.set(INJECT_MAX_INPUT_BYTES, "8g")
+    try:
+        assert inject_bound(bridge) == 8 << 30
     finally:
         spark.conf.unset(INJECT_MAX_INPUT_BYTES)
 

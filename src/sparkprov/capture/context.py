@@ -45,7 +45,7 @@ from .function_keep import FunctionKeep
 from .rules import RULES
 from .rules import leaf as leaves
 from .shapes import ARRAY_SLOTS, LEAVES, ExplainLine, Instance, Rewritten, SideRelation, SourceUse
-from .strategy import COLLECTED, INJECT_MAX_DEFAULT, INJECT_MAX_INPUT_BYTES
+from .strategy import COLLECTED, inject_bound
 
 
 @dataclass
@@ -116,7 +116,7 @@ class CaptureContext:
 
     def _rewrite_root(self, plan: JPlan) -> Rewritten:
         self.analyzed = plan
-        self.inject_max_bytes = self.bridge.conf_bytes(INJECT_MAX_INPUT_BYTES, INJECT_MAX_DEFAULT)
+        self.inject_max_bytes = inject_bound(self.bridge)
         self.unknown_bytes = self.bridge.conf_bytes("spark.sql.defaultSizeInBytes", str(2**63 - 1))
         prepare.collect_view_names(self, plan, None)
         self.optimized = self.bridge.optimized(prepare.prepared(self, plan))

@@ -18,9 +18,12 @@ a block, or read as a size in bytes.
 from __future__ import annotations
 
 import threading
+import weakref
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
+
+from pyspark import SparkContext
 
 from ..errors import InvalidArgument
 from .handles import CATALYST, JPlan
@@ -28,6 +31,7 @@ from .handles import CATALYST, JPlan
 # per (session, key) that a settings block has changed: its value before the first
 # block, and the blocks open now with their values, in the order they began
 _SETTINGS_HELD: dict[tuple[int, str], tuple[str | None, list]] = {}
+_HEAPS: weakref.WeakKeyDictionary[SparkContext, int] = weakref.WeakKeyDictionary()  # asked once per context
 _SETTINGS_LOCK = threading.Lock()
 
 _EXCLUDED_RULES = "spark.sql.optimizer.excludedRules"
@@ -133,3 +137,14 @@ class Optimizing:
             return int(self.jvm.org.apache.spark.network.util.JavaUtils.byteStringAsBytes(value))
         except Exception as e:  # py4j wraps Java's NumberFormatException
             raise InvalidArgument(f"{key} must be a size in bytes such as 512m or 4g, not {value!r}") from e
+
+    def executor_heap_bytes(self) -> int:
+        """The heap of the JVM that runs a task, where an aggregate's buffers live: the
+        driver's own in local mode (its tasks run there), else ``spark.executor.memory``."""
+        sc = self.spark.sparkContext
+        if sc not in _HEAPS:
+            if sc.master.startswith("local[") or sc.master == "local":
+                _HEAPS[sc] = int(self.jvm.java.lang.Runtime.getRuntime().maxMemory())
+            else:
+                _HEAPS[sc] = self.conf_bytes("spark.executor.memory", "1g")
+        return _HEAPS[sc]
