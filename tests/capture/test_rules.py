@@ -115,6 +115,44 @@ def test_outer_semi_and_anti_joins(spark, session, keyed):
     assert len(got) == 8
 
 
+def _physical_plans(spark, run):
+    """What ``run()`` returns, and the physical plans Spark chose before running the
+    captured queries it ran (those reading a rid column; adaptive execution may
+    broadcast a side later, once it has seen its rows)."""
+    executions = spark._jsparkSession.sharedState().statusStore().executionsList
+    before = executions().size()
+    result = run()
+    ran = executions()
+    plans = [ran.apply(i).physicalPlanDescription() for i in range(before, ran.size())]
+    return result, [p.split("== Initial Plan ==")[-1].split("\n\n")[0] for p in plans if "__sp_" in p]
+
+
+def test_a_join_broadcasts_the_side_spark_broadcasts_without_capture(spark, session, tmp_path):
+    # the small side keeps one narrow column of a wide table: its rid column widens its
+    # estimate past a threshold set to its estimate without capture (TPC-H Q9's part)
+    spark.range(2000).selectExpr("id AS k", "id % 7 AS v").write.parquet(str(tmp_path / "big"))
+    wide = [f"repeat(CAST(id AS STRING), 30) AS c{i}" for i in range(8)]
+    spark.range(50).selectExpr("id AS k", *wide).write.parquet(str(tmp_path / "small"))
+    big = session.source(spark.read.parquet(str(tmp_path / "big")), "big")
+    small = session.source(spark.read.parquet(str(tmp_path / "small")), "small").where("k < 40")
+    query = big.join(small.select("k"), "k").select("k", "v")
+    merge = big.join(small.select("k").hint("merge"), "k").select("k", "v")
+    node = query._jdf.queryExecution().optimizedPlan()
+    while node.nodeName() != "Join":
+        node = node.children().apply(0)
+    spark.conf.set("spark.sql.autoBroadcastJoinThreshold", str(node.right().stats().sizeInBytes()))
+    try:
+        assert "BroadcastHashJoin" in query._jdf.queryExecution().sparkPlan().toString()
+        cap, broadcast = _physical_plans(spark, lambda: session.capture(query, name="broadcast"))
+        merged, shuffled = _physical_plans(spark, lambda: session.capture(merge, name="merged"))
+    finally:
+        spark.conf.unset("spark.sql.autoBroadcastJoinThreshold")
+    assert any("BroadcastHashJoin" in p for p in broadcast)
+    assert not any("BroadcastHashJoin" in p for p in shuffled)  # the user's hint stays
+    assert lineage_by_output(cap) == lineage_by_output(merged)
+    assert len(lineage_by_output(cap)) == 40
+
+
 def test_scalar_subquery_lineage_is_stored_once(spark, session, tmp_path):
     spark.range(200).selectExpr("id AS k", "id % 10 AS v").write.parquet(str(tmp_path / "big"))
     big = session.source(spark.read.parquet(str(tmp_path / "big")), "big")

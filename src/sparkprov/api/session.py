@@ -144,9 +144,10 @@ class LineageSession:
         aggregate, ``"logical"`` names each group by its key and joins the aggregate's
         input again afterwards, ``"auto"`` injects unless the relations below the
         aggregate add up to more than the conf ``spark.sparkprov.injectMaxInputBytes``
-        (default ``1g``, by Spark's size estimate; one group's rids are one array in
-        memory). ``"defer"`` is logical, but the capture returns once the output is
-        written and the groups are resolved in the background (answers wait for it).
+        (by Spark's size estimate; unset, the heap of the JVM that runs the tasks, at
+        least ``1g``: one group's rids are one array in memory). ``"defer"`` is
+        logical, but the capture returns once the output is written and the groups
+        are resolved in the background (answers wait for it).
         All give the same lineage. ``"lazy"`` captures nothing: the query
         runs as it is, and the first answer that needs lineage (or
         :meth:`Capture.build_lineage`) runs it again with capture, in this process;

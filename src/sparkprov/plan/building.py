@@ -172,9 +172,17 @@ class Building:
         ``broadcast_left`` hints Spark to broadcast ``left`` instead (for a left side
         that will be reduced to a few rows before the join runs)."""
         inner = self.jvm.org.apache.spark.sql.catalyst.plans.JoinType.apply("inner")
-        hint = join.hint()
-        if broadcast_left:
-            some = self.jvm.scala.Option.apply
-            broadcast = getattr(getattr(self._logical, "BROADCAST$"), "MODULE$")
-            hint = self._logical.JoinHint(some(self._logical.HintInfo(some(broadcast))), hint.rightHint())
+        hint = self._broadcast_hint(join.hint(), left=True) if broadcast_left else join.hint()
         return self._logical.Join(left, right, inner, join.condition(), hint)
+
+    def broadcasting(self, join: JPlan, left: bool) -> JPlan:
+        """``join`` with a hint to broadcast its left (else right) side."""
+        hint = self._broadcast_hint(join.hint(), left)
+        return join.copy(join.left(), join.right(), join.joinType(), join.condition(), hint)
+
+    def _broadcast_hint(self, hint: JPlan, left: bool) -> JPlan:
+        some = self.jvm.scala.Option.apply
+        broadcast = some(self._logical.HintInfo(some(getattr(getattr(self._logical, "BROADCAST$"), "MODULE$"))))
+        if left:
+            return self._logical.JoinHint(broadcast, hint.rightHint())
+        return self._logical.JoinHint(hint.leftHint(), broadcast)

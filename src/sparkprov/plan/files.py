@@ -132,6 +132,10 @@ class Files:
                     out.append(self._file_entry(st))
         return out
 
+    def size_estimate(self, plan: JPlan) -> int:
+        """Catalyst's size estimate for ``plan`` (a statistic, no job)."""
+        return int(str(plan.stats().sizeInBytes()))  # a Scala BigInt
+
     def leaf_bytes(self, plan: JPlan) -> int:
         """The size Catalyst estimates for the relations ``plan`` reads, summed (file
         sizes; a statistic, no job). Its estimate for ``plan`` itself is no bound
