@@ -103,6 +103,8 @@ class CaptureContext:
     order: list[tuple[int, bool, bool]] = field(default_factory=list)
     inject_max_bytes: int = 0  # from INJECT_MAX_INPUT_BYTES, read by rewrite_root
     broadcast_bytes: int | None = None  # spark.sql.autoBroadcastJoinThreshold, read at the first join
+    # the join sides' size estimates in the plan Spark runs without capture, by join (rules.join)
+    planned_sizes: dict[tuple[str, str], tuple[int, int]] | None = None
     unknown_bytes: int = 0  # spark.sql.defaultSizeInBytes, read by rewrite_root
     depth: int = 0  # of the operator being rewritten, for its explain line
     ids: itertools.count = field(default_factory=itertools.count)

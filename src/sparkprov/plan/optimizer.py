@@ -89,6 +89,11 @@ class Optimizing:
         with self.settings(changes):  # for a moment, the session's own: see optimizes_apart
             return state.optimizer().execute(plan.clone())
 
+    def optimized_as_is(self, plan: JPlan) -> JPlan:
+        """``plan`` through Spark's optimizer with the session's settings: the plan
+        Spark runs without capture (column pruning included), for its estimates."""
+        return self._session_state().optimizer().execute(plan.clone())
+
     def _optimize_helper(self) -> Any:
         return self._java_helper("_optimize", _OPTIMIZE_CLASS)
 
