@@ -125,7 +125,7 @@ def test_the_inject_bound_unset_is_the_heap_that_runs_the_tasks(spark):
     bridge = Bridge(spark)
     heap = spark._jvm.java.lang.Runtime.getRuntime().maxMemory()  # local mode: the driver runs the tasks
     assert bridge.executor_heap_bytes() == heap
-    assert inject_bound(bridge) == max(1 << 30, heap)
+    assert inject_bound(bridge) == max(1 << 30, heap // 4)
     spark.conf.set(INJECT_MAX_INPUT_BYTES, "8g")
     try:
         assert inject_bound(bridge) == 8 << 30

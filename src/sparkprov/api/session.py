@@ -144,8 +144,8 @@ class LineageSession:
         aggregate, ``"logical"`` names each group by its key and joins the aggregate's
         input again afterwards, ``"auto"`` injects unless the relations below the
         aggregate add up to more than the conf ``spark.sparkprov.injectMaxInputBytes``
-        (by Spark's size estimate; unset, the heap of the JVM that runs the tasks, at
-        least ``1g``: one group's rids are one array in memory). ``"defer"`` is
+        (by Spark's size estimate; unset, a quarter of the heap of the JVM that runs
+        the tasks, at least ``1g``: one group's rids are one array in memory). ``"defer"`` is
         logical, but the capture returns once the output is written and the groups
         are resolved in the background (answers wait for it).
         All give the same lineage. ``"lazy"`` captures nothing: the query

@@ -23,6 +23,7 @@ from ...plan.catalyst import JExpr, JPlan
 from ...sources import identity as S
 from ...store.format import Slot
 from ..shapes import JOIN_TYPES, Rewritten
+from ..strategy import COLLECTED
 from . import semi_join
 
 if TYPE_CHECKING:
@@ -40,7 +41,7 @@ def rule(cx: CaptureContext, node: JPlan) -> Rewritten:
         raise UnsupportedOperation(f"Join ({kind})", cx.plan_text(node))
     plan_reductions(cx, node, kind, left, right)
     lw, rw = cx.rewrite(left), cx.rewrite(right)
-    plan = _broadcast_as_planned(cx, node, kind, b.with_new_children(node, [lw.plan, rw.plan]))
+    plan = _broadcast_as_planned(cx, node, kind, b.with_new_children(node, [lw.plan, rw.plan]), (lw, rw))
     if kind == "LeftAnti":  # the left row only: an absence of matches is not a dependency
         return Rewritten(plan, lw.slots)
     # inner, cross, outer: a NULL-padded side has NULL slots, so that row keeps only
@@ -57,14 +58,19 @@ def rule(cx: CaptureContext, node: JPlan) -> Rewritten:
 # the sides Spark can broadcast, per join type (its canBuildBroadcastLeft / Right)
 _BUILD_LEFT = ("Inner", "Cross", "RightOuter")
 _BUILD_RIGHT = ("Inner", "Cross", "LeftOuter", "LeftAnti")
+_ARRAYS = frozenset(COLLECTED.values())  # the slot kinds of collected arrays
 
 
-def _broadcast_as_planned(cx: CaptureContext, node: JPlan, kind: str, plan: JPlan) -> JPlan:
-    """``plan``, ``node`` over its rewritten sides, hinted to broadcast the side Spark
+def _broadcast_as_planned(
+    cx: CaptureContext, node: JPlan, kind: str, plan: JPlan, rewritten: tuple[Rewritten, Rewritten]
+) -> JPlan:
+    """``plan``, ``node`` over its ``rewritten`` sides, hinted to broadcast the side Spark
     broadcasts for ``node`` without capture. Spark chooses by each side's size estimate
     (``spark.sql.autoBroadcastJoinThreshold``), which the slots widen: TPC-H Q9 at SF 10
     broadcasts part's green parts, but their estimate with a rid passed the threshold
-    and the capture shuffled all of lineitem (1.7 GB against 98 MB) to join them."""
+    and the capture shuffled all of lineitem (1.7 GB against 98 MB) to join them. A
+    side whose slots are collected arrays is left to Spark: a row's arrays can hold
+    any number of rids, so that side can be far larger than its estimate."""
     b = cx.bridge
     hint = node.hint()
     if hint.leftHint().isDefined() or hint.rightHint().isDefined():  # the user's hint stays
@@ -85,7 +91,9 @@ def _broadcast_as_planned(cx: CaptureContext, node: JPlan, kind: str, plan: JPla
         sizes = [(planned[s], left) for s, left in sides] if planned else []
     # as Spark picks: the smaller side that fits, the right one of two equal
     fits = sorted((size, left) for size, left in sizes if 0 <= size <= cx.broadcast_bytes)
-    return b.broadcasting(plan, left=fits[0][1]) if fits else plan
+    if not fits or any(slot.kind in _ARRAYS for slot in rewritten[0 if fits[0][1] else 1].slots):
+        return plan
+    return b.broadcasting(plan, left=fits[0][1])
 
 
 def _join_key(join: JPlan) -> tuple[str, str]:
