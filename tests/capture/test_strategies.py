@@ -119,7 +119,7 @@ def test_auto_injects_unless_the_input_is_estimated_too_large(spark, tpch_dir, t
         spark.conf.unset(INJECT_MAX_INPUT_BYTES)
 
 
-def test_the_inject_bound_unset_is_the_heap_that_runs_the_tasks(spark):
+def test_the_inject_bound_unset_is_a_quarter_of_the_heap_that_runs_the_tasks(spark):
     # unset, the bound follows the memory the session was given (a driver of 6 GiB
     # injects TPC-H SF 3's aggregates over 1.1 GB of files), never below 1 GiB
     bridge = Bridge(spark)
