@@ -143,7 +143,7 @@ class Files:
         found = described(self.spark, plan, "collectLeaves", ("stats.sizeInBytes",))
         if found is not None:
             return sum(int(size) for _, (size,) in found)
-        return sum(int(str(leaf.stats().sizeInBytes())) for leaf in self.to_list(plan.collectLeaves()))
+        return sum(self.size_estimate(leaf) for leaf in self.to_list(plan.collectLeaves()))
 
     def _listing_helper(self) -> Any:
         return self._java_helper("_listing", _LISTING_CLASS)
