@@ -152,7 +152,10 @@ class LineageSession:
         runs as it is, and the first answer that needs lineage (or
         :meth:`Capture.build_lineage`) runs it again with capture, in this process;
         a query that could give other rows the second time is refused. With
-        ``witnesses``, aggregates are logical, and ``"defer"`` stores the witnesses
+        ``witnesses``, aggregates keep side relations: under ``"auto"`` (within its
+        bound) and ``"inject"`` each group's witnesses are collected in the
+        aggregate, and its side relation read from the rows the query kept; under
+        ``"logical"`` the input runs again. ``"defer"`` stores the witnesses
         only: the pair table is made from them by the first answer that needs it, in
         the process that asks and without Spark (from every output row's derivation,
         so up to the rows why and how read at once).

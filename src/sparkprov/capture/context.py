@@ -88,6 +88,10 @@ class CaptureContext:
     # side relations kept for why and how, which read every slot but a source's as a
     # side's: no rule then makes "rids" slots (a declared function keeps its input numbered)
     witnesses: bool = False
+    # with witnesses, the strategy the user asked for ("" without): where it would
+    # inject, an aggregate collects its witnesses in its own state
+    # (strategy.collects_witnesses) instead of running its input again for its side
+    witness_strategy: str = ""
     # a declared workload's sources (capture/workload.py): only these keep lineage
     keep: frozenset[str] | None = None
     # keep= per declared function (capture/function_keep.py), over their declarations'
@@ -111,6 +115,8 @@ class CaptureContext:
     # aggregates whose input is first reduced to the keys a join above can match, by
     # the aggregate node (``rules.join.node_key``): (grouping keys, the join's values, their plan)
     reductions: dict[tuple[int, str], tuple[list, list, JPlan]] = field(default_factory=dict)
+    # the input bytes of the plans computed_once keeps, by their first column's id
+    cached_bytes: dict[int, int] = field(default_factory=dict)
 
     def rewrite_root(self, plan: JPlan) -> Rewritten:
         """The user's analyzed ``plan`` rewritten with its slots (user columns first), checked first."""
@@ -425,7 +431,16 @@ class CaptureContext:
         self._computed_apart(plan)
         df = self.bridge.to_dataframe(plan).persist(StorageLevel.MEMORY_AND_DISK)
         self.checkpoints.append(df)
-        return self.bridge.cached_relation(df)
+        relation = self.bridge.cached_relation(df)
+        columns = self.bridge.output(relation)
+        if columns:
+            self.cached_bytes[self.bridge.expr_id(columns[0])] = self.input_bytes(plan)
+        return relation
+
+    def input_bytes(self, plan: JPlan) -> int:
+        """The bytes of the relations ``plan`` reads (``Bridge.leaf_bytes``), a relation
+        kept by ``computed_once`` counted as those it reads."""
+        return self.bridge.leaf_bytes(plan, self.cached_bytes)
 
     def _computed_apart(self, plan: JPlan) -> None:
         # sides gathered inside ``plan`` would be gathered by a job the capture does not

@@ -55,6 +55,10 @@ COARSE = {
     for op in ("MapInPandas", "MapInArrow")
 }
 INJECT = "inject: input rids (and handles) collected in the aggregate's own state, an array per slot; no side relation"
+WITNESSES_COLLECTED = (
+    "group: handle (grouping key) per row; each group's witnesses (its input rows' slots) collected in the "
+    "aggregate's own state, and its side relation (handle, input slots) read from the rows the query kept"
+)
 INJECT_PER_LEFT_ROW = (
     "inject: left rows numbered, inner-joined to the right with the condition and grouped back by number, "
     "each carrying its matches' rids (the left side is the smaller); no side relation"

@@ -106,7 +106,8 @@ def run_capture(
     ``witnesses`` also keeps the side relations, the structure why and how
     provenance are read from (``query/provenance.py``). ``strategy`` is how grouping
     operators keep their groups (``rewrite.STRATEGIES``); witnesses need side
-    relations, so they make every aggregate ``logical``. ``workload`` limits the
+    relations, so they make every aggregate keep one (``logical``, its witnesses
+    collected in its own state where ``strategy`` would inject). ``workload`` limits the
     sources that keep lineage, and with ``where`` the rows of a source that do;
     ``read_elsewhere`` names the sources other parts of the capture read (its marks),
     which the workload may name too (None: the caller checks the names).
@@ -186,6 +187,7 @@ def _capture_into(
         by_occurrence=by_occurrence,
         strategy="logical" if witnesses else strategy,
         witnesses=witnesses,
+        witness_strategy=strategy if witnesses else "",
         keep=frozenset(workload.sources) if workload else None,
         where=dict(workload.where) if workload else {},
         read_elsewhere=read_elsewhere,

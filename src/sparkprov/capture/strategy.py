@@ -47,8 +47,27 @@ def stays_logical(cx: CaptureContext, inner: Rewritten, aggregate: JPlan | None 
         return "Spark evaluates a pandas aggregate UDF only beside other pandas UDFs, not beside rid arrays"
     if cx.strategy == "inject":
         return None
+    return _above_bound(cx, inner)
+
+
+def collects_witnesses(cx: CaptureContext, inner: Rewritten, aggregate: JPlan) -> bool:
+    """Whether this aggregate, captured with witnesses, collects each group's witnesses
+    (its input rows' slots, one struct a row) in its own state, its side relation then
+    read from the rows the query kept: where the strategy the user asked for would
+    inject (``CaptureContext.witness_strategy``), over slots naming one row or group
+    each (a window's ranges and collected arrays stay logical)."""
+    if cx.witness_strategy not in ("auto", "inject") or not inner.slots:
+        return False
+    if not all(s.kind in ("source", "group") for s in inner.slots):
+        return False
+    if any(cx.bridge.has_pattern(e, "PYTHON_UDF") for e in cx.bridge.aggregate_expressions(aggregate)):
+        return False  # a pandas aggregate UDF runs beside other pandas UDFs only
+    return cx.witness_strategy == "inject" or _above_bound(cx, inner) is None
+
+
+def _above_bound(cx: CaptureContext, inner: Rewritten) -> str | None:
     # the rewritten input's leaves: Parquet files, in-memory sources as their copies
-    size = cx.bridge.leaf_bytes(inner.plan)
+    size = cx.input_bytes(inner.plan)
     if size >= cx.unknown_bytes:  # what Catalyst assumes for a relation it cannot size (an RDD)
         return f"input of unknown size, so possibly above {INJECT_MAX_INPUT_BYTES}"
     if size > cx.inject_max_bytes:

@@ -108,10 +108,15 @@ class Building:
         if made is not None:
             return made
         e = self._expr
-        agg = e.aggregate.CollectList(attr).toAggregateExpression()
+        agg = self.collect_list(attr)
         if nested:
             agg = e.Flatten(agg)
         return e.ArrayDistinct(agg) if repeats else agg
+
+    def collect_list(self, expr: JExpr) -> JExpr:
+        """``collect_list(expr)`` as an aggregate expression: a group's values, one per
+        row, NULLs skipped."""
+        return self._expr.aggregate.CollectList(expr).toAggregateExpression()
 
     def any_value(self, attr: JExpr) -> JExpr:
         """``max(attr)`` as an aggregate expression: one of the group's values when

@@ -136,14 +136,24 @@ class Files:
         """Catalyst's size estimate for ``plan`` (a statistic, no job)."""
         return int(str(plan.stats().sizeInBytes()))  # a Scala BigInt
 
-    def leaf_bytes(self, plan: JPlan) -> int:
+    def leaf_bytes(self, plan: JPlan, cached: dict[int, int] | None = None) -> int:
         """The size Catalyst estimates for the relations ``plan`` reads, summed (file
         sizes; a statistic, no job). Its estimate for ``plan`` itself is no bound
-        without cost-based statistics: it multiplies the sizes of a join's inputs."""
-        found = described(self.spark, plan, "collectLeaves", ("stats.sizeInBytes",))
-        if found is not None:
-            return sum(int(size) for _, (size,) in found)
-        return sum(self.size_estimate(leaf) for leaf in self.to_list(plan.collectLeaves()))
+        without cost-based statistics: it multiplies the sizes of a join's inputs.
+        ``cached``: for cached relations (by the id of their first column) not yet
+        filled, the leaf bytes of the plans they cache, counted in their place (their
+        own estimate is that of their plan: a join's product)."""
+        found = described(self.spark, plan, "collectLeaves", ("stats.sizeInBytes", "nodeName"))
+        if found is None:
+            leaves = self.to_list(plan.collectLeaves())
+            found = [(leaf, (self.size_estimate(leaf), self.node_name(leaf))) for leaf in leaves]
+        total = 0
+        for leaf, (size, name) in found:
+            if cached and name == "InMemoryRelation":
+                columns = self.output(leaf)
+                size = cached.get(self.expr_id(columns[0]), size) if columns else size
+            total += int(size)
+        return total
 
     def _listing_helper(self) -> Any:
         return self._java_helper("_listing", _LISTING_CLASS)

@@ -61,7 +61,7 @@ class ObservedRows:
     child's output), in its place."""
 
     def __init__(self, bridge, rows: JPlan, schema: StructType | None = None) -> None:
-        jvm, e = bridge.jvm, bridge._expr
+        jvm = bridge.jvm
         self._jvm, self._line = jvm, bridge.line
         self.name = f"sparkprov_rows_{uuid.uuid4().hex}"
         self.schema = schema or StructType.fromJson(json.loads(rows.schema().json()))
@@ -69,7 +69,7 @@ class ObservedRows:
         (child,) = bridge.children(rows)
         columns = bridge.to_list(rows.projectList())
         row = bridge.named_struct([(c.name(), c.child() if c.nodeName() == "Alias" else c) for c in columns])
-        gathered = bridge.alias(e.aggregate.CollectList(row).toAggregateExpression(), "rows")
+        gathered = bridge.alias(bridge.collect_list(row), "rows")
         dataframe_id = uuid.uuid4().int & ((1 << 62) - 1)
         self._observation = jvm.org.apache.spark.sql.Observation(self.name)
         self._line.register_observation(bridge.spark, self._observation, dataframe_id)

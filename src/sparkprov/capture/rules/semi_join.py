@@ -42,7 +42,7 @@ def rule(cx: CaptureContext, node: JPlan, left: JPlan, right: JPlan) -> Rewritte
         # by left row; otherwise an equi join's right side is grouped by key. Pairs
         # can outnumber the right side when a key has many left rows (TPC-H Q21
         # pairs lineitem with itself, sizes equal: it stays logical)
-        if b.leaf_bytes(lw.plan) < b.leaf_bytes(rw.plan):
+        if cx.input_bytes(lw.plan) < cx.input_bytes(rw.plan):
             return _inject_per_left_row(cx, node, lw, rw, right)
         keys = b.equi_join_keys(node)
         if keys:
