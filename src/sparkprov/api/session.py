@@ -23,7 +23,8 @@ from pyspark.sql import DataFrame, SparkSession
 
 from ..capture.function_keep import FunctionKeep
 from ..capture.marks import capture_marks, mark_names
-from ..capture.run import Write, run_capture
+from ..capture.output_write import Write
+from ..capture.run import run_capture
 from ..capture.strategy import STRATEGIES
 from ..capture.workload import Workload
 from ..errors import InvalidArgument, one_line

@@ -14,25 +14,21 @@ import uuid
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor, wait
 from contextlib import nullcontext
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from pathlib import Path
 
-import numpy as np
-import pyarrow as pa
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
-from pyspark.sql.types import LongType, StructField, StructType
 
-from ..errors import CaptureFailed, InvalidArgument
+from ..errors import InvalidArgument
 from ..functions.tracer import declaration_error
-from ..plan.catalyst import Bridge, JPlan
+from ..plan.catalyst import Bridge
 from ..plan.observed import WatchedJobs
-from ..plan.small_writes import small_rows, write_parquet, write_table
-from ..plan.threads import kept_pool
-from ..plan.written import read_written, stored_schema
-from ..sources.identity import RID, ROW_BITS, NamedLeaf
+from ..plan.small_writes import write_parquet
+from ..plan.written import read_written
+from ..sources.identity import RID, NamedLeaf
 from ..store.catalog import Store
-from ..store.layout import CaptureFolders, local_path
+from ..store.layout import CaptureFolders
 from . import blackbox, later
 from .context import CaptureContext
 from .features import entry_features
@@ -42,6 +38,7 @@ from .lineage import (
     slots_json,
     source_pairs,
 )
+from .output_write import Write, beside, stored_output_schema, write_for_user
 from .shapes import PRUNED
 from .workload import Workload, check_partition_column
 from .writing import (
@@ -56,7 +53,6 @@ from .writing import (
     write_side_rows,
     write_sides,
 )
-from .written_counts import PART, check_row_counts
 
 log = logging.getLogger("sparkprov")
 
@@ -67,16 +63,6 @@ def storage_names(columns: list[str]) -> list[str]:
     if len(set(lowered)) == len(lowered) and all(c and not c.startswith("__sp_") and c != RID for c in columns):
         return list(columns)
     return [f"_c{i}_{c}" for i, c in enumerate(columns)]
-
-
-@dataclass(frozen=True)
-class Write:
-    """Where a capture also writes its output for the user: Parquet files or a table."""
-
-    path: str | None = None
-    table: str | None = None
-    mode: str = "errorifexists"
-    owned: bool = False  # a folder inside the store (a workflow's dataset, a checkpoint): its files are sparkprov's
 
 
 def run_capture(
@@ -261,7 +247,7 @@ def _run_rewritten(
     # the jobs that run the query: whether they ran once says if side rows they gathered hold
     jobs = WatchedJobs(spark)
     started = time.perf_counter()
-    pool = _beside()
+    pool = beside()
     shared, sides = None, None
     try:
         # the subqueries' lineage is read from their kept rows while the query runs: a
@@ -440,7 +426,7 @@ def _entry(
             "path": output_path,
             "columns": display,
             "stored": storage_names(display),
-            "schema": _stored_schema(staged).json(),
+            "schema": stored_output_schema(staged).json(),
             **({"order": [list(key) for key in rewriter.order]} if rewriter.order else {}),
         },
         "sources": {use.info.name: use.info.to_json() for use in rewriter.sources if use.info.kind != PRUNED},
@@ -487,115 +473,3 @@ def _resolve(
         shared_path = store_lineage(spark, pairs, graph, Path(lineage_path), data / "shared", distinct)
     shutil.rmtree(work, ignore_errors=True)
     return shared_path, structure
-
-
-def _stored_schema(staged: DataFrame) -> StructType:
-    """The output files' schema (kept in the entry as JSON, so reading them back needs no job to infer it)."""
-    return StructType([*stored_schema(staged.schema).fields, StructField(RID, LongType())])
-
-
-_ROW_MASK = (1 << 33) - 1  # monotonically_increasing_id: partition << 33 | position
-
-
-def write_for_user(bridge: Bridge, staged: DataFrame, display: list[str], write: Write, output_path: str) -> dict:
-    """Write the output rows as the user asked, and store them with ``_sp_rid`` equal to
-    each row's rid in the written files (file number << 40 | row index), the rid a
-    later capture reading those files gives it.
-
-    The rows are computed once (a checkpoint, which also observes the partitions that
-    hold rows), then written twice at once from the same partitions: Spark writes
-    partition ``p`` as file ``part-p...`` in row order, and no file for an empty one
-    but partition 0, so the files are those partitions in order, and
-    ``monotonically_increasing_id`` (``p << 33 | position``) names the file and row.
-    The files written are checked against that (the store's copy is written again if
-    Spark numbered them otherwise), and their row counts afterwards; a mismatch fails
-    the capture.
-
-    Into a new folder the store owns (a workflow's dataset), small rows are collected
-    once and both copies written from them on the driver, each one file
-    (``plan.small_writes``): the rid of a row is then its position.
-    """
-    spark = bridge.spark
-    new_folder = write.owned and write.table is None and write.mode in ("error", "errorifexists")
-    rows = small_rows(staged) if new_folder and not Path(local_path(write.path)).exists() else None
-    if rows is not None:
-        fields = zip(staged.schema.fields, display)
-        user_schema = StructType([StructField(d, f.dataType, f.nullable) for f, d in fields])
-        write_table(rows.select(range(len(display))).rename_columns(display), user_schema, write.path)
-        positions = pa.array(np.arange(rows.num_rows, dtype=np.int64))
-        write_table(rows.append_column(RID, positions), _stored_schema(staged), output_path)
-        root, files = bridge.folder_files(write.path)  # as reading the folder would report them
-        return {"path": write.path, "table": None, "roots": [root], "files": sorted(files)}
-    kept, with_rows = _checkpointed(staged)
-    try:
-        user = kept.select(*[F.col(f"`{c}`").alias(d) for c, d in zip(kept.columns, display)])
-        writer = user.write.mode(write.mode).format("parquet").option("maxRecordsPerFile", 0)
-        # Spark writes a file per partition with rows, and one for partition 0 always
-        expected = {p: i for i, p in enumerate(sorted({0, *with_rows}))}
-        # the two writes at once: on small outputs most of a write's time is the driver's
-        stored = _beside().submit(write_parquet, kept.withColumn(RID, _file_rid(expected)), output_path)
-        try:
-            if write.table:
-                writer.saveAsTable(write.table)
-                reread = spark.table(write.table)
-            else:
-                writer.save(write.path)
-                reread = read_written(spark, write.path, user.schema)
-        finally:
-            wait([stored])
-        how = stored.result()
-        fs = _file_relation(bridge, reread)
-        files = sorted(bridge.files(fs))
-        number = {}
-        for i, (path, _, _) in enumerate(files):
-            m = PART.match(path.rsplit("/", 1)[-1])
-            if m is None or int(m.group(1)) in number:
-                raise CaptureFailed(
-                    f"sparkprov: cannot tell which rows {path} holds; the written files are untraceable"
-                )
-            number[int(m.group(1))] = i
-        if with_rows and number != expected:  # Spark wrote other files than expected: the rids again
-            log.info("sparkprov: Spark wrote %d files for %d partitions with rows", len(number), len(with_rows))
-            shutil.rmtree(output_path)
-            how = write_parquet(kept.withColumn(RID, _file_rid(number)), output_path)
-        check_row_counts(spark, reread, output_path, [p for p, _, _ in files], number, how == "arrow")
-        return {"path": write.path, "table": write.table, "roots": bridge.root_paths(fs), "files": files}
-    finally:
-        kept.unpersist()
-
-
-def _beside():
-    # threads kept from earlier captures (plan/threads.py) for the writes a capture
-    # runs beside its query; one per capture at a time is enough, a few captures at once
-    return kept_pool("beside", 8)
-
-
-def _file_relation(bridge: Bridge, written: DataFrame) -> JPlan:
-    leaf = bridge.analyzed(written)
-    while bridge.children(leaf):  # a table reads as SubqueryAlias over the relation
-        (leaf,) = bridge.children(leaf)
-    return bridge.file_relation(leaf)
-
-
-def _checkpointed(staged: DataFrame) -> tuple[DataFrame, list[int]]:
-    """``staged`` computed once and kept, and the numbers of its partitions that hold
-    rows (observed by the job that computes it, sorted)."""
-    from pyspark.sql import Observation
-
-    seen = Observation(f"sparkprov_partitions_{uuid.uuid4().hex}")
-    part = "__sp_partition"
-    # as one string: the Observations of Spark 4.0 and 3.5 hand an array to Python as a
-    # JVM object
-    numbers = F.array_join(F.collect_set(F.col(part).cast("string")), ",")
-    observed = staged.withColumn(part, F.spark_partition_id()).observe(seen, numbers.alias("p"))
-    kept = observed.drop(part).localCheckpoint(eager=True)
-    return kept, sorted(int(p) for p in (seen.get["p"] or "").split(",") if p)
-
-
-def _file_rid(number: dict[int, int]):
-    """The rid of each row in the files written from its partition (``number``:
-    partition -> file number)."""
-    tmp = F.monotonically_increasing_id()
-    pairs = [x for p, i in number.items() for x in (F.lit(p), F.lit(i).cast("long"))]
-    file_no = F.element_at(F.create_map(*pairs), F.shiftright(tmp, 33)) if pairs else F.lit(None).cast("long")
-    return F.shiftleft(file_no, ROW_BITS).bitwiseOR(tmp.bitwiseAND(F.lit(_ROW_MASK)))

@@ -30,7 +30,7 @@ from pyspark.sql.pandas.types import from_arrow_schema
 
 from ..api import Capture
 from ..capture.lineage import slots_json
-from ..capture.run import Write, write_for_user
+from ..capture.output_write import Write, write_for_user
 from ..sources.identity import RID
 from ..store.catalog import check_name
 from ..store.layout import CaptureFolders
