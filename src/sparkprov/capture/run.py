@@ -28,6 +28,7 @@ from ..plan.small_writes import write_parquet
 from ..plan.written import read_written
 from ..sources.identity import RID, NamedLeaf
 from ..store.catalog import Store
+from ..store.format import resolvable_by_joins
 from ..store.layout import CaptureFolders
 from . import blackbox, later
 from .context import CaptureContext
@@ -297,7 +298,9 @@ def _run_rewritten(
         shutil.rmtree(folders.work, ignore_errors=True)
         shared_path, deferred = None, {"later": "witnesses"}
     else:
-        shared_path, structure = _resolve(bridge, rewriter, output_path, lineage_path, witnesses, data, jobs)
+        shared_path, structure, left = _resolve(bridge, rewriter, output_path, lineage_path, witnesses, data, jobs)
+        if left:  # to the witnesses: the pairs are made from them by the first answer that needs them
+            deferred = {"later": "witnesses"}
     # what dominates a capture's cost: the query with slots, or resolving them into pairs
     timings = {"output_s": round(output_done - started, 3), "lineage_s": round(time.perf_counter() - output_done, 3)}
     lineage = {"path": lineage_path, "shared": shared_path, **({"in_output": in_output} if in_output else deferred)}
@@ -449,7 +452,9 @@ def _resolve(
     bridge, rewriter, output_path: str, lineage_path: str, witnesses: bool, data: Path, jobs: WatchedJobs | None = None
 ):
     """Resolve the output's slots into the pair table (and shared lineage, and with
-    ``witnesses`` the side relations); returns (shared lineage path, witnesses).
+    ``witnesses`` the side relations); returns (shared lineage path, witnesses,
+    whether the pair table is left to them). With witnesses that joins resolve
+    (``store.format.resolvable_by_joins``) only those are written.
     ``jobs``: those that ran the query (side rows they gathered are written as they are)."""
     slots = rewriter.root.slots
     spark = bridge.spark
@@ -464,6 +469,12 @@ def _resolve(
             # kept first: the pairs then read each side's rows from its files, not by
             # running its input again
             structure = write_sides(graph, slots, data / "sides")
+            if resolvable_by_joins(structure):
+                # the pair table is then made from them when first needed, in the
+                # process that asks, by joins in DuckDB (query/witness_pairs.py): a
+                # capture without witnesses also leaves its pairs to the first answer
+                shutil.rmtree(work, ignore_errors=True)
+                return None, structure, True
             written = {int(k): side["path"] for k, side in structure["sides"].items()}
             run = graph.relation
             graph = replace(graph, relation=lambda k: read_written(spark, written[k]) if k in written else run(k))
@@ -472,4 +483,4 @@ def _resolve(
         distinct = not unique_pairs(rewriter)
         shared_path = store_lineage(spark, pairs, graph, Path(lineage_path), data / "shared", distinct)
     shutil.rmtree(work, ignore_errors=True)
-    return shared_path, structure
+    return shared_path, structure, False

@@ -135,6 +135,23 @@ def parents_first(start: Iterable[int], children: Callable[[int], Iterable[int]]
     return order[::-1]
 
 
+def resolvable_by_joins(witnesses: dict | None) -> bool:
+    """Whether kept ``witnesses`` (an entry's) give their pairs by joins on handles alone
+    (``query/witness_pairs``): every slot names one source row or one group, of a side
+    that is not a window's ranges.
+
+    >>> resolvable_by_joins({"output": [{"name": "s", "kind": "source", "ref": 0}], "sides": {}})
+    True
+    >>> resolvable_by_joins({"output": [{"name": "w", "kind": "window", "ref": 0}], "sides": {}})
+    False
+    """
+    if not witnesses:
+        return False
+    sides = witnesses["sides"].values()
+    slots = [*witnesses["output"], *(s for side in sides for s in side["slots"])]
+    return all(s["kind"] in ("source", "group") for s in slots) and not any(side["ranged"] for side in sides)
+
+
 def shared_path(lineage: LineageInfo) -> str | None:
     """Where a capture's shared lineage (scalar subqueries', whole-input windows') is, if
     it has any: one finished later has it only once built, and only if its query has
