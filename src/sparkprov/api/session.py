@@ -138,7 +138,10 @@ class LineageSession:
 
         ``witnesses=True`` also keeps how each output row was derived (which rows were
         joined, grouped, matched), for :meth:`Capture.why` and :meth:`Capture.how`.
-        It stores each grouping operator's groups, which costs time and space.
+        It stores each grouping operator's groups, which costs time and space;
+        unless a window's ranges are among them, the pair table traces read is then
+        made from them by the first answer that needs it (joins in DuckDB, in the
+        process that asks).
 
         ``strategy`` is how aggregates keep their groups' input rows (``explain()``
         shows the choice per operator): ``"inject"`` collects the rids inside the

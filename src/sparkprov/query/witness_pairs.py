@@ -24,10 +24,9 @@ from pathlib import Path
 
 import pyarrow as pa
 
-from ..sources.identity import RID
 from ..store.duck import connection
 from ..store.files import parquet_files
-from ..store.format import HANDLE, IN, OUT, parents_first
+from ..store.format import HANDLE, IN, OUT, RID, parents_first
 from ..store.parquet import files_sql
 
 

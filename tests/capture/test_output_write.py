@@ -1,4 +1,4 @@
-"""A capture that also writes its output for the user (capture/run.py): the stored rows'
+"""A capture that also writes its output for the user (capture/output_write.py): the stored rows'
 rids must be those a later capture reading the written files gives them, however Spark
 spreads the rows over files, and written files that do not match fail the capture."""
 
@@ -10,7 +10,7 @@ import pyarrow.parquet as pq
 import pytest
 
 import sparkprov as sp
-from sparkprov.capture import run
+from sparkprov.capture import output_write
 
 # six partitions, some of them without rows (Spark writes no file for those but the
 # first); by range: the first two without rows
@@ -53,13 +53,13 @@ def test_files_numbered_otherwise_are_stored_again(session, spark, tmp_path, mon
     # as if Spark wrote a file for every partition (it writes one for the first and for
     # those with rows): the rids guessed first are wrong,
     # and the stored output must be written again with the files' numbers
-    checkpointed = run._checkpointed
+    checkpointed = output_write._checkpointed
 
     def every_partition(staged):
         kept, _ = checkpointed(staged)
         return kept, list(range(kept.rdd.getNumPartitions()))
 
-    monkeypatch.setattr(run, "_checkpointed", every_partition)
+    monkeypatch.setattr(output_write, "_checkpointed", every_partition)
     with caplog.at_level("INFO", logger="sparkprov"):
         found = _traced_through(session, spark, tmp_path)
     assert "files for 6 partitions with rows" in caplog.text
