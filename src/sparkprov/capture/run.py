@@ -469,10 +469,13 @@ def _resolve(
             # kept first: the pairs then read each side's rows from its files, not by
             # running its input again
             structure = write_sides(graph, slots, data / "sides")
-            if resolvable_by_joins(structure):
+            if resolvable_by_joins(structure) and not any(s.shared for s in rewriter.sides):
                 # the pair table is then made from them when first needed, in the
                 # process that asks, by joins in DuckDB (query/witness_pairs.py): a
-                # capture without witnesses also leaves its pairs to the first answer
+                # capture without witnesses also leaves its pairs to the first answer.
+                # Not with a shared side (a scalar subquery's row): its lineage is
+                # kept once, not in the pairs of every row (TPC-H Q11 at SF 1: 33.6M
+                # pairs for 1,048 rows)
                 shutil.rmtree(work, ignore_errors=True)
                 return None, structure, True
             written = {int(k): side["path"] for k, side in structure["sides"].items()}
