@@ -38,7 +38,7 @@ from ..errors import EmbeddedUnsupported, InvalidArgument, LineageTooLarge, Sour
 from ..plan.predicate import check_predicate
 from ..sources.text import picked_lines
 from ..store import fs
-from ..store.duck import connection
+from ..store.duck import connection, quote
 from ..store.entry import CaptureEntry
 from ..store.files import parquet_files
 from ..store.format import GRP, IN, OUT, REF, RID, ROW_BITS, SRC, shared_path
@@ -372,15 +372,6 @@ def _plain_types(table: pa.Table) -> pa.Table:
     if not any(f.type in plain for f in table.schema):
         return table
     return table.cast(pa.schema([f.with_type(plain.get(f.type, f.type)) for f in table.schema]))
-
-
-def quote(name: str) -> str:
-    """``name`` as a DuckDB identifier.
-
-    >>> print(quote('a"b'))
-    "a""b"
-    """
-    return '"' + name.replace('"', '""') + '"'
 
 
 def output_relation(entry: CaptureEntry) -> str:

@@ -24,7 +24,7 @@ from pathlib import Path
 
 import pyarrow as pa
 
-from ..store.duck import connection
+from ..store.duck import connection, quote
 from ..store.files import parquet_files
 from ..store.format import HANDLE, IN, OUT, RID, parents_first
 from ..store.parquet import files_sql
@@ -39,7 +39,7 @@ def pairs_by_source(output_path: str, structure: dict) -> dict[int, list[pa.Tabl
         files = parquet_files(output_path)
         if not files:
             return found
-        columns = ", ".join(_quoted(c) for c in [RID, *(s["name"] for s in structure["output"])])
+        columns = ", ".join(quote(c) for c in [RID, *(s["name"] for s in structure["output"])])
         con.execute(f"CREATE TEMP TABLE rows_0 AS SELECT {columns} FROM read_parquet({files_sql(files)})")
         probes: dict[int, list[str]] = defaultdict(list)  # side -> queries of (out, h)
         _reach(con, "rows_0", RID, structure["output"], found, probes)
@@ -63,7 +63,7 @@ def pairs_by_source(output_path: str, structure: dict) -> dict[int, list[pa.Tabl
 def _reach(con, table: str, out: str, slots: list[dict], found: dict, probes: dict) -> None:
     # a source slot gives pairs; a group slot, the handles its side is then probed with
     for s in slots:
-        column = _quoted(s["name"])
+        column = quote(s["name"])
         if s["kind"] == "source":
             got = con.execute(
                 f"SELECT {out} AS {OUT}, {column} AS {IN} FROM {table} WHERE {column} IS NOT NULL"
@@ -72,10 +72,6 @@ def _reach(con, table: str, out: str, slots: list[dict], found: dict, probes: di
         else:
             reach = f"SELECT {out} AS {OUT}, {column} AS h FROM {table} WHERE {column} IS NOT NULL"
             probes[int(s["ref"])].append(reach)
-
-
-def _quoted(name: str) -> str:
-    return '"' + name.replace('"', '""') + '"'
 
 
 def publish(path: Path, output_path: str, structure: dict) -> None:

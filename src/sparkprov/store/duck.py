@@ -23,6 +23,15 @@ _LOCK = threading.Lock()
 _DATABASE: list[duckdb.DuckDBPyConnection] = []
 
 
+def quote(name: str) -> str:
+    """``name`` as a DuckDB identifier.
+
+    >>> print(quote('a"b'))
+    "a""b"
+    """
+    return '"' + name.replace('"', '""') + '"'
+
+
 def connection() -> duckdb.DuckDBPyConnection:
     """A new connection to this process's DuckDB database; close it when done (``with``)."""
     with _LOCK:

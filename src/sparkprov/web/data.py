@@ -21,10 +21,10 @@ import numpy as np
 import pyarrow as pa
 
 from ..errors import InvalidArgument
-from ..query.embedded import EmbeddedEngine, duckdb_condition, output_relation, quote
+from ..query.embedded import EmbeddedEngine, duckdb_condition, output_relation
 from ..query.linked import LinkedViews, Measure
 from ..store.catalog import Store, check_name
-from ..store.duck import connection
+from ..store.duck import connection, quote
 from ..store.entry import CaptureEntry
 from ..store.format import RID
 from ..store.listing import describe

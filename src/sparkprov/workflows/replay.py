@@ -35,6 +35,7 @@ import pyarrow.parquet as pq
 
 from ..capture.later import FLOAT_TOLERANCE
 from ..errors import LineageNotBuilt
+from ..store.duck import quote
 from ..store.layout import WorkflowFolders
 
 _EXECUTION, _STATE = "execution", "state"
@@ -119,7 +120,7 @@ def _differences(con: duckdb.DuckDBPyConnection, a: duckdb.DuckDBPyRelation, b: 
     missing = [c for c in a.columns if c not in b.columns]
     if missing:
         return f"no column {missing[0]!r}"
-    q = _quoted
+    q = quote
     b = b.select(", ".join(map(q, a.columns)))
     count_a, count_b = a.count("*").fetchone()[0], b.count("*").fetchone()[0]
     if count_a != count_b:
@@ -148,7 +149,3 @@ def _differences(con: duckdb.DuckDBPyConnection, a: duckdb.DuckDBPyRelation, b: 
     if changed:
         return f"{changed} row(s) with floating-point values further apart than {FLOAT_TOLERANCE:g}"
     return None
-
-
-def _quoted(name: str) -> str:
-    return '"' + name.replace('"', '""') + '"'
