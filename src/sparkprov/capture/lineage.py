@@ -288,6 +288,26 @@ def _range_join(
     return _joined(_ranges(frontier), graph.relation(k))
 
 
+# flattened rows through one window side that a capture's joins in DuckDB make
+# (store/joined_pairs); more are resolved by Spark
+JOINED_MAX_PAIRS = 20_000_000
+
+
+def flattened_here(graph: SideGraph) -> Callable[[int, int, int, int], bool]:
+    """Whether the ranges of window side ``k`` that flatten to ``pairs`` pairs
+    (``ranges`` of them, over ``side_rows`` rows) are flattened by joins in this
+    process (``store/joined_pairs``): not where ``_range_join`` would keep them as
+    blocks, nor beyond ``JOINED_MAX_PAIRS``."""
+
+    def accept(k: int, pairs: int, ranges: int, side_rows: int) -> bool:
+        factorable = graph.factorize and getattr(graph.sides[k], "factorable", False)
+        if factorable and pairs > window_blocks.MIN_PAIRS and window_blocks.worth_it(pairs, ranges, side_rows):
+            return False
+        return pairs <= JOINED_MAX_PAIRS
+
+    return accept
+
+
 def _sizes(frontier: DataFrame) -> tuple[int, int]:
     """How many pairs ``frontier``'s ranges flatten to, and how many ranges there are."""
     ranges = _ranges(frontier)

@@ -27,8 +27,10 @@ from ..plan.observed import WatchedJobs
 from ..plan.small_writes import write_parquet
 from ..plan.written import read_written
 from ..sources.identity import RID, NamedLeaf
+from ..store import joined_pairs
 from ..store.catalog import Store
 from ..store.format import resolvable_by_joins
+from ..store.joined_pairs import joinable
 from ..store.layout import CaptureFolders
 from . import blackbox, later
 from .context import CaptureContext
@@ -36,6 +38,7 @@ from .features import entry_features
 from .function_keep import FunctionKeep
 from .lineage import (
     OUT,
+    flattened_here,
     slots_json,
     source_pairs,
 )
@@ -463,22 +466,38 @@ def _resolve(
     # Pair tables can be much larger than the query's own shuffles (an output row
     # times its inputs): more, smaller partitions to start with keep each task's
     # distinct within memory, and adaptive execution merges the small ones again.
+    shared = any(s.shared for s in rewriter.sides)
     with lineage_settings(bridge):
         structure = None
         if witnesses:
             # kept first: the pairs then read each side's rows from its files, not by
             # running its input again
             structure = write_sides(graph, slots, data / "sides")
-            if resolvable_by_joins(structure) and not any(s.shared for s in rewriter.sides):
+            if resolvable_by_joins(structure) and not shared:
                 # the pair table is then made from them when first needed, in the
-                # process that asks, by joins in DuckDB (query/witness_pairs.py): a
+                # process that asks, by joins in DuckDB (store/joined_pairs.py): a
                 # capture without witnesses also leaves its pairs to the first answer.
                 # Not with a shared side (a scalar subquery's row): its lineage is
                 # kept once, not in the pairs of every row (TPC-H Q11 at SF 1: 33.6M
                 # pairs for 1,048 rows)
                 shutil.rmtree(work, ignore_errors=True)
                 return None, structure, True
-            written = {int(k): side["path"] for k, side in structure["sides"].items()}
+        in_files = structure  # the sides whose rows are in files
+        if not shared and any(s.ranged for s in rewriter.sides):
+            # A window's ranges flattened by joins in DuckDB over its side's rows, here:
+            # Spark's joins, distinct and write of the pairs took 44 s for the
+            # pipelines suite's running totals at 1M orders (9.5M pairs)
+            if in_files is None:
+                described, paths = describe_sides(graph, slots, work / "sides")
+                if joinable(described):
+                    write_side_rows(graph, paths)
+                    in_files = described
+            here = in_files is not None and joinable(in_files)
+            if here and joined_pairs.publish(Path(lineage_path), output_path, in_files, flattened_here(graph)):
+                shutil.rmtree(work, ignore_errors=True)
+                return None, structure, False
+        if in_files is not None:
+            written = {int(k): side["path"] for k, side in in_files["sides"].items()}
             run = graph.relation
             graph = replace(graph, relation=lambda k: read_written(spark, written[k]) if k in written else run(k))
         rows = read_written(spark, output_path).select(F.col(RID).alias(OUT), *[s.name for s in slots])

@@ -45,13 +45,12 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from ..errors import LineageTooLarge, WitnessesNotKept
-from ..store import fs
+from ..store import fs, joined_pairs
 from ..store.duck import connection
 from ..store.entry import CaptureEntry
 from ..store.files import parquet_files
 from ..store.format import HANDLE, IN, OUT, POS, RID, parents_first, resolvable_by_joins
 from ..store.parquet import files_sql, read_table, rid_array
-from . import witness_pairs
 
 WITNESS_LIMIT = 10_000  # witnesses one output row may have before why() refuses
 SIDE_ROW_LIMIT = 2_000_000  # side rows one answer may read
@@ -369,7 +368,7 @@ def write_pairs(entry: CaptureEntry, every: dict[int, Polynomial] | None = None)
     if every is None and resolvable_by_joins(entry.witnesses):
         # by joins, not as polynomials: their variables are all a pair table needs
         # (TPC-H Q13 at SF 1: 1.7M side rows, 91 s as polynomials)
-        witness_pairs.publish(path, entry.output.path, entry.witnesses)
+        joined_pairs.publish(path, entry.output.path, entry.witnesses)
         return
     numbers = entry.lineage.sources
     tables: dict[int, list[pa.Table]] = defaultdict(list)

@@ -137,7 +137,7 @@ def parents_first(start: Iterable[int], children: Callable[[int], Iterable[int]]
 
 def resolvable_by_joins(witnesses: dict | None) -> bool:
     """Whether kept ``witnesses`` (an entry's) give their pairs by joins on handles alone
-    (``query/witness_pairs``): every slot names one source row or one group, of a side
+    (``store/joined_pairs``): every slot names one source row or one group, of a side
     that is not a window's ranges.
 
     >>> resolvable_by_joins({"output": [{"name": "s", "kind": "source", "ref": 0}], "sides": {}})

@@ -1,5 +1,5 @@
-"""Pair tables made from kept witnesses by joins in this process (query/witness_pairs.py)
-are those Spark resolves at capture without witnesses."""
+"""Pair tables made by joins in DuckDB in this process (store/joined_pairs.py): from kept
+witnesses, and at capture for windows, they are those Spark resolves at capture."""
 
 from __future__ import annotations
 
@@ -66,3 +66,61 @@ def test_a_windows_ranges_are_read_as_polynomials(spark, session):
     assert not resolvable_by_joins(cap._entry.witnesses)
     assert sorted(r.v for r in cap.backward("run = 12", "nums").collect()) == [5, 7]
     assert _pairs(cap) == _pairs(session.capture(q, "running-plain"))
+
+
+def _windowed(spark, session):
+    # partition keys with NULLs, 0.0 beside -0.0 and NaN beside NaN (one partition each
+    # to Spark), ties in the order, frames that run past a partition's end or hold no
+    # row, and a window over another window's rows
+    nan = float("nan")
+    keys = [(1, 0.0), (1, -0.0), (None, 2.0), (None, 2.0), (2, nan), (2, nan), (3, None)]
+    rows = [(i, g, k, i % 4, float(i * 7 % 11)) for i, (g, k) in enumerate(keys * 6)]
+    data = session.source(spark.createDataFrame(rows, "id long, g int, k double, t int, v double"), "data")
+    by_t = Window.partitionBy("g", "k").orderBy("t", "id")
+    lower = data.select(
+        "id",
+        "g",
+        "k",
+        "t",
+        "v",
+        F.sum("v").over(by_t.rowsBetween(Window.unboundedPreceding, 0)).alias("running"),
+        F.avg("v").over(by_t.rowsBetween(-2, 0)).alias("moving"),
+        F.count("v").over(by_t.rowsBetween(2, 4)).alias("ahead"),
+        F.lag("v", 2).over(by_t).alias("lagged"),
+        F.lead("v").over(by_t).alias("led"),
+        F.rank().over(Window.partitionBy("g").orderBy("t")).alias("ranked"),
+        F.max("v").over(Window.partitionBy("k").orderBy("t").rangeBetween(-1, 0)).alias("near"),
+    )
+    return lower.select("*", F.sum("running").over(Window.partitionBy("g").orderBy("t").rangeBetween(0, 1)).alias("up"))
+
+
+@pytest.mark.parametrize("witnesses", [False, True])
+def test_window_ranges_flattened_here_are_those_spark_resolves(spark, session, monkeypatch, witnesses):
+    from sparkprov.capture import lineage
+    from sparkprov.store import joined_pairs
+
+    made = []
+    publish = joined_pairs.publish
+    monkeypatch.setattr(joined_pairs, "publish", lambda *a: made.append(publish(*a)) or made[-1])
+    q = _windowed(spark, session)
+    here = session.capture(q, "here", witnesses=witnesses)
+    assert made == [True]  # flattened by joins in DuckDB, not by Spark
+    monkeypatch.setattr(lineage, "JOINED_MAX_PAIRS", 10)  # declined past the bound: Spark's
+    by_spark = session.capture(q, "by-spark", witnesses=witnesses)
+    assert made == [True, False]
+    expected = _pairs(by_spark)
+    assert len(expected["data"]) > 300
+    assert _pairs(here) == expected
+
+
+def test_window_ranges_kept_as_blocks_are_left_to_spark(spark, session, monkeypatch):
+    from sparkprov.capture import window_blocks
+
+    # a running total over one partition of 1,500 rows: 1.1M pairs flattened, which
+    # blocks keep in a few thousand rows
+    monkeypatch.setattr(window_blocks, "MIN_PAIRS", 1_000)
+    nums = session.source(spark.range(1500).withColumn("g", F.lit(1)), "nums")
+    w = Window.partitionBy("g").orderBy("id").rowsBetween(Window.unboundedPreceding, 0)
+    cap = session.capture(nums.withColumn("run", F.sum("id").over(w)), "running")
+    assert "window-blocks" in cap._entry.features
+    assert sorted(r.id for r in cap.backward("id = 9", "nums").collect()) == list(range(10))
