@@ -124,3 +124,43 @@ def test_window_ranges_kept_as_blocks_are_left_to_spark(spark, session, monkeypa
     cap = session.capture(nums.withColumn("run", F.sum("id").over(w)), "running")
     assert "window-blocks" in cap._entry.features
     assert sorted(r.id for r in cap.backward("id = 9", "nums").collect()) == list(range(10))
+
+
+def test_timestamp_handles_meet_whichever_wrote_them(tmp_path):
+    # a window partitioned by a timestamp: Spark writes one side's handles as INT96,
+    # Arrow the other's with a zone; on a machine whose zone is not UTC they are still
+    # the same instants
+    import datetime as dt
+
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from sparkprov.store import duck, joined_pairs
+
+    at = pa.array([dt.datetime(2024, 3, 1, 12, 0)] * 2, pa.timestamp("us", tz="UTC"))
+    handle = pa.StructArray.from_arrays([at], ["ts"])
+    ranges = pa.StructArray.from_arrays([handle, pa.array([1, 1]), pa.array([2, 1])], ["h", "lo", "hi"])
+    (tmp_path / "out").mkdir()
+    (tmp_path / "side").mkdir()
+    pq.write_table(pa.table({RID: [10, 11], "w": ranges}), tmp_path / "out" / "part-0.parquet")
+    side = pa.table({"__sp_h": handle, "__sp_pos": [1, 2], "s": [70, 71]})
+    pq.write_table(side, tmp_path / "side" / "part-0.parquet", use_deprecated_int96_timestamps=True)
+    structure = {
+        "output": [{"name": "w", "kind": "window", "ref": 0}],
+        "sides": {
+            "0": {"ranged": True, "path": str(tmp_path / "side"), "slots": [{"name": "s", "kind": "source", "ref": 0}]}
+        },
+    }
+    with duck.connection() as con:
+        zone = con.execute("SELECT current_setting('TimeZone')").fetchone()[0]
+        con.execute("SET GLOBAL TimeZone = 'America/New_York'")
+    try:
+        found = joined_pairs.pairs_by_source(str(tmp_path / "out"), structure)
+    finally:
+        with duck.connection() as con:
+            con.execute(f"SET GLOBAL TimeZone = '{zone}'")
+    assert found[0].to_pylist() == [
+        {"out_rid": 10, "in_rid": 70},
+        {"out_rid": 10, "in_rid": 71},
+        {"out_rid": 11, "in_rid": 70},
+    ]

@@ -48,6 +48,7 @@ from .workload import Workload, check_partition_column
 from .writing import (
     describe_sides,
     in_output_slots,
+    joins_resolve,
     lineage_settings,
     names_rows,
     side_graph,
@@ -487,11 +488,9 @@ def _resolve(
             # A window's ranges flattened by joins in DuckDB over its side's rows, here:
             # Spark's joins, distinct and write of the pairs took 44 s for the
             # pipelines suite's running totals at 1M orders (9.5M pairs)
-            if in_files is None:
-                described, paths = describe_sides(graph, slots, work / "sides")
-                if joinable(described):
-                    write_side_rows(graph, paths)
-                    in_files = described
+            if in_files is None and joins_resolve(graph, slots):
+                in_files, paths = describe_sides(graph, slots, work / "sides")
+                write_side_rows(graph, paths)
             here = in_files is not None and joinable(in_files)
             if here and joined_pairs.publish(Path(lineage_path), output_path, in_files, flattened_here(graph)):
                 shutil.rmtree(work, ignore_errors=True)

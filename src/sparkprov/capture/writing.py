@@ -278,6 +278,26 @@ def write_sides(graph: SideGraph, slots, root: Path) -> dict:
     return structure
 
 
+def joins_resolve(graph: SideGraph, slots) -> bool:
+    """Whether every slot ``slots`` lead to names one source row, one group of a side
+    that is not shared, or one range of a window's side: what ``describe_sides``
+    describes and ``store/joined_pairs`` resolves."""
+    todo, seen = list(slots), set()
+    while todo:
+        s = todo.pop()
+        if s.kind == "source":
+            continue
+        if s.kind not in ("group", "window") or not 0 <= s.ref < len(graph.sides):
+            return False
+        side = graph.sides[s.ref]
+        if side.shared or (s.kind == "window") != bool(side.ranged):
+            return False
+        if s.ref not in seen:
+            seen.add(s.ref)
+            todo.extend(side.slots)
+    return True
+
+
 def describe_sides(graph: SideGraph, slots, root: Path) -> tuple[dict, dict[int, str]]:
     """``write_sides``'s result, and the folder each side's rows go to (nothing written)."""
 

@@ -69,6 +69,10 @@ def pairs_by_source(output_path: str, structure: dict, accept: Accept | None = N
     sides = structure["sides"]
     found: dict[int, list[str]] = {}
     with connection() as con:
+        # Spark writes a timestamp as INT96 (read as TIMESTAMP) and Arrow as one with a
+        # zone (TIMESTAMP WITH TIME ZONE): both UTC instants, which DuckDB compares in
+        # its session's zone (the machine's): in UTC, the same instant is equal
+        con.execute("SET SESSION TimeZone = 'UTC'")
         files = parquet_files(output_path)
         if not files:
             return {}
