@@ -30,7 +30,6 @@ from ..sources.identity import RID, NamedLeaf
 from ..store import joined_pairs
 from ..store.catalog import Store
 from ..store.format import resolvable_by_joins
-from ..store.joined_pairs import joinable
 from ..store.layout import CaptureFolders
 from . import blackbox, later
 from .context import CaptureContext
@@ -484,15 +483,14 @@ def _resolve(
                 shutil.rmtree(work, ignore_errors=True)
                 return None, structure, True
         in_files = structure  # the sides whose rows are in files
-        if not shared and any(s.ranged for s in rewriter.sides):
+        if not shared and any(s.ranged for s in rewriter.sides) and joins_resolve(graph, slots):
             # A window's ranges flattened by joins in DuckDB over its side's rows, here:
             # Spark's joins, distinct and write of the pairs took 44 s for the
             # pipelines suite's running totals at 1M orders (9.5M pairs)
-            if in_files is None and joins_resolve(graph, slots):
+            if in_files is None:
                 in_files, paths = describe_sides(graph, slots, work / "sides")
                 write_side_rows(graph, paths)
-            here = in_files is not None and joinable(in_files)
-            if here and joined_pairs.publish(Path(lineage_path), output_path, in_files, flattened_here(graph)):
+            if joined_pairs.publish(Path(lineage_path), output_path, in_files, flattened_here(graph)):
                 shutil.rmtree(work, ignore_errors=True)
                 return None, structure, False
         if in_files is not None:

@@ -2,7 +2,7 @@
 through side relations stored as files: each slot resolved through the sides it
 names, parents before children, down to source rids. For side structures whose slots
 each name one source row, one group of a side, or one range of a window's side
-(``joinable``).
+(``capture/writing.joins_resolve``).
 
 The joins are those of a capture's own resolution with Spark (``capture/lineage``): a
 group slot meets its side's rows on the handle, NULL-safe, from the distinct (output
@@ -40,31 +40,9 @@ _PAIRS = pa.schema([(OUT, pa.int64()), (IN, pa.int64())])
 Accept = Callable[[int, int, int, int], bool]
 
 
-def joinable(structure: dict) -> bool:
-    """Whether ``structure``'s slots each name one source row, one group of a side that
-    is not a window's, or one range of a window's side.
-
-    >>> joinable({"output": [{"name": "w", "kind": "window", "ref": 0}],
-    ...           "sides": {"0": {"ranged": True, "slots": [{"name": "s", "kind": "source", "ref": 0}]}}})
-    True
-    >>> joinable({"output": [{"name": "a", "kind": "rids", "ref": 0}], "sides": {}})
-    False
-    """
-    sides = structure["sides"]
-    slots = [*structure["output"], *(s for side in sides.values() for s in side["slots"])]
-    for s in slots:
-        if s["kind"] == "source":
-            continue
-        if s["kind"] not in ("group", "window") or str(s["ref"]) not in sides:
-            return False
-        if (s["kind"] == "window") != bool(sides[str(s["ref"])]["ranged"]):
-            return False
-    return True
-
-
 def pairs_by_source(output_path: str, structure: dict, accept: Accept | None = None) -> dict[int, pa.Table] | None:
     """Per source number, the distinct ``(out_rid, in_rid)`` pairs of the output rows in
-    ``output_path`` through the sides of ``structure`` (``joinable``), sorted; None
+    ``output_path`` through the sides of ``structure``, sorted; None
     when ``accept`` declines a window side's ranges (nothing is flattened then)."""
     sides = structure["sides"]
     found: dict[int, list[str]] = {}
