@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pandas as pd
 import pytest
 from pyspark.sql import Window
 from pyspark.sql import functions as F
@@ -112,6 +113,51 @@ def test_window_ranges_flattened_here_are_those_spark_resolves(spark, session, m
     assert made == [True, False]
     expected = _pairs(by_spark)
     assert len(expected["data"]) > 300
+    assert _pairs(here) == expected
+
+
+def _over_aggregates(spark, session, kind: str):
+    # a window over an aggregate whose rows hold their input rows' rids ("rids"), or
+    # over one injected above an aggregate kept as a side, holding that side's handles
+    # ("groups"; a pandas aggregate stays a side)
+    rows = [(i, i % 3, i % 5, float(i % 7)) for i in range(60)]
+    data = session.source(spark.createDataFrame(rows, "id long, g int, t int, v double"), "data")
+    if kind == "rids":
+        top = data.groupBy("g", "t").agg(F.sum("v").alias("s"), F.count("*").alias("n"))
+    else:
+
+        @F.pandas_udf("double")
+        def total(v: pd.Series) -> float:
+            return float(v.sum())
+
+        lower = data.groupBy("g", "t").agg(total("v").alias("s"))
+        top = lower.groupBy("g", (F.col("t") % 2).alias("t")).agg(F.sum("s").alias("s"), F.count("*").alias("n"))
+    w = Window.partitionBy("g").orderBy(F.desc("s"), "t")
+    return top.select("*", F.rank().over(w).alias("r"), F.sum("n").over(w.rowsBetween(-1, 0)).alias("m"))
+
+
+@pytest.mark.parametrize("kind", ["rids", "groups"])
+def test_windows_over_collected_arrays_are_flattened_here(spark, session, monkeypatch, kind):
+    from sparkprov.capture import lineage
+    from sparkprov.store import joined_pairs
+
+    made, kinds = [], set()
+    publish = joined_pairs.publish
+
+    def counted(path, output, structure, accept):
+        kinds.update(s["kind"] for side in structure["sides"].values() for s in side["slots"])
+        made.append(publish(path, output, structure, accept))
+        return made[-1]
+
+    monkeypatch.setattr(joined_pairs, "publish", counted)
+    q = _over_aggregates(spark, session, kind)
+    here = session.capture(q, "here")
+    assert made == [True] and kind in kinds
+    monkeypatch.setattr(lineage, "JOINED_MAX_PAIRS", 5)
+    by_spark = session.capture(q, "by-spark")
+    assert made == [True, False]
+    expected = _pairs(by_spark)
+    assert len(expected["data"]) > 60
     assert _pairs(here) == expected
 
 

@@ -279,15 +279,16 @@ def write_sides(graph: SideGraph, slots, root: Path) -> dict:
 
 
 def joins_resolve(graph: SideGraph, slots) -> bool:
-    """Whether every slot ``slots`` lead to names one source row, one group of a side
-    that is not shared, or one range of a window's side: what ``describe_sides``
-    describes and ``store/joined_pairs`` resolves."""
+    """Whether every slot ``slots`` lead to names source rows (a rid, an injected
+    aggregate's rids), groups of a side that is not shared (a handle, an array of
+    them), or one range of a window's side: what ``describe_sides`` describes and
+    ``store/joined_pairs`` resolves."""
     todo, seen = list(slots), set()
     while todo:
         s = todo.pop()
-        if s.kind == "source":
+        if s.kind in ROW_SLOTS:
             continue
-        if s.kind not in ("group", "window") or not 0 <= s.ref < len(graph.sides):
+        if s.kind not in ("group", "groups", "window") or not 0 <= s.ref < len(graph.sides):
             return False
         side = graph.sides[s.ref]
         if side.shared or (s.kind == "window") != bool(side.ranged):
@@ -303,13 +304,13 @@ def describe_sides(graph: SideGraph, slots, root: Path) -> tuple[dict, dict[int,
 
     def described(side_slots) -> list[dict]:
         return [
-            {"name": s.name, "kind": s.kind, "ref": graph.source_of(s.ref) if s.kind == "source" else s.ref}
+            {"name": s.name, "kind": s.kind, "ref": graph.source_of(s.ref) if s.kind in ROW_SLOTS else s.ref}
             for s in side_slots
         ]
 
     sides: dict[str, dict] = {}
     paths: dict[int, str] = {}
-    todo = [s.ref for s in slots if s.kind != "source"]
+    todo = [s.ref for s in slots if s.kind not in ROW_SLOTS]
     while todo:
         k = todo.pop()
         if str(k) in sides:
@@ -323,7 +324,7 @@ def describe_sides(graph: SideGraph, slots, root: Path) -> tuple[dict, dict[int,
             "path": path,
             "slots": described(side.slots),
         }
-        todo.extend(s.ref for s in side.slots if s.kind != "source")
+        todo.extend(s.ref for s in side.slots if s.kind not in ROW_SLOTS)
     return {"output": described(slots), "sides": sides}, paths
 
 

@@ -1,7 +1,8 @@
 """A pair table made by joins in DuckDB, in this process, from an output's slots
 through side relations stored as files: each slot resolved through the sides it
 names, parents before children, down to source rids. For side structures whose slots
-each name one source row, one group of a side, or one range of a window's side
+each name one source row or an array of them (an injected aggregate's rids), one group
+of a side or an array of them, or one range of a window's side
 (``capture/writing.joins_resolve``).
 
 The joins are those of a capture's own resolution with Spark (``capture/lineage``): a
@@ -35,6 +36,8 @@ from .format import HANDLE, IN, OUT, POS, RID, parents_first
 from .parquet import files_sql, write_local_pairs
 
 _PAIRS = pa.schema([(OUT, pa.int64()), (IN, pa.int64())])
+# slots naming source rows: a rid, or an array of rids (their ref a source number)
+ROW_KINDS = ("source", "rids")
 # Whether a window side's merged ranges are flattened here: (side, pairs they flatten
 # to, ranges, the side's rows) -> bool; a capture declines where it keeps them as blocks
 Accept = Callable[[int, int, int, int], bool]
@@ -60,7 +63,7 @@ def pairs_by_source(output_path: str, structure: dict, accept: Accept | None = N
         _reach(con, "rows_0", RID, structure["output"], found, probes)
 
         def below(k: int) -> list[int]:
-            return [int(s["ref"]) for s in sides[str(k)]["slots"] if s["kind"] != "source"]
+            return [int(s["ref"]) for s in sides[str(k)]["slots"] if s["kind"] not in ROW_KINDS]
 
         for n, k in enumerate(parents_first(list(probes), below), 1):
             parts, side_files = probes.pop(k, []), parquet_files(sides[str(k)]["path"])
@@ -136,12 +139,14 @@ def _same(a: str, b: str, *more: str) -> str:
 
 def _reach(con, table: str, out: str, slots: list[dict], found: dict, probes: dict) -> None:
     # a source slot gives pairs; a group or window slot, the handles or ranges its side
-    # is then probed with
+    # is then probed with; an array slot ("rids", "groups"), one of those per element
+    # (an empty array: none)
     for s in slots:
         column = quote(s["name"])
-        if s["kind"] == "source":
-            pairs = f"SELECT {out} AS {OUT}, {column} AS {IN} FROM {table} WHERE {column} IS NOT NULL"
+        value = f"unnest({column})" if s["kind"] in ("rids", "groups") else column
+        if s["kind"] in ROW_KINDS:
+            pairs = f"SELECT {out} AS {OUT}, {value} AS {IN} FROM {table} WHERE {column} IS NOT NULL"
             found.setdefault(int(s["ref"]), []).append(pairs)
         else:
-            reach = f"SELECT {out} AS {OUT}, {column} AS h FROM {table} WHERE {column} IS NOT NULL"
+            reach = f"SELECT {out} AS {OUT}, {value} AS h FROM {table} WHERE {column} IS NOT NULL"
             probes.setdefault(int(s["ref"]), []).append(reach)
