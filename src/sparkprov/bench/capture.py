@@ -43,6 +43,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ..capture import later
+from ..capture.run import storage_names
 from ..errors import InvalidArgument, SparkprovError, UnsupportedOperation
 from ..plan.catalyst import Bridge, task_seconds
 from ..store.lineage_bytes import lineage_bytes, slot_bytes, stored_lineage_bytes  # noqa: F401 - also imported from here
@@ -306,7 +307,11 @@ def _pairs(spark, session, work: Path, n, text, repeat, witnesses, strategy, kee
     def plain(i: int) -> float:
         t = time.perf_counter()
         with deadline(spark, timeout, f"{_label(n)} without capture"):
-            query().write.parquet(str(work / f"plain-{name}-{i}"))
+            df = query()
+            # Parquet refuses repeated column names (TPC-DS q14b's two "channel"s): the
+            # names a capture stores its output under, as a user would rename them
+            stored = storage_names(df.columns)
+            (df if stored == df.columns else df.toDF(*stored)).write.parquet(str(work / f"plain-{name}-{i}"))
         return time.perf_counter() - t
 
     workload = _workload(text, keep) if isinstance(text, str) else None
