@@ -140,6 +140,29 @@ def two(spark, session):
     return left, right.select(F.col("k").alias("rk"), F.col("g").alias("rg"))
 
 
+@pytest.mark.parametrize("users", [None, "1000000"])
+def test_injected_aggregates_run_with_their_groups_hashed(spark, session, monkeypatch, users):
+    # Spark sorts a task's input once its hash map holds 128 groups of rid arrays
+    # (TPC-DS q22 at SF 1: 113 s instead of 17 s); the capture's query runs with more
+    # hashed, a user's higher setting kept, and the session's setting is back after
+    from sparkprov.capture import run
+
+    key = "spark.sql.objectHashAggregate.sortBased.fallbackThreshold"
+    if users:
+        spark.conf.set(key, users)
+    before = spark.conf.get(key, None)
+    seen = []
+    write = run._write_output
+    monkeypatch.setattr(run, "_write_output", lambda *a: seen.append(spark.conf.get(key)) or write(*a))
+    try:
+        rows = session.source(spark.range(2000).selectExpr("id", "id % 500 AS g"), "rows")
+        cap = session.capture(rows.groupBy("g").count(), "many-groups", strategy="inject")
+        assert seen == [users or "65536"] and spark.conf.get(key, None) == before
+        assert sorted(r.id for r in cap.backward("g = 7", "rows").collect()) == [7, 507, 1007, 1507]
+    finally:
+        spark.conf.unset(key)
+
+
 def test_inject_over_an_outer_join_and_a_nested_aggregate(session, two):
     left, right = two
     joined = left.join(right, left["g"] == right["rg"], "left").groupBy("g").agg(F.count("rk").alias("n"))

@@ -43,6 +43,7 @@ from .lineage import (
 )
 from .output_write import Write, beside, stored_output_schema, write_for_user
 from .shapes import PRUNED
+from .strategy import inject_settings
 from .workload import Workload, check_partition_column
 from .writing import (
     describe_sides,
@@ -271,7 +272,8 @@ def _run_rewritten(
             now = {k: p for k, p in paths.items() if rewriter.sides[k].observed is None}
             sides = pool.submit(write_side_rows, graph, now)
         # watched (a job tag set and read back) only when some side is gathered by them
-        with jobs if any(s.observed is not None for s in rewriter.sides) else nullcontext():
+        watched = jobs if any(s.observed is not None for s in rewriter.sides) else nullcontext()
+        with watched, bridge.settings(inject_settings(bridge)):
             output_path, display, staged, written = _write_output(bridge, out, len(slot_names), data, write)
         output_done = time.perf_counter()
         if shared is not None:
