@@ -140,11 +140,16 @@ def two(spark, session):
     return left, right.select(F.col("k").alias("rk"), F.col("g").alias("rg"))
 
 
-@pytest.mark.parametrize("users", [None, "1000000"])
-def test_injected_aggregates_run_with_their_groups_hashed(spark, session, monkeypatch, users):
+@pytest.mark.parametrize(
+    "nested, users, expected", [(False, None, "65536"), (False, "1000000", "1000000"), (True, None, "128")]
+)
+def test_injected_aggregates_hash_their_groups_where_memory_allows(
+    spark, session, monkeypatch, nested, users, expected
+):
     # Spark sorts a task's input once its hash map holds 128 groups of rid arrays
-    # (TPC-DS q22 at SF 1: 113 s instead of 17 s); the capture's query runs with more
-    # hashed, a user's higher setting kept, and the session's setting is back after
+    # (TPC-DS q22 at SF 1: 113 s instead of 17 s): the capture's query runs with more
+    # hashed, a user's higher setting kept, unless an aggregate collects an inner one's
+    # arrays (a task would hold every group's at once); the session's setting is back after
     from sparkprov.capture import run
 
     key = "spark.sql.objectHashAggregate.sortBased.fallbackThreshold"
@@ -156,9 +161,13 @@ def test_injected_aggregates_run_with_their_groups_hashed(spark, session, monkey
     monkeypatch.setattr(run, "_write_output", lambda *a: seen.append(spark.conf.get(key)) or write(*a))
     try:
         rows = session.source(spark.range(2000).selectExpr("id", "id % 500 AS g"), "rows")
-        cap = session.capture(rows.groupBy("g").count(), "many-groups", strategy="inject")
-        assert seen == [users or "65536"] and spark.conf.get(key, None) == before
-        assert sorted(r.id for r in cap.backward("g = 7", "rows").collect()) == [7, 507, 1007, 1507]
+        q = rows.groupBy("g").agg(F.max("id").alias("m"))
+        if nested:  # grouped by the inner aggregate's result: not merged into one
+            q = q.groupBy((F.col("m") % 250).alias("g")).agg(F.count("*").alias("n"))
+        cap = session.capture(q, "many-groups", strategy="inject")
+        assert seen == [expected] and spark.conf.get(key, None) == before
+        expected_ids = [7, 507, 1007, 1507] + ([257, 757, 1257, 1757] if nested else [])
+        assert sorted(r.id for r in cap.backward("g = 7", "rows").collect()) == sorted(expected_ids)
     finally:
         spark.conf.unset(key)
 

@@ -110,6 +110,9 @@ class CaptureContext:
     # the join sides' size estimates in the plan Spark runs without capture, by join (rules.join)
     planned_sizes: dict[tuple[str, str], tuple[int, int]] | None = None
     unknown_bytes: int = 0  # spark.sql.defaultSizeInBytes, read by rewrite_root
+    # whether every injected aggregate may hash many groups at once (strategy.hashes_groups);
+    # None: no aggregate injected
+    hashed_groups: bool | None = None
     depth: int = 0  # of the operator being rewritten, for its explain line
     ids: itertools.count = field(default_factory=itertools.count)
     # aggregates whose input is first reduced to the keys a join above can match, by

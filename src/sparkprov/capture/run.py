@@ -273,7 +273,7 @@ def _run_rewritten(
             sides = pool.submit(write_side_rows, graph, now)
         # watched (a job tag set and read back) only when some side is gathered by them
         watched = jobs if any(s.observed is not None for s in rewriter.sides) else nullcontext()
-        with watched, bridge.settings(inject_settings(bridge)):
+        with watched, bridge.settings(inject_settings(bridge, bool(rewriter.hashed_groups))):
             output_path, display, staged, written = _write_output(bridge, out, len(slot_names), data, write)
         output_done = time.perf_counter()
         if shared is not None:

@@ -55,21 +55,38 @@ def stays_logical(cx: CaptureContext, inner: Rewritten, aggregate: JPlan | None 
     return _above_bound(cx, inner)
 
 
-def inject_settings(bridge) -> dict[str, str]:
-    """SQL settings for the jobs that run injected aggregates: up to
-    ``INJECT_HASHED_GROUPS`` groups a task kept hashed before Spark sorts the rest.
+def hashes_groups(cx: CaptureContext, inner: Rewritten) -> bool:
+    """Whether an aggregate injected over ``inner`` may keep ``INJECT_HASHED_GROUPS``
+    groups of a task hashed (``inject_settings``): where its rids are its input rows'
+    own (no inner aggregate's arrays, which a join can repeat into many groups) and its
+    input is estimated at most an eighth of ``inject_bound``. Hashed, a task holds every
+    group's rids at once; sorted, one group's: TPC-DS q14a at SF 1, whose aggregates
+    collect the arrays of the items they join, ran out of a 6 GiB heap hashed."""
+    if not all(s.kind == "source" for s in inner.slots):
+        return False
+    size = cx.input_bytes(inner.plan)
+    return size < cx.unknown_bytes and size <= cx.inject_max_bytes // 8
+
+
+def inject_settings(bridge, hashed: bool) -> dict[str, str]:
+    """SQL settings for the job that runs a capture's query: with ``hashed`` (some
+    aggregate injected, each ``hashes_groups``), up to ``INJECT_HASHED_GROUPS`` groups a
+    task kept hashed before Spark sorts the rest (the query's own object aggregates,
+    ``collect_list``, ``percentile``, alike); else none.
 
     TPC-DS q22 at SF 1 (a ROLLUP of 4 levels over 2.3M inventory rows, 36k groups a
     task) took 113 s to run with its rids against 5 s without, its tasks sorting and
-    spilling 12 GB after their first 128 groups; hashed, 17 s. A group's rids are in
-    memory either way (their total bounded with ``auto`` by ``inject_bound``); what the
-    threshold adds is each hashed group's key and buffer, some hundred bytes.
+    spilling 12 GB after their first 128 groups; hashed, 17 s.
 
     >>> from sparkprov.plan.catalyst import Bridge
     >>> from pyspark.sql import SparkSession
-    >>> inject_settings(Bridge(SparkSession.builder.getOrCreate()))
+    >>> inject_settings(Bridge(SparkSession.builder.getOrCreate()), True)
     {'spark.sql.objectHashAggregate.sortBased.fallbackThreshold': '65536'}
+    >>> inject_settings(Bridge(SparkSession.builder.getOrCreate()), False)
+    {}
     """
+    if not hashed:
+        return {}
     current = int(bridge.spark.conf.get(_HASHED_GROUPS, "128"))
     return {_HASHED_GROUPS: str(max(current, INJECT_HASHED_GROUPS))}
 

@@ -44,7 +44,6 @@ from ..store.parquet import SHARED_ARROW, write_local_pairs
 from .context import CaptureContext
 from .lineage import HANDLE, ROW_SLOTS, SideGraph, shared_pairs, union_pairs
 from .shapes import SET_KEY
-from .strategy import inject_settings
 
 
 def names_rows(rewriter: CaptureContext) -> bool:
@@ -352,8 +351,6 @@ LINEAGE_PARTITIONS = 64  # at least this many shuffle partitions (before merging
 
 
 def lineage_settings(bridge: Bridge):
-    """Settings for jobs that make pairs: at least LINEAGE_PARTITIONS partitions to start,
-    and an injected aggregate's groups hashed (``strategy.inject_settings``) where a
-    side relation runs one again."""
+    """Settings for jobs that make pairs: at least LINEAGE_PARTITIONS partitions to start."""
     initial = max(LINEAGE_PARTITIONS, int(bridge.spark.conf.get("spark.sql.shuffle.partitions")))
-    return bridge.settings({_INITIAL_PARTITIONS: str(initial), **inject_settings(bridge)})
+    return bridge.settings({_INITIAL_PARTITIONS: str(initial)})

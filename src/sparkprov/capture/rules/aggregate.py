@@ -111,6 +111,7 @@ def _inject(cx: CaptureContext, node: JPlan, inner: Rewritten) -> Rewritten:
     # same way: the row then names every group its input rows came from.
     b = cx.bridge
     (child,) = b.children(node)
+    cx.hashed_groups = cx.hashed_groups is not False and strategy.hashes_groups(cx, inner)
     collected = cx.collected(child, inner.slots)
     plan = b.aggregate_like(node, b.aggregate_expressions(node) + collected, inner.plan)
     out = b.output(plan)[len(b.output(plan)) - len(collected) :]
