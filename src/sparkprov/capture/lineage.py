@@ -34,6 +34,7 @@ from ..store.format import (  # noqa: F401 - the store's names, used here and by
     PAIRS_SCHEMA,
     POS,
     REF,
+    ROW_SLOTS,
     SHARED_REF,
     SHARED_SCHEMA,
     SRC,
@@ -51,7 +52,6 @@ _TOP = "__sp_top"
 _KEY = "__sp_key"
 _LO, _HI = "__sp_lo", "__sp_hi"
 _RUN = "__sp_run"
-ROW_SLOTS = ("source", "rids")  # slots naming source rows directly (a rid, or an array of rids)
 
 
 @dataclass(frozen=True)

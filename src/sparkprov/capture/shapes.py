@@ -16,7 +16,7 @@ from typing import Any
 from ..plan.catalyst import JPlan
 from ..plan.observed import ObservedRows
 from ..sources import identity as S
-from ..store.format import Slot
+from ..store.format import ARRAY_SLOTS, Slot  # noqa: F401 - ARRAY_SLOTS also imported from here
 
 
 @dataclass
@@ -137,4 +137,3 @@ NO_LINEAGE = "__sp_no_lineage"  # marks a union branch whose rows give no lineag
 SUBQUERY_HOSTS = ("Filter", "Project", "Aggregate")  # operators whose every row depends on the subquery
 PRUNED = "pruned"  # the kind of a source outside a declared workload: no lineage kept
 SET_KEY = "__sp_k"  # the partition key beside its set id, in SideRelation.sets
-ARRAY_SLOTS = ("rids", "groups")  # slots holding an array (collected by inject; an RDD record's groups)

@@ -54,6 +54,10 @@ FEATURES = (WINDOW_SETS, WINDOW_BLOCKS, KEPT_PAYLOADS)
 SHARED_REF = "shared"
 
 
+ROW_SLOTS = ("source", "rids")  # slots naming source rows directly (a rid, or an array of rids)
+ARRAY_SLOTS = ("rids", "groups")  # slots holding an array (collected by inject; an RDD record's groups)
+
+
 @dataclass
 class Slot:
     """One lineage column of a rewritten operator's output."""

@@ -32,12 +32,10 @@ import pyarrow as pa
 from .catalog import publish_written
 from .duck import connection, quote
 from .files import parquet_files
-from .format import HANDLE, IN, OUT, POS, RID, parents_first
+from .format import ARRAY_SLOTS, HANDLE, IN, OUT, POS, RID, ROW_SLOTS, parents_first
 from .parquet import files_sql, write_local_pairs
 
 _PAIRS = pa.schema([(OUT, pa.int64()), (IN, pa.int64())])
-# slots naming source rows: a rid, or an array of rids (their ref a source number)
-ROW_KINDS = ("source", "rids")
 # Whether a window side's merged ranges are flattened here: (side, pairs they flatten
 # to, ranges, the side's rows) -> bool; a capture declines where it keeps them as blocks
 Accept = Callable[[int, int, int, int], bool]
@@ -63,7 +61,7 @@ def pairs_by_source(output_path: str, structure: dict, accept: Accept | None = N
         _reach(con, "rows_0", RID, structure["output"], found, probes)
 
         def below(k: int) -> list[int]:
-            return [int(s["ref"]) for s in sides[str(k)]["slots"] if s["kind"] not in ROW_KINDS]
+            return [int(s["ref"]) for s in sides[str(k)]["slots"] if s["kind"] not in ROW_SLOTS]
 
         for n, k in enumerate(parents_first(list(probes), below), 1):
             parts, side_files = probes.pop(k, []), parquet_files(sides[str(k)]["path"])
@@ -143,8 +141,8 @@ def _reach(con, table: str, out: str, slots: list[dict], found: dict, probes: di
     # (an empty array: none)
     for s in slots:
         column = quote(s["name"])
-        value = f"unnest({column})" if s["kind"] in ("rids", "groups") else column
-        if s["kind"] in ROW_KINDS:
+        value = f"unnest({column})" if s["kind"] in ARRAY_SLOTS else column
+        if s["kind"] in ROW_SLOTS:
             pairs = f"SELECT {out} AS {OUT}, {value} AS {IN} FROM {table} WHERE {column} IS NOT NULL"
             found.setdefault(int(s["ref"]), []).append(pairs)
         else:
