@@ -42,6 +42,33 @@ def test_bench_compares_witnesses_in_the_same_run(spark, tpch_dir):
     assert q6["witness_cost_median_ratio"] > 0 and q6["without_witnesses_median_ratio"] > 0
 
 
+def test_bench_writes_each_captures_output_for_the_user_when_asked(spark, tpch_dir, monkeypatch):
+    import argparse
+
+    import sparkprov as sp
+    from sparkprov.errors import InvalidArgument
+
+    paths, original = [], sp.LineageSession.capture
+
+    def kept(self, df, name, **kw):
+        paths.append(kw.get("path"))
+        cap = original(self, df, name, **kw)
+        if kw.get("path"):  # written where asked, as the plain run writes it
+            assert spark.read.parquet(kw["path"]).count() == cap.output.count() == 1
+        return cap
+
+    monkeypatch.setattr(sp.LineageSession, "capture", kept)
+    report = capture.run(spark, 0.01, [6], 2, str(tpch_dir.parent), write=True)
+    assert report["write"] and report["queries"][0]["status"] == "pass"
+    assert len(paths) == 3 and None not in paths and len(set(paths)) == 3  # the warm-up and two pairs
+    paths.clear()
+    capture.run(spark, 0.01, [6], 1, str(tpch_dir.parent))
+    assert paths == [None, None]
+    args = argparse.Namespace(repeat=1, write=True, suite="micro")
+    with pytest.raises(InvalidArgument, match="--write applies to the tpch, tpcds and pipelines suites"):
+        capture.main(args)
+
+
 def test_bench_reports_each_operators_strategy_and_the_output_alone(spark, tpch_dir):
     report = capture.run(spark, 0.01, [3], 1, str(tpch_dir.parent), strategy="logical")
     (q3,) = report["queries"]

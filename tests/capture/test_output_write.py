@@ -1,6 +1,8 @@
 """A capture that also writes its output for the user (capture/output_write.py): the stored rows'
 rids must be those a later capture reading the written files gives them, however Spark
-spreads the rows over files, and written files that do not match fail the capture."""
+spreads the rows over files, and written files that do not match fail the capture.
+Small rows are collected once and written from there: into a new local folder on the
+driver, as Spark would have written them; elsewhere by Spark."""
 
 from __future__ import annotations
 
@@ -18,6 +20,13 @@ SPREAD = {
     "by hash": lambda src: src.where("id % 10 < 2").repartition(6, "v").where("id < 30"),
     "by range": lambda src: src.where("id % 10 < 2").repartitionByRange(6, "id").where("spark_partition_id() >= 2"),
 }
+
+
+@pytest.fixture
+def large(monkeypatch):
+    """Rows taken as too large to collect (as Catalyst's estimate says of large ones):
+    computed once by a checkpoint and written by Spark from its partitions."""
+    monkeypatch.setattr(output_write, "small_rows", lambda df, **kw: None)
 
 
 def _traced_through(session, spark, tmp_path, spread=SPREAD["by hash"]):
@@ -39,7 +48,7 @@ def _traced_through(session, spark, tmp_path, spread=SPREAD["by hash"]):
 
 
 @pytest.mark.parametrize("spread", SPREAD)
-def test_written_rows_keep_their_rids(session, spark, tmp_path, caplog, spread):
+def test_written_rows_keep_their_rids(session, spark, tmp_path, caplog, spread, large):
     with caplog.at_level("INFO", logger="sparkprov"):
         found = _traced_through(session, spark, tmp_path, SPREAD[spread])
     assert "Spark wrote" not in caplog.text  # the files are the ones expected: stored once
@@ -49,7 +58,7 @@ def test_written_rows_keep_their_rids(session, spark, tmp_path, caplog, spread):
     assert 0 < len(found) < 8 and (spread == "by hash" or min(found) > 1)
 
 
-def test_files_numbered_otherwise_are_stored_again(session, spark, tmp_path, monkeypatch, caplog):
+def test_files_numbered_otherwise_are_stored_again(session, spark, tmp_path, monkeypatch, caplog, large):
     # as if Spark wrote a file for every partition (it writes one for the first and for
     # those with rows): the rids guessed first are wrong,
     # and the stored output must be written again with the files' numbers
@@ -66,11 +75,93 @@ def test_files_numbered_otherwise_are_stored_again(session, spark, tmp_path, mon
     assert found == {i: [i] for i in (0, 1, 10, 11, 20, 21)}
 
 
-def test_an_empty_output_is_written(session, spark, tmp_path):
+@pytest.mark.parametrize("rows", ["small", "large"])
+def test_an_empty_output_is_written(session, spark, tmp_path, rows, request):
+    if rows == "large":
+        request.getfixturevalue("large")
     cap = session.capture(spark.range(5).where("id > 9"), "none", path=tmp_path / "none")
     assert cap.output.count() == 0
     assert spark.read.parquet(str(tmp_path / "none")).count() == 0
     assert isinstance(cap, sp.Capture)
+
+
+_TYPED = (
+    "id int, name string, price decimal(10,2), day date, at timestamp, at_local timestamp_ntz, "
+    "tags array<string>, point struct<x: double, y: double>"
+)
+
+
+def _typed_rows(spark, tmp_path):
+    import datetime as dt
+    from decimal import Decimal
+
+    rows = [
+        (i, None if i == 3 else f"n{i}", Decimal(f"{i}.25"), dt.date(2024, 1, 1 + i),
+         dt.datetime(2024, 3, 31, 1, 30 + i), dt.datetime(2024, 3, 31, 2, 30), [f"t{i}"] * (i % 3),
+         None if i == 2 else (float(i), -1.5))
+        for i in range(8)
+    ]  # fmt: skip
+    spark.createDataFrame(rows, _TYPED).coalesce(1).write.parquet(str(tmp_path / "in"))
+    return spark.read.parquet(str(tmp_path / "in"))
+
+
+def test_small_rows_are_written_for_the_user_as_spark_writes_them(session, spark, tmp_path):
+    # a new local folder: written on the driver, one part file beside Spark's _SUCCESS,
+    # read back by Spark as Spark's own write of the same rows reads back
+    src = session.source(_typed_rows(spark, tmp_path), "typed")
+    query = src.where("id % 2 = 0").withColumnRenamed("price", "cost")
+    query.write.parquet(str(tmp_path / "plain"))
+    session.capture(query, "kept", path=tmp_path / "kept")
+    names = sorted(p.name for p in (tmp_path / "kept").iterdir())
+    assert len(names) == 2 and names[0] == "_SUCCESS" and names[1].endswith(".snappy.parquet")
+    ours, plain = spark.read.parquet(str(tmp_path / "kept")), spark.read.parquet(str(tmp_path / "plain"))
+    assert ours.schema == plain.schema
+    assert sorted(ours.collect()) == sorted(plain.collect())
+    again = session.capture(spark.read.parquet(str(tmp_path / "kept")).where("id > 2"), "again")
+    for row in again.output.collect():
+        behind = again.backward(f"id = {row.id}", end_to_end=True)["kept/typed"]
+        assert [(r.id, r.name, r.price) for r in behind.collect()] == [(row.id, row.name, row.cost)]
+
+
+@pytest.mark.parametrize("codec", ["zstd", "uncompressed", "lz4"])
+def test_small_rows_keep_the_sessions_parquet_codec(session, spark, tmp_path, codec):
+    # Arrow writes the codecs it writes as Spark does; Spark's lz4 (Hadoop's framing) it
+    # leaves to Spark
+    src = session.source(spark.range(10).selectExpr("id", "id * 2 AS v"), "numbers")
+    spark.conf.set("spark.sql.parquet.compression.codec", codec)
+    try:
+        src.write.parquet(str(tmp_path / "plain"))
+        session.capture(src.where("id > 3"), "kept", path=tmp_path / "kept")
+    finally:
+        spark.conf.unset("spark.sql.parquet.compression.codec")
+    (part,) = (tmp_path / "kept").glob("part-*.parquet")
+    theirs = next((tmp_path / "plain").glob("part-*.parquet"))
+    compression = {pq.read_metadata(f).row_group(0).column(0).compression for f in (part, theirs)}
+    assert len(compression) == 1 and compression != {"SNAPPY"}
+    assert part.name.split("-c000")[1] == theirs.name.split("-c000")[1]  # its name's codec too
+    again = session.capture(spark.read.parquet(str(tmp_path / "kept")), "again")
+    for row in again.output.collect():
+        assert [r.id for r in again.backward(f"id = {row.id}", end_to_end=True)["kept/numbers"].collect()] == [row.id]
+
+
+@pytest.mark.parametrize("where", ["a folder that exists", "a table"])
+def test_small_rows_elsewhere_are_written_by_spark(session, spark, tmp_path, where):
+    # overwritten, or a table: Spark writes the collected rows as one partition
+    src = session.source(spark.range(40).selectExpr("id", "id % 3 AS k"), "numbers")
+    query = src.where("k = 1").repartition(4, "id")
+    if where == "a table":
+        session.capture(query, "kept", table="sp_small_kept")
+        written = spark.table("sp_small_kept")
+    else:
+        spark.range(3).write.parquet(str(tmp_path / "kept"))
+        session.capture(query, "kept", path=tmp_path / "kept", mode="overwrite")
+        assert len(list((tmp_path / "kept").glob("part-*.parquet"))) == 1
+        written = spark.read.parquet(str(tmp_path / "kept"))
+    again = session.capture(written.where("id > 20"), "again")
+    ids = sorted(r.id for r in again.output.collect())
+    assert ids == [i for i in range(21, 40) if i % 3 == 1]
+    for i in ids:
+        assert [r.id for r in again.backward(f"id = {i}", end_to_end=True)["kept/numbers"].collect()] == [i]
 
 
 def test_small_rows_into_the_store_are_one_file_traced_by_position(session, spark, tmp_path):

@@ -13,7 +13,9 @@ lineage in the output rows builds its pair table on first use, timed separately,
 does a lazy capture (``--strategy lazy``), whose lineage bytes are what it stores once
 built. With
 ``--witnesses`` the capture keeps why/how structure, and a capture without it runs in
-every round too, so the structure's own cost is a same-run ratio.
+every round too, so the structure's own cost is a same-run ratio. With ``--write`` the
+capture also writes its output for the user (``path=``, a new folder each run), as
+the plain run writes it; without, only into the store.
 
 A query that capture refuses, that fails, or whose run (plain or captured) outlasts
 ``timeout`` seconds (its Spark jobs are then cancelled) is reported with its status
@@ -139,6 +141,7 @@ def run(
     workload_sources: list[str] | None = None,
     workload_where: dict[str, str] | None = None,
     timeout: float | None = None,
+    write: bool = False,
 ) -> dict:
     """Benchmark TPC-H ``queries`` at scale factor ``sf`` on ``spark``; returns the report.
 
@@ -147,14 +150,16 @@ def run(
     count as lineage bytes. ``strategy`` is passed to capture, and
     ``workload_sources`` as ``workload={"sources": ...}``: a query keeps lineage for
     those of them it reads (and for all its sources if it reads none of them), with
-    ``workload_where``'s predicates for those it names (``{"where": ...}``).
+    ``workload_where``'s predicates for those it names (``{"where": ...}``). ``write``:
+    each capture also writes its output to a new folder (``path=``).
     """
     path = tpch.generate(sf, data_dir)
     tpch.register(spark, path)
     keep = (workload_sources, workload_where or {}) if workload_sources else None
-    results = compare(spark, [(n, tpch.query(n)) for n in queries], repeat, witnesses, strategy, keep, timeout)
+    results = compare(spark, [(n, tpch.query(n)) for n in queries], repeat, witnesses, strategy, keep, timeout, write)
     return {
         "suite": "tpch",
+        "write": write,
         "sf": sf,
         "repeat": repeat,
         "witnesses": witnesses,
@@ -175,6 +180,7 @@ def run_tpcds(
     strategy: str = "auto",
     witnesses: bool = False,
     timeout: float | None = None,
+    write: bool = False,
 ) -> dict:
     """Benchmark TPC-DS files ``queries`` (names such as ``q3`` or ``q14a``; None: all
     103) at scale factor ``sf`` on ``spark``, with the suite's settings
@@ -188,9 +194,12 @@ def run_tpcds(
         )
     s.register(spark, s.generate(sf, data_dir))
     with Bridge(spark).settings(dict(s.conf)):
-        results = compare(spark, [(q, s.text(q)) for q in wanted], repeat, witnesses, strategy, timeout=timeout)
+        results = compare(
+            spark, [(q, s.text(q)) for q in wanted], repeat, witnesses, strategy, timeout=timeout, write=write
+        )
     return {
         "suite": "tpcds",
+        "write": write,
         "sf": sf,
         "repeat": repeat,
         "witnesses": witnesses,
@@ -209,6 +218,7 @@ def run_pipelines(
     names: list[str] | None = None,
     strategy: str = "auto",
     timeout: float | None = None,
+    write: bool = False,
 ) -> dict:
     """The pipelines of ``bench/pipelines.py`` over ``rows`` orders (None: all of them);
     returns the report, as :func:`run`'s."""
@@ -219,9 +229,10 @@ def run_pipelines(
         raise InvalidArgument(f"unknown pipelines {unknown}; choose from {', '.join(pipelines.PIPELINES)}")
     pipelines.register(spark, pipelines.generate(rows, data_dir))
     chosen = [(n, functools.partial(f, spark)) for n, f in pipelines.PIPELINES.items() if not names or n in names]
-    results = compare(spark, chosen, repeat, False, strategy, timeout=timeout)
+    results = compare(spark, chosen, repeat, False, strategy, timeout=timeout, write=write)
     return {
         "suite": "pipelines",
+        "write": write,
         "rows": rows,
         "repeat": repeat,
         "strategy": strategy,
@@ -261,12 +272,14 @@ def compare(
     strategy: str,
     keep: tuple | None = None,
     timeout: float | None = None,
+    write: bool = False,
 ) -> list[dict]:
     """Each ``(label, SQL text)`` (or ``(label, a function of no arguments that gives the
     DataFrame)``) run plain and captured, interleaved; one result per workload.
     ``keep``: ``(sources, {source: predicate})``, the sources to keep lineage for (a
     workload), among those each query reads, and the predicates of some of them.
-    ``timeout``: seconds each run may take (see the module's docstring)."""
+    ``timeout``: seconds each run may take (see the module's docstring). ``write``: each
+    capture also writes its output to a new folder, as the plain run does."""
     import sparkprov as sp
 
     work = Path(tempfile.mkdtemp(prefix="sparkprov-bench-"))
@@ -276,7 +289,7 @@ def compare(
         for n, text in workloads:
             started = time.perf_counter()
             try:
-                result = _pairs(spark, session, work, n, text, repeat, witnesses, strategy, keep, timeout)
+                result = _pairs(spark, session, work, n, text, repeat, witnesses, strategy, keep, timeout, write)
             except Exception as exc:  # this query's end, not the suite's
                 result = {"query": n, **_ended(exc)}
                 print(f"{_label(n)}: {result['status']}: {result['reason']}", flush=True)
@@ -296,7 +309,7 @@ def _ended(exc: Exception) -> dict:
     return {"status": "fail", "reason": coverage.reason(exc)}
 
 
-def _pairs(spark, session, work: Path, n, text, repeat, witnesses, strategy, keep, timeout) -> dict:
+def _pairs(spark, session, work: Path, n, text, repeat, witnesses, strategy, keep, timeout, write=False) -> dict:
     """One workload's interleaved runs, plain and captured; its result."""
     query = text if callable(text) else lambda: spark.sql(text)
     plain_t, cap_t, default_t, output_t, check_t = [], [], [], [], []
@@ -319,7 +332,8 @@ def _pairs(spark, session, work: Path, n, text, repeat, witnesses, strategy, kee
     def captured(i: int, kept: bool = witnesses):
         t = time.perf_counter()
         with deadline(spark, timeout, f"{_label(n)}'s capture"):
-            c = session.capture(query(), name, witnesses=kept, strategy=strategy, workload=workload)
+            path = str(work / f"capture-{name}-{i}-{kept}") if write else None
+            c = session.capture(query(), name, witnesses=kept, strategy=strategy, workload=workload, path=path)
             returned = time.perf_counter() - t
             if c._entry.lineage.later == "defer":
                 c.build_lineage()  # waits for the background resolution: part of capture's work
@@ -430,6 +444,8 @@ def _result(spark, n, cap, plain_t, cap_t, output_t, default_t, witnesses: bool)
 def main(args: argparse.Namespace) -> int:
     if args.repeat < 1:
         raise InvalidArgument("--repeat must be at least 1")
+    if args.write and args.suite not in ("tpch", "tpcds", "pipelines"):
+        raise InvalidArgument(f"--write applies to the tpch, tpcds and pipelines suites, not {args.suite}")
     from ..local import local_session
 
     # a line per round is the progress report; Spark's stage bars would bury it
@@ -444,24 +460,27 @@ def main(args: argparse.Namespace) -> int:
             title = f"Smoke microbenchmarks, {args.rows:,} rows"
         elif args.suite == "pipelines":
             names = workload_names(args.queries)
-            report = run_pipelines(spark, args.rows, args.repeat, data, names, args.strategy, args.timeout)
+            report = run_pipelines(spark, args.rows, args.repeat, data, names, args.strategy, args.timeout, args.write)
             title = f"pipelines, {args.rows:,} orders"
         elif args.suite == "tpcds":
             names = coverage.query_names(args.queries or "") or None
-            report = run_tpcds(spark, args.sf, names, args.repeat, data, args.strategy, args.witnesses, args.timeout)
+            report = run_tpcds(
+                spark, args.sf, names, args.repeat, data, args.strategy, args.witnesses, args.timeout, args.write
+            )
             title = f"TPC-DS SF {args.sf}"
         else:
             queries = [int(q) for q in args.queries.split(",") if q.strip()]
             keep = [s.strip() for s in args.workload_sources.split(",") if s.strip()] if args.workload_sources else None
             where = _where_args(args.workload_where, keep)
             report = run(
-                spark, args.sf, queries, args.repeat, data, args.witnesses, args.strategy, keep, where, args.timeout
-            )
+                spark, args.sf, queries, args.repeat, data, args.witnesses, args.strategy, keep, where, args.timeout,
+                args.write,
+            )  # fmt: skip
             title = f"TPC-H SF {args.sf}"
         report["spark"] = spark.version  # the line measured (make test-all-spark's venvs run others)
     finally:
         spark.stop()
-    kept = " with witnesses" if args.witnesses else ""
+    kept = (" with witnesses" if args.witnesses else "") + (", writing its output (path=)," if args.write else "")
     print(
         f"\n{title} on Spark {report['spark']}, strategy {args.strategy}, {args.repeat} interleaved pairs per query "
         f"(capture{kept} time / plain time; until the output alone was written in brackets)"

@@ -23,10 +23,11 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql.types import LongType, StructField, StructType
 
-from ..errors import CaptureFailed
+from ..errors import CaptureFailed, EmbeddedUnsupported
 from ..plan.catalyst import Bridge, JPlan
-from ..plan.small_writes import small_rows, write_parquet, write_table
+from ..plan.small_writes import arrow_codec, small_rows, write_parquet, write_table
 from ..plan.threads import kept_pool
+from ..plan.versions import arrow_dataframe
 from ..plan.written import read_written, stored_schema
 from ..sources.identity import RID, ROW_BITS
 from ..store.layout import local_path
@@ -67,49 +68,42 @@ def write_for_user(bridge: Bridge, staged: DataFrame, display: list[str], write:
     Spark numbered them otherwise), and their row counts afterwards; a mismatch fails
     the capture.
 
-    Into a new folder the store owns (a workflow's dataset), small rows are collected
-    once and both copies written from them on the driver, each one file
-    (``plan.small_writes``): the rid of a row is then its position.
+    Small rows (``plan.small_writes``) are collected once instead, and both copies
+    written from them, each one file: the rid of a row is then its position. Into a
+    new local folder both are written on the driver (a Spark write costs about 150 ms
+    however few the rows); elsewhere (a table, a folder that exists, another file
+    system, a codec Arrow lacks) Spark writes the user's copy.
     """
-    spark = bridge.spark
-    new_folder = write.owned and write.table is None and write.mode in ("error", "errorifexists")
-    rows = small_rows(staged) if new_folder and not Path(local_path(write.path)).exists() else None
-    if rows is not None:
-        fields = zip(staged.schema.fields, display)
-        user_schema = StructType([StructField(d, f.dataType, f.nullable) for f, d in fields])
-        write_table(rows.select(range(len(display))).rename_columns(display), user_schema, write.path)
-        positions = pa.array(np.arange(rows.num_rows, dtype=np.int64))
-        write_table(rows.append_column(RID, positions), stored_output_schema(staged), output_path)
+    rows = small_rows(staged)
+    codec = arrow_codec(bridge.spark) if rows is not None and write.table is None else None
+    folder = _new_local_folder(bridge, write.path) if codec is not None else None
+    if folder is not None:
+        # the user's copy as Spark writes it: one part file, Spark's schema in its
+        # footer, its codec, and (not in the store's own folders) the _SUCCESS marker
+        write_table(_user_rows(rows, display), _user_schema(staged, display), folder, compression=codec)
+        if not write.owned:
+            (Path(folder) / "_SUCCESS").touch()
+        _write_rows(bridge.spark, _with_positions(rows), stored_output_schema(staged), output_path)
         root, files = bridge.folder_files(write.path)  # as reading the folder would report them
         return {"path": write.path, "table": None, "roots": [root], "files": sorted(files)}
+    if rows is not None:
+        return _written_from_rows(bridge, rows, staged, display, write, output_path)
     kept, with_rows = _checkpointed(staged)
+    spark = bridge.spark
     try:
         user = kept.select(*[F.col(f"`{c}`").alias(d) for c, d in zip(kept.columns, display)])
-        writer = user.write.mode(write.mode).format("parquet").option("maxRecordsPerFile", 0)
         # Spark writes a file per partition with rows, and one for partition 0 always
         expected = {p: i for i, p in enumerate(sorted({0, *with_rows}))}
         # the two writes at once: on small outputs most of a write's time is the driver's
         stored = beside().submit(write_parquet, kept.withColumn(RID, _file_rid(expected)), output_path)
         try:
-            if write.table:
-                writer.saveAsTable(write.table)
-                reread = spark.table(write.table)
-            else:
-                writer.save(write.path)
-                reread = read_written(spark, write.path, user.schema)
+            reread = _saved(spark, user, write)
         finally:
             wait([stored])
         how = stored.result()
         fs = _file_relation(bridge, reread)
         files = sorted(bridge.files(fs))
-        number = {}
-        for i, (path, _, _) in enumerate(files):
-            m = PART.match(path.rsplit("/", 1)[-1])
-            if m is None or int(m.group(1)) in number:
-                raise CaptureFailed(
-                    f"sparkprov: cannot tell which rows {path} holds; the written files are untraceable"
-                )
-            number[int(m.group(1))] = i
+        number = _numbered(files)
         if with_rows and number != expected:  # Spark wrote other files than expected: the rids again
             log.info("sparkprov: Spark wrote %d files for %d partitions with rows", len(number), len(with_rows))
             shutil.rmtree(output_path)
@@ -124,6 +118,83 @@ def beside():
     # threads kept from earlier captures (plan/threads.py) for the writes a capture
     # runs beside its query; one per capture at a time is enough, a few captures at once
     return kept_pool("beside", 8)
+
+
+def _written_from_rows(
+    bridge: Bridge, rows: pa.Table, staged: DataFrame, display: list[str], write: Write, output_path: str
+) -> dict:
+    """Small rows, collected once, written for the user by Spark as one partition (so
+    one file, numbered 0, holding them in order) and for the store beside it: a row's
+    rid is its position. Neither write runs the query again, and no checkpoint is
+    kept (a checkpoint, then two writes of it, cost about 250 ms however few the rows)."""
+    spark = bridge.spark
+    user = arrow_dataframe(spark, _user_rows(rows, display), _user_schema(staged, display))
+    stored = beside().submit(_write_rows, spark, _with_positions(rows), stored_output_schema(staged), output_path)
+    try:
+        reread = _saved(spark, user.coalesce(1), write)
+    finally:
+        wait([stored])
+    stored.result()
+    fs = _file_relation(bridge, reread)
+    files = sorted(bridge.files(fs))
+    number = _numbered(files)
+    if number != {0: 0}:
+        raise CaptureFailed(
+            f"sparkprov: Spark wrote {len(files)} files for one partition ({', '.join(p for p, _, _ in files)}); "
+            "the written files are untraceable"
+        )
+    check_row_counts(spark, reread, output_path, [p for p, _, _ in files], number, True)
+    return {"path": write.path, "table": write.table, "roots": bridge.root_paths(fs), "files": files}
+
+
+def _new_local_folder(bridge: Bridge, path: str) -> str | None:
+    """The local path of the folder ``path`` if Spark would write it on this machine's
+    file system and it does not exist yet."""
+    try:
+        folder = local_path(bridge.qualified(path))
+    except EmbeddedUnsupported:  # another file system (a path without a scheme may be on HDFS)
+        return None
+    return None if Path(folder).exists() else folder
+
+
+def _user_rows(rows: pa.Table, display: list[str]) -> pa.Table:
+    return rows.select(range(len(display))).rename_columns(display)
+
+
+def _user_schema(staged: DataFrame, display: list[str]) -> StructType:
+    return StructType([StructField(d, f.dataType, f.nullable) for f, d in zip(staged.schema.fields, display)])
+
+
+def _with_positions(rows: pa.Table) -> pa.Table:
+    return rows.append_column(RID, pa.array(np.arange(rows.num_rows, dtype=np.int64)))
+
+
+def _write_rows(spark, rows: pa.Table, schema: StructType, path: str) -> None:
+    if "://" in path.removeprefix("file://"):  # a store on another file system: Spark writes it
+        arrow_dataframe(spark, rows, schema).coalesce(1).write.parquet(path)
+    else:
+        write_table(rows, schema, path)
+
+
+def _saved(spark, user: DataFrame, write: Write) -> DataFrame:
+    """``user`` written where ``write`` says, and read back."""
+    writer = user.write.mode(write.mode).format("parquet").option("maxRecordsPerFile", 0)
+    if write.table:
+        writer.saveAsTable(write.table)
+        return spark.table(write.table)
+    writer.save(write.path)
+    return read_written(spark, write.path, user.schema)
+
+
+def _numbered(files: list) -> dict[int, int]:
+    """The written files' numbers by the partition each was written from (its name's)."""
+    number: dict[int, int] = {}
+    for i, (path, _, _) in enumerate(files):
+        m = PART.match(path.rsplit("/", 1)[-1])
+        if m is None or int(m.group(1)) in number:
+            raise CaptureFailed(f"sparkprov: cannot tell which rows {path} holds; the written files are untraceable")
+        number[int(m.group(1))] = i
+    return number
 
 
 def _file_relation(bridge: Bridge, written: DataFrame) -> JPlan:

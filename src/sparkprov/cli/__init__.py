@@ -164,6 +164,11 @@ def build_parser() -> argparse.ArgumentParser:
     cap.add_argument("--data", default=None, help="where the data is generated (default data/<suite>)")
     cap.add_argument("--witnesses", action="store_true", help="capture with witnesses=True (for why/how)")
     cap.add_argument(
+        "--write",
+        action="store_true",
+        help="tpch, tpcds, pipelines: the capture also writes its output for the user (path=), as the plain run does",
+    )
+    cap.add_argument(
         "--workload-sources",
         default=None,
         help="tpch: capture with workload={'sources': ...}, those of these comma-separated tables a query reads",

@@ -105,12 +105,16 @@ class Files:
     def folder_files(self, folder: str) -> tuple[str, list[tuple[str, int, int]]]:
         """The root path and the files Spark's reading of the Parquet folder ``folder``
         would report (:meth:`root_paths`, :meth:`files`), without reading it."""
-        if self._listing_helper():
-            root = _spelled(self._listing.qualified(self._session_state(), folder))
-        else:
-            jpath = self.jvm.org.apache.hadoop.fs.Path(folder)
-            root = _uri(jpath.getFileSystem(self._session_state().newHadoopConf()).makeQualified(jpath))
+        root = self.qualified(folder)
         return root, self.list_files([root])
+
+    def qualified(self, folder: str) -> str:
+        """``folder`` as Spark's writes resolve it: a URI of the file system it names (a
+        path without a scheme is on Hadoop's default file system)."""
+        if self._listing_helper():
+            return _spelled(self._listing.qualified(self._session_state(), folder))
+        jpath = self.jvm.org.apache.hadoop.fs.Path(folder)
+        return _uri(jpath.getFileSystem(self._session_state().newHadoopConf()).makeQualified(jpath))
 
     def list_files(self, paths: list[str]) -> list[tuple[str, int, int]]:
         """Files under ``paths`` now, as :meth:`files` reports them (for change checks)."""

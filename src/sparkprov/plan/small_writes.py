@@ -71,6 +71,9 @@ from .written import SPARK_SCHEMA, stored_schema
 
 SMALL_BYTES = 10 * 1024 * 1024
 SMALL_ROWS = 100_000
+# the codecs of spark.sql.parquet.compression.codec Arrow writes as Spark does (Spark's
+# lz4 is Hadoop's framing, not Parquet's LZ4_RAW; Arrow has no lzo)
+ARROW_CODECS = ("none", "snappy", "gzip", "zstd", "brotli")
 PARTITION = "__sp_partition"  # small_rows(partitions=True)'s column of partition numbers
 # Parquet measures a row group's size first after page.size.row.check.max rows (10,000
 # by default): a hundred rows of an aggregate's rid arrays (a million rids each) made
@@ -160,7 +163,11 @@ def _plan_bytes(plan) -> int:
 
 
 def write_table(
-    table: pa.Table, schema: StructType, path: str | os.PathLike, row_group_bytes: int | None = None
+    table: pa.Table,
+    schema: StructType,
+    path: str | os.PathLike,
+    row_group_bytes: int | None = None,
+    compression: str = "snappy",
 ) -> None:
     """``table`` written as one part file of the new folder ``path``, Spark's schema
     ``schema`` in its footer; each file appears whole (written under a hidden name,
@@ -169,7 +176,9 @@ def write_table(
     does), numbered in their order, each larger than the next, so that Spark reads
     them back in that order (it reads a folder's small files a partition each, the
     largest first), each partition with the same rows in the same order. Row groups
-    hold about ``row_group_bytes`` in memory (default ``ROW_GROUP_BYTES``)."""
+    hold about ``row_group_bytes`` in memory (default ``ROW_GROUP_BYTES``); pages are
+    compressed with ``compression`` (a codec of ``ARROW_CODECS``), named as Spark
+    names its files."""
     folder = Path(str(path).removeprefix("file://").removeprefix("file:"))
     folder.mkdir(parents=True)
     parts = [(0, table)]
@@ -180,18 +189,20 @@ def write_table(
         ends = [*starts[1:], table.num_rows]
         parts = [(int(numbers[s]) if e else 0, table.slice(s, e - s)) for s, e in zip(starts, ends)]
     group = row_group_bytes or ROW_GROUP_BYTES
-    encoded = [_encoded(t, schema, group) for _, t in parts]
+    encoded = [_encoded(t, schema, group, compression) for _, t in parts]
     for i in reversed(range(len(parts) - 1)):
         if encoded[i].size <= encoded[i + 1].size:
-            encoded[i] = _encoded(parts[i][1], schema, group, encoded[i + 1].size - encoded[i].size + 1)
+            padding = encoded[i + 1].size - encoded[i].size + 1
+            encoded[i] = _encoded(parts[i][1], schema, group, compression, padding)
+    suffix = {"none": "", "gzip": ".gz", "brotli": ".br"}.get(compression, f".{compression}")  # as Parquet names them
     for (number, _), data in zip(parts, encoded):
-        name = f"part-{number:05d}-{uuid.uuid4()}-c000.snappy.parquet"
+        name = f"part-{number:05d}-{uuid.uuid4()}-c000{suffix}.parquet"
         with open(folder / f".{name}", "wb") as out:
             out.write(data)
         os.replace(folder / f".{name}", folder / name)
 
 
-def _encoded(table: pa.Table, schema: StructType, group: int, padding: int = 0) -> pa.Buffer:
+def _encoded(table: pa.Table, schema: StructType, group: int, compression: str, padding: int = 0) -> pa.Buffer:
     """``table`` as a Parquet file's bytes, in row groups of about ``group`` bytes,
     Spark's ``schema`` in its footer and at least ``padding`` bytes more than without."""
     footer = {**(table.schema.metadata or {}), SPARK_SCHEMA: stored_schema(schema).json()}
@@ -203,10 +214,18 @@ def _encoded(table: pa.Table, schema: StructType, group: int, padding: int = 0) 
     rows = max(1, table.num_rows * group // max(table.nbytes, 1))
     # without Arrow's own copy of the schema (Spark's is there): Catalyst sizes a
     # relation by its files' bytes, and that copy doubled a small file's
-    with pq.ParquetWriter(out, table.schema, store_schema=False) as writer:
+    with pq.ParquetWriter(out, table.schema, store_schema=False, compression=compression) as writer:
         writer.write_table(table, row_group_size=min(rows, 1 << 20))
         writer.add_key_value_metadata(footer)
     return out.getvalue()
+
+
+def arrow_codec(spark) -> str | None:
+    """The codec Spark's Parquet writes would use (``spark.sql.parquet.compression.codec``),
+    if Arrow writes it as Spark does (one of ``ARROW_CODECS``); None otherwise."""
+    codec = spark.conf.get("spark.sql.parquet.compression.codec", "snappy").lower()
+    codec = "none" if codec == "uncompressed" else codec
+    return codec if codec in ARROW_CODECS else None
 
 
 def write_parquet(df: DataFrame, path: str | os.PathLike, small_inputs: bool = False) -> str:
