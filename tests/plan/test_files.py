@@ -15,11 +15,12 @@ def test_files_listed_in_one_round_trip_as_file_by_file(spark, tmp_path, monkeyp
     (folder / "_hidden").write_text("skipped, as Spark skips it")
     helped, plain = Bridge(spark), Bridge(spark)
     plain._listing = False  # the path without the helper
-    root, files = helped.folder_files(str(folder))
-    assert (root, sorted(files)) == (lambda r: (r[0], sorted(r[1])))(plain.folder_files(str(folder)))
+    root = helped.qualified(str(folder))
+    files = helped.list_files([root])
+    assert (root, sorted(files)) == (plain.qualified(str(folder)), sorted(plain.list_files([root])))
     assert root.startswith("file:/") and root.endswith("/a%20folder") and len(files) == 3
     assert all(name.startswith(root + "/part-") and size > 0 and mtime > 0 for name, size, mtime in files)
-    roots = [root, helped.folder_files(str(tmp_path / "parts"))[0], root + "-missing"]
+    roots = [root, helped.qualified(str(tmp_path / "parts")), root + "-missing"]
     listed = helped.list_files(roots)
     assert sorted(listed) == sorted(plain.list_files(roots))
     assert len(listed) == 3 + len(list((tmp_path / "parts").rglob("part-*")))

@@ -76,7 +76,8 @@ def write_for_user(bridge: Bridge, staged: DataFrame, display: list[str], write:
     """
     rows = small_rows(staged)
     codec = arrow_codec(bridge.spark) if rows is not None and write.table is None else None
-    folder = _new_local_folder(bridge, write.path) if codec is not None else None
+    root = bridge.qualified(write.path) if codec is not None else None
+    folder = _new_local_folder(root) if root is not None else None
     if folder is not None:
         # the user's copy as Spark writes it: one part file, Spark's schema in its
         # footer, its codec, and (not in the store's own folders) the _SUCCESS marker
@@ -84,7 +85,7 @@ def write_for_user(bridge: Bridge, staged: DataFrame, display: list[str], write:
         if not write.owned:
             (Path(folder) / "_SUCCESS").touch()
         _write_rows(bridge.spark, _with_positions(rows), stored_output_schema(staged), output_path)
-        root, files = bridge.folder_files(write.path)  # as reading the folder would report them
+        files = bridge.list_files([root])  # as reading the folder would report them
         return {"path": write.path, "table": None, "roots": [root], "files": sorted(files)}
     if rows is not None:
         return _written_from_rows(bridge, rows, staged, display, write, output_path)
@@ -147,11 +148,11 @@ def _written_from_rows(
     return {"path": write.path, "table": write.table, "roots": bridge.root_paths(fs), "files": files}
 
 
-def _new_local_folder(bridge: Bridge, path: str) -> str | None:
-    """The local path of the folder ``path`` if Spark would write it on this machine's
-    file system and it does not exist yet."""
+def _new_local_folder(root: str) -> str | None:
+    """The local path of the folder Spark names ``root`` (a qualified URI) if it is on
+    this machine's file system and does not exist yet."""
     try:
-        folder = local_path(bridge.qualified(path))
+        folder = local_path(root)
     except EmbeddedUnsupported:  # another file system (a path without a scheme may be on HDFS)
         return None
     return None if Path(folder).exists() else folder

@@ -102,15 +102,10 @@ class Files:
             return [_uri(p) for p in self.to_list(fs_relation.location().rootPaths())]
         return [_spelled(uri) for _, (uri,) in found]
 
-    def folder_files(self, folder: str) -> tuple[str, list[tuple[str, int, int]]]:
-        """The root path and the files Spark's reading of the Parquet folder ``folder``
-        would report (:meth:`root_paths`, :meth:`files`), without reading it."""
-        root = self.qualified(folder)
-        return root, self.list_files([root])
-
     def qualified(self, folder: str) -> str:
         """``folder`` as Spark's writes resolve it: a URI of the file system it names (a
-        path without a scheme is on Hadoop's default file system)."""
+        path without a scheme is on Hadoop's default file system), the root path a
+        reading of it reports (:meth:`root_paths`; its files: :meth:`list_files`)."""
         if self._listing_helper():
             return _spelled(self._listing.qualified(self._session_state(), folder))
         jpath = self.jvm.org.apache.hadoop.fs.Path(folder)
