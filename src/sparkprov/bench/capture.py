@@ -444,8 +444,6 @@ def _result(spark, n, cap, plain_t, cap_t, output_t, default_t, witnesses: bool)
 def main(args: argparse.Namespace) -> int:
     if args.repeat < 1:
         raise InvalidArgument("--repeat must be at least 1")
-    if args.write and args.suite not in ("tpch", "tpcds", "pipelines"):
-        raise InvalidArgument(f"--write applies to the tpch, tpcds and pipelines suites, not {args.suite}")
     from ..local import local_session
 
     # a line per round is the progress report; Spark's stage bars would bury it

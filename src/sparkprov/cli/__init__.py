@@ -14,7 +14,7 @@ import os
 import sys
 import warnings
 
-from ..errors import SourceChangedWarning, SparkprovError
+from ..errors import InvalidArgument, SourceChangedWarning, SparkprovError
 
 
 def printable(text: str) -> str:
@@ -437,6 +437,13 @@ def _main(args: argparse.Namespace) -> int:
             from ..bench.coverage import main as coverage_main
 
             return coverage_main(args)
+        if (
+            args.command == "bench"
+            and args.bench_command == "capture"
+            and args.write
+            and args.suite not in ("tpch", "tpcds", "pipelines")
+        ):
+            raise InvalidArgument(f"--write applies to the tpch, tpcds and pipelines suites, not {args.suite}")
         if args.command == "bench" and args.suite == "titian":
             from ..bench.titian import main as titian_main
 
