@@ -38,13 +38,13 @@ from ..errors import InvalidArgument, UnsupportedOperation
 from ..plan.catalyst import Bridge, JExpr, JPlan
 from ..plan.observed import observed_rows
 from ..sources.identity import NamedLeaf
-from ..store.format import Slot
+from ..store.format import ARRAY_SLOTS, Slot
 from . import explain, lazy_check, prepare, support
 from .explain import ORDER_WHEN_READ, SUBQUERY_STRATEGY
 from .function_keep import FunctionKeep
 from .rules import RULES
 from .rules import leaf as leaves
-from .shapes import ARRAY_SLOTS, LEAVES, ExplainLine, Instance, Rewritten, SideRelation, SourceUse
+from .shapes import LEAVES, ExplainLine, Instance, Rewritten, SideRelation, SourceUse
 from .strategy import COLLECTED, inject_bound
 
 

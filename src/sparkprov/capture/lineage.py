@@ -25,6 +25,7 @@ from pyspark.sql import types as T
 from ..errors import UnsupportedOperation
 from ..plan.small_writes import SMALL_BYTES, estimated_bytes
 from ..store.format import (  # noqa: F401 - the store's names, used here and by modules that import them from here
+    ARRAY_SLOTS,
     GRP,
     HANDLE,
     IN,
@@ -45,7 +46,6 @@ from ..store.format import (  # noqa: F401 - the store's names, used here and by
     slots_json,
 )
 from . import window_blocks
-from .shapes import ARRAY_SLOTS
 
 _PROBE = "__sp_probe"
 _TOP = "__sp_top"

@@ -16,7 +16,7 @@ from typing import Any
 from ..plan.catalyst import JPlan
 from ..plan.observed import ObservedRows
 from ..sources import identity as S
-from ..store.format import ARRAY_SLOTS, Slot  # noqa: F401 - ARRAY_SLOTS also imported from here
+from ..store.format import Slot
 
 
 @dataclass
