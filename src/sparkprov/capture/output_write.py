@@ -102,9 +102,7 @@ def write_for_user(bridge: Bridge, staged: DataFrame, display: list[str], write:
         finally:
             wait([stored])
         how = stored.result()
-        fs = _file_relation(bridge, reread)
-        files = sorted(bridge.files(fs))
-        number = _numbered(files)
+        fs, files, number = _listed(bridge, reread)
         if with_rows and number != expected:  # Spark wrote other files than expected: the rids again
             log.info("sparkprov: Spark wrote %d files for %d partitions with rows", len(number), len(with_rows))
             shutil.rmtree(output_path)
@@ -136,9 +134,7 @@ def _written_from_rows(
     finally:
         wait([stored])
     stored.result()
-    fs = _file_relation(bridge, reread)
-    files = sorted(bridge.files(fs))
-    number = _numbered(files)
+    fs, files, number = _listed(bridge, reread)
     if number != {0: 0}:
         raise CaptureFailed(
             f"sparkprov: Spark wrote {len(files)} files for one partition ({', '.join(p for p, _, _ in files)}); "
@@ -171,10 +167,12 @@ def _with_positions(rows: pa.Table) -> pa.Table:
 
 
 def _write_rows(spark, rows: pa.Table, schema: StructType, path: str) -> None:
-    if "://" in path.removeprefix("file://"):  # a store on another file system: Spark writes it
+    try:
+        local = local_path(path)
+    except EmbeddedUnsupported:  # a store on another file system: Spark writes it
         arrow_dataframe(spark, rows, schema).coalesce(1).write.parquet(path)
-    else:
-        write_table(rows, schema, path)
+        return
+    write_table(rows, schema, local)
 
 
 def _saved(spark, user: DataFrame, write: Write) -> DataFrame:
@@ -185,6 +183,14 @@ def _saved(spark, user: DataFrame, write: Write) -> DataFrame:
         return spark.table(write.table)
     writer.save(write.path)
     return read_written(spark, write.path, user.schema)
+
+
+def _listed(bridge: Bridge, reread: DataFrame) -> tuple[JPlan, list, dict[int, int]]:
+    """The file relation of the files written for the user, read back; its files
+    (sorted: their numbers) and their numbers by the partition each was written from."""
+    fs = _file_relation(bridge, reread)
+    files = sorted(bridge.files(fs))
+    return fs, files, _numbered(files)
 
 
 def _numbered(files: list) -> dict[int, int]:
