@@ -157,3 +157,19 @@ def test_no_partition_with_rows_writes_one_empty_file(spark, tmp_path):
     small_writes.write_table(table, empty.schema, tmp_path / "t")
     assert len(parquet_files(tmp_path / "t")) == 1
     assert read_written(spark, tmp_path / "t").count() == 0
+
+
+def test_a_joins_rows_are_counted_through_it(spark, tmp_path):
+    # Catalyst multiplies a join's inputs' sizes in bytes; counted in rows, a join of
+    # 480 observations with a one-row request is small, a join of them with themselves not
+    spark.range(480).selectExpr("id", "CAST(id AS DOUBLE) AS a", "CAST(id * 2 AS DOUBLE) AS b").write.parquet(
+        str(tmp_path / "obs")
+    )
+    spark.range(1).selectExpr("id AS k", "'month' AS s").write.parquet(str(tmp_path / "request"))
+    obs, request = (spark.read.parquet(str(tmp_path / n)) for n in ("obs", "request"))
+    chosen = obs.crossJoin(request).where("a >= k")
+    assert small_writes.estimated_bytes(chosen) > 1 << 20
+    assert small_rows(chosen, limit=1 << 20).num_rows == 480
+    itself = obs.crossJoin(obs.toDF("i", "a2", "b2"))  # 230,400 rows of 56 bytes
+    assert small_rows(itself, limit=1 << 20) is None
+    assert small_rows(obs.join(request, obs.id == request.k, "left_semi"), limit=1 << 20).num_rows == 1

@@ -52,7 +52,7 @@ def observed_rows(bridge, rows: JPlan, limit: int = OBSERVED_BYTES) -> ObservedR
     """``ObservedRows(bridge, rows)`` when ``rows`` are small (``small_writes.small_plan``,
     at most ``limit`` bytes), else None."""
     schema = StructType.fromJson(json.loads(rows.schema().json()))
-    return ObservedRows(bridge, rows, schema) if small_plan(rows, schema, limit) else None
+    return ObservedRows(bridge, rows, schema) if small_plan(rows, schema, limit, bridge.spark) else None
 
 
 class ObservedRows:

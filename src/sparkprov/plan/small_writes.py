@@ -41,7 +41,7 @@ from pathlib import Path
 import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
-from pyspark.sql import DataFrame, DataFrameWriter
+from pyspark.sql import DataFrame, DataFrameWriter, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.types import (
     ArrayType,
@@ -66,7 +66,8 @@ from pyspark.sql.types import (
     VarcharType,
 )
 
-from .versions import to_arrow
+from .references import compiled
+from .versions import line_of, to_arrow
 from .written import SPARK_SCHEMA, stored_schema
 
 SMALL_BYTES = 10 * 1024 * 1024
@@ -81,9 +82,12 @@ PARTITION = "__sp_partition"  # small_rows(partitions=True)'s column of partitio
 # holding collections are measured after 16 rows, and then as Parquet's estimate says
 # (of their compressed size: the size a reader holds).
 ROW_GROUP_BYTES = 32 << 20
+# Java, compiled by Janino once per JVM (references.compiled): plan/java/SparkprovRows.java
+_ROWS_CLASS = "SparkprovRows"
 # nodes whose output may hold more rows than Catalyst's estimate (it keeps their input's)
 _UNBOUNDED = re.compile(r"^[\s:+\-!]*(Generate|MapInPandas|MapInArrow|PythonMapInArrow|FlatMapGroupsIn"
                         r"|FlatMapCoGroupsIn)", re.MULTILINE)  # fmt: skip
+_JOINS = re.compile(r"^[\s:+\-!]*Join ", re.MULTILINE)
 _EXACT = (BooleanType, ByteType, ShortType, IntegerType, LongType, FloatType, DoubleType, StringType, CharType,
           VarcharType, BinaryType, DateType, TimestampType, TimestampNTZType, DecimalType)  # fmt: skip
 
@@ -103,7 +107,7 @@ def small_rows(
     # Spark writes it (the write plans its query anew), seconds for a large plan
     limit = SMALL_BYTES if limit is None else limit
     plan = df._jdf.queryExecution().analyzed()
-    if small_plan(plan, df.schema, limit):
+    if small_plan(plan, df.schema, limit, df.sparkSession):
         return _collected(df, partitions)
     if not all(_kept_exactly(f.dataType) for f in df.schema.fields):
         return None
@@ -144,12 +148,21 @@ def _driver_data(plan) -> bool:
     return "+-" not in "".join(lineage[1:]) and "ParallelCollectionRDD" in lineage[-1]
 
 
-def small_plan(plan, schema: StructType, limit: int) -> bool:
+def small_plan(plan, schema: StructType, limit: int, spark: SparkSession) -> bool:
     """Whether the rows of the resolved logical ``plan`` (of ``schema``) are small by
-    the rules above: at most ``limit`` bytes."""
+    the rules above: at most ``limit`` bytes. Catalyst's estimate, or where a join
+    multiplied it past ``limit``, rows counted through the joins (``SparkprovRows.java``)."""
     if not all(_kept_exactly(f.dataType) for f in schema.fields):
         return False
-    return _plan_bytes(plan) <= limit and not _UNBOUNDED.search(plan.treeString())
+    text = plan.treeString()
+    if _UNBOUNDED.search(text):
+        return False
+    if _plan_bytes(plan) <= limit:
+        return True
+    if not _JOINS.search(text):
+        return False
+    rows = compiled(spark, _ROWS_CLASS, line_of(spark).java_source(_ROWS_CLASS))
+    return rows is not None and rows.bytes(plan) <= limit
 
 
 def estimated_bytes(df: DataFrame) -> int:
