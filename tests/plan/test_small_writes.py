@@ -173,3 +173,8 @@ def test_a_joins_rows_are_counted_through_it(spark, tmp_path):
     itself = obs.crossJoin(obs.toDF("i", "a2", "b2"))  # 230,400 rows of 56 bytes
     assert small_rows(itself, limit=1 << 20) is None
     assert small_rows(obs.join(request, obs.id == request.k, "left_semi"), limit=1 << 20).num_rows == 1
+    # a Python function's node (in the optimized plans capture runs) keeps its input's rows
+    priced = chosen.select("id", F.udf(lambda a: int(a) * 2, "long")("a").alias("price"))
+    optimized = priced._jdf.queryExecution().optimizedPlan()
+    assert "EvalPython" in optimized.treeString()  # BatchEvalPython, or ArrowEvalPython as 4.x runs it
+    assert small_writes.small_plan(optimized, priced.schema, 1 << 20, spark)

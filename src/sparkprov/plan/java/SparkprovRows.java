@@ -9,11 +9,13 @@ import org.apache.spark.sql.catalyst.plans.logical.Join;
 import org.apache.spark.sql.catalyst.plans.logical.LogicalPlan;
 
 public class SparkprovRows {
-  // nodes whose output holds at most as many rows as their first child's
+  // nodes whose output holds at most as many rows as their first child's (not Sample: with
+  // replacement it can repeat rows)
   private static final java.util.Set FEWER = new java.util.HashSet(java.util.Arrays.asList(new String[] {
       "Project", "Filter", "Sort", "Aggregate", "Window", "SubqueryAlias", "GlobalLimit", "LocalLimit",
-      "Distinct", "Deduplicate", "Sample", "Repartition", "RepartitionByExpression", "ResolvedHint",
-      "CollectMetrics", "Offset", "Tail", "WindowGroupLimit", "Intersect", "Except"}));
+      "Distinct", "Deduplicate", "Repartition", "RepartitionByExpression", "ResolvedHint",
+      "CollectMetrics", "Offset", "Tail", "WindowGroupLimit", "Intersect", "Except", "BatchEvalPython",
+      "ArrowEvalPython"}));
 
   public SparkprovRows() {}
 
