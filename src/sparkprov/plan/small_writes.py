@@ -87,7 +87,6 @@ _ROWS_CLASS = "SparkprovRows"
 # nodes whose output may hold more rows than Catalyst's estimate (it keeps their input's)
 _UNBOUNDED = re.compile(r"^[\s:+\-!]*(Generate|MapInPandas|MapInArrow|PythonMapInArrow|FlatMapGroupsIn"
                         r"|FlatMapCoGroupsIn)", re.MULTILINE)  # fmt: skip
-_JOINS = re.compile(r"^[\s:+\-!]*Join ", re.MULTILINE)
 _EXACT = (BooleanType, ByteType, ShortType, IntegerType, LongType, FloatType, DoubleType, StringType, CharType,
           VarcharType, BinaryType, DateType, TimestampType, TimestampNTZType, DecimalType)  # fmt: skip
 
@@ -150,19 +149,16 @@ def _driver_data(plan) -> bool:
 
 def small_plan(plan, schema: StructType, limit: int, spark: SparkSession) -> bool:
     """Whether the rows of the resolved logical ``plan`` (of ``schema``) are small by
-    the rules above: at most ``limit`` bytes. Catalyst's estimate, or where a join
-    multiplied it past ``limit``, rows counted through the joins (``SparkprovRows.java``)."""
+    the rules above: at most ``limit`` bytes by Catalyst's estimate, or where that is
+    above ``limit``, with rows counted through joins (``SparkprovRows.java``)."""
     if not all(_kept_exactly(f.dataType) for f in schema.fields):
         return False
-    text = plan.treeString()
-    if _UNBOUNDED.search(text):
-        return False
-    if _plan_bytes(plan) <= limit:
-        return True
-    if not _JOINS.search(text):
-        return False
-    rows = compiled(spark, _ROWS_CLASS, line_of(spark).java_source(_ROWS_CLASS))
-    return rows is not None and rows.bytes(plan) <= limit
+    if _plan_bytes(plan) > limit:
+        rows = compiled(spark, _ROWS_CLASS, line_of(spark).java_source(_ROWS_CLASS))
+        if rows is None or rows.bytes(plan) > limit:
+            return False
+    # the plan's text only for plans that may be small: a large plan's runs to megabytes
+    return not _UNBOUNDED.search(plan.treeString())
 
 
 def estimated_bytes(df: DataFrame) -> int:

@@ -1,10 +1,12 @@
-// Java, compiled by Janino once per JVM (references.compiled): a bound on the bytes of
-// a plan's rows that counts rows through joins. Catalyst's estimate of an inner or
+// Java, compiled by Janino once per JVM (references.compiled): an estimate of the bytes
+// of a plan's rows that counts rows through joins. Catalyst's estimate of an inner or
 // cross join multiplies its inputs' sizes in bytes, which grows with the square of
 // the row width: an 8-station workflow's module joining its 480 observations (a 14 KB
 // file) to a one-row request (1.4 KB) is estimated at 1.4 MB for 481 rows of 40 bytes.
 // Here a join holds at most the product of its inputs' rows, each input's rows being
-// its estimate over its row width, as Catalyst's own estimates divide them.
+// its estimate over its row width, as Catalyst's own estimates divide them. Not a
+// bound: a compressed file holds more rows than its size over their width says, as
+// for every estimate Catalyst makes of files, and a product multiplies that shortfall.
 import org.apache.spark.sql.catalyst.plans.logical.Join;
 import org.apache.spark.sql.catalyst.plans.logical.LogicalPlan;
 
@@ -19,7 +21,7 @@ public class SparkprovRows {
 
   public SparkprovRows() {}
 
-  /** The bound in bytes: rows times the output's row width (Catalyst's estimate when smaller). */
+  /** The estimate in bytes: rows times the output's row width (Catalyst's estimate when smaller). */
   public double bytes(LogicalPlan plan) {
     double width = width(plan);
     return Math.min(rows(plan) * width, plan.stats().sizeInBytes().doubleValue());
