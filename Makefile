@@ -11,7 +11,7 @@ DATA := data
 # long-term line, and 4.0); make test-all-spark runs the core subset on every line.
 SPARK_LINES := 3.5 4.0 4.1 4.2
 SPARK_IN_TEST := 3.5 4.0
-SPARK_CORE := tests/plan/test_versions.py tests/reference tests/bench/test_tpch.py tests/rdd tests/cli/test_main.py
+SPARK_CORE := tests/plan/test_versions.py tests/plan/test_replies.py tests/reference tests/bench/test_tpch.py tests/rdd tests/cli/test_main.py
 
 .PHONY: demo test test-all-spark lint format bench prereqs clean
 

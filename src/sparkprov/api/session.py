@@ -31,6 +31,7 @@ from ..errors import InvalidArgument, one_line
 from ..executors import ship
 from ..local import region_hint
 from ..plan.catalyst import Bridge
+from ..plan.replies import quick_replies
 from ..plan.written import read_written
 from ..query import drill_down
 from ..sources.identity import NamedLeaf, named_leaf
@@ -61,6 +62,7 @@ class LineageSession:
         self.store = Store(store or os.environ.get("SPARKPROV_STORE") or DEFAULT_STORE)
         # wrappers around applyInPandas-style functions run sparkprov's code in the workers
         ship(spark.sparkContext)
+        quick_replies(spark)  # Py4J's replies over 8 KB without a 40 ms wait (plan/replies.py)
         self._named: list[NamedLeaf] = []
         self._queries: dict[tuple[str, int], tuple[DataFrame, dict]] = {}
         self._rdd_context: Any = None

@@ -24,6 +24,7 @@ from ..errors import InvalidArgument
 from ..functions.tracer import declaration_error
 from ..plan.catalyst import Bridge
 from ..plan.observed import WatchedJobs
+from ..plan.replies import quick_replies
 from ..plan.small_writes import write_parquet
 from ..plan.written import read_written
 from ..sources.identity import RID, NamedLeaf
@@ -107,6 +108,7 @@ def run_capture(
     if write is not None and write.path is not None and store.holds(write.path):
         write = replace(write, owned=True)
     started = time.time()
+    quick_replies(bridge.spark)  # the replies of threads that joined since the last capture too
     capture_id, data = store.new_data_dir()
     try:
         entry = _capture_into(

@@ -25,6 +25,7 @@ from pyspark.sql import DataFrame
 from ..api.capture import Capture
 from ..api.session import LineageSession
 from ..errors import InvalidArgument, one_line
+from ..plan.replies import quick_replies
 from ..plan.small_writes import write_parquet
 from ..plan.threads import kept_pool, local_properties_kept
 from ..plan.written import read_written
@@ -210,6 +211,7 @@ def _read(session: LineageSession, module: Module, paths: dict[str, str]) -> dic
 def _invoke(session: LineageSession, plan: Plan, module: Module, frames: dict[str, DataFrame], made: list):
     # the module's function on its inputs and state; every dataset it returns written
     started = time.perf_counter()
+    quick_replies(session.spark)  # this thread's connection too, tracked or not (plan/replies.py)
     with local_properties_kept(session.spark):  # a job group the module sets is not the next one's
         result = module.function(**frames)
         returned = _returned(module, result)
