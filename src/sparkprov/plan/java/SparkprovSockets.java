@@ -13,7 +13,6 @@ public class SparkprovSockets {
     Object task = runnable(Thread.currentThread());
     if (!(task instanceof ClientServerConnection)) return 0;  // not PySpark's pinned threads
     List every = new ArrayList();
-    every.add(task);
     try {
       Object server = field(ClientServerConnection.class, "javaServer").get(task);
       List connections = (List) field(GatewayServer.class, "connections").get(server);
@@ -23,6 +22,7 @@ public class SparkprovSockets {
     } catch (Exception e) {
       // another Py4J's fields: this connection alone
     }
+    if (!every.contains(task)) every.add(task);
     int set = 0;
     for (int i = 0; i < every.size(); i++) {
       Object connection = every.get(i);
