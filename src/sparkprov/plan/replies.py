@@ -3,13 +3,13 @@
 Py4J's JVM side writes each reply through an 8 KB buffer and leaves Nagle's algorithm
 on for its sockets: a reply longer than the buffer goes out in several writes, and
 every write after the first waits until the one before is acknowledged, which Linux's
-delayed acknowledgement puts off by 40 ms. An observed side relation's rows, a plan's
-text, a wide schema: any reply over 8 KB took 40 ms more than its work. Measured on
-this machine (PySpark 4.3, the pickled row of an ``Observation`` gathering 100 rows,
+delayed acknowledgement can put off by 40 ms. The rows an observation gathered (an
+observed side relation, ``plan/observed.py``) came back that late every time. Measured
+on this machine (PySpark 4.3, the pickled row of an ``Observation`` gathering 100 rows,
 17 KB): 48.6 ms a call, 3.8 ms with TCP_NODELAY; 481 rows (85 KB), 52.2 ms and 7.2 ms.
 
 :func:`quick_replies` sets TCP_NODELAY on the JVM's end of every Py4J connection open
-at the time (one a Python thread, in PySpark's pinned-thread mode); a capture asks for
+at the time (one per Python thread, in PySpark's pinned-thread mode); a capture asks for
 it as it starts, so the connections of threads that joined since get it too. Where
 it cannot be set (another Py4J, ``java.lang`` not opened to reflection) replies stay
 as they were, slower, the same.
