@@ -17,7 +17,9 @@ def test_bench_reports_ratios_and_storage(spark, tpch_dir):
     assert set(report) >= {"median_ratio", "max_ratio", "storage_ratio", "queries"}
     # the executors' side of each pair: run, CPU and GC seconds of the tasks it ran
     assert len(q6["plain_task_s"]) == len(q6["capture_task_s"]) == 2
-    assert all(run > 0 and cpu > 0 and 0 <= gc <= run for run, cpu, gc in q6["plain_task_s"] + q6["capture_task_s"])
+    # GC time is not bounded by run time: it is the JVM's, counted in every task running
+    # through a pause and from before deserialization, which run time leaves out
+    assert all(run > 0 and cpu > 0 and gc >= 0 for run, cpu, gc in q6["plain_task_s"] + q6["capture_task_s"])
     assert q6["task_median_ratio"] > 0 and q6["cpu_median_ratio"] > 0
     # each kind ran once before the timed pairs, outside them
     assert q6["warm_up"]["plain_s"] > 0 and q6["warm_up"]["capture_s"] > 0
