@@ -14,6 +14,7 @@ from pyspark.sql import functions as F
 from sparkprov.bench.checks import check_row
 from sparkprov.errors import UnsupportedOperation
 from sparkprov.store.files import parquet_files
+from sparkprov.store.format import shared_path
 
 
 def _pairs(cap, source: str, key: str = "k") -> set[tuple]:
@@ -151,6 +152,25 @@ def test_window_partitions_keep_their_lineage_once_each(spark, session, parted):
     # (the source is spark.range's rows: column id)
     assert sorted(r.id for r in cap.backward([row["_sp_rid"]], "big").collect()) == list(range(1, 20_000, 2))
     assert cap.forward("big", "id = 4", engine="embedded").count() == 10_000
+
+
+def test_only_the_partitions_the_output_refers_to_keep_their_lineage(spark, session, parted):
+    rows = {r.k: r for r in parted.collect()}
+    by_g = Window.partitionBy("g")
+    # a rank beside the average: the output's ranges are resolved at capture, and its
+    # first two rows refer to two of the three partitions' sets
+    top = parted.select("k", F.avg("x").over(by_g).alias("m"), F.rank().over(by_g.orderBy("k")).alias("r"))
+    cap = session.capture(top.orderBy("k").limit(2), "top")
+    cap.build_lineage()
+    shared = spark.read.parquet(shared_path(cap._entry.lineage))
+    assert shared.select("grp").distinct().count() == 2
+    want = {(o, i) for o in (0, 1) for i in rows if rows[i].g == rows[o].g}
+    assert _pairs(cap, "p") == want
+    # as the ranges kept with witnesses give it (no shared side there)
+    assert _pairs(session.capture(top.orderBy("k").limit(2), "ranges", witnesses=True), "p") == want
+    _traced_by_both_engines(cap, "p", want, rows=2)
+    for engine in ("spark", "embedded"):  # a row of the third partition is behind no output row
+        assert cap.forward("p", "k = 2", engine=engine).count() == 0, engine
 
 
 def test_float_keys_are_one_set_where_spark_makes_them_one_partition(spark, session):
