@@ -25,6 +25,7 @@ from ..plan import small_writes
 from ..plan.catalyst import Bridge
 from ..plan.observed import WatchedJobs
 from ..plan.small_writes import small_rows, write_parquet, write_table
+from ..plan.threads import kept_pool
 from ..plan.versions import arrow_dataframe, to_arrow
 from ..plan.written import read_written
 from ..store.catalog import publish_written
@@ -87,18 +88,24 @@ def side_graph(bridge, rewriter, work: Path, jobs: WatchedJobs | None = None) ->
 
 def write_shared(spark, graph: SideGraph, referenced: set[int], path: str) -> None:
     """Store the lineage of the shared sides ``referenced`` (and those they reach) once,
-    at ``path`` (a capture's ``shared/``)."""
-    _check_sets(graph)
-    payloads = payload_sides(graph, referenced)
-    # a payload side's sets are made at query time; the sets of its input rows are stored
-    inputs = {i for k in payloads for i in graph.sides[k].payload.sides()}
-    referenced = {k for k in referenced if k not in payloads} | inputs
-    if not _write_shared_here(graph, referenced, path):
-        shared = shared_pairs(referenced, graph)
-        table = union_pairs(shared) if shared else spark.createDataFrame([], SHARED_SCHEMA)
-        table.write.options(**PAIR_WRITE_OPTIONS).parquet(path)
-    for k in payloads:
-        _write_payloads(graph, k, Path(path) / PAYLOADS)
+    at ``path`` (a capture's ``shared/``); raises before it is published if two window
+    partitions' keys hash to one set id."""
+    # the check's small job beside the write's, both waiting more on Spark's scheduling
+    # than on the cores (TPC-DS q12 at SF 1: 0.26 and 0.23 s one after the other)
+    checked = kept_pool("shared-checks", 4).submit(_check_sets, graph)
+    try:
+        payloads = payload_sides(graph, referenced)
+        # a payload side's sets are made at query time; the sets of its input rows are stored
+        inputs = {i for k in payloads for i in graph.sides[k].payload.sides()}
+        referenced = {k for k in referenced if k not in payloads} | inputs
+        if not _write_shared_here(graph, referenced, path):
+            shared = shared_pairs(referenced, graph)
+            table = union_pairs(shared) if shared else spark.createDataFrame([], SHARED_SCHEMA)
+            table.write.options(**PAIR_WRITE_OPTIONS).parquet(path)
+        for k in payloads:
+            _write_payloads(graph, k, Path(path) / PAYLOADS)
+    finally:
+        checked.result()
 
 
 def payload_sides(graph: SideGraph, referenced: set[int]) -> list[int]:
@@ -279,6 +286,13 @@ def materializer(spark, work: Path) -> Callable[[DataFrame], DataFrame]:
     return keep
 
 
+# pairs (a source number and two rids, 20 bytes) collected to be written here, at most:
+# as many as fit in small_rows' bytes. A prefix of generic rows' 100,000 turned away
+# TPC-DS q57's 371,658 (with repeats), which Spark then computed again to write (4.5 s
+# against 1.4 s collected)
+FEW_PAIRS = small_writes.SMALL_BYTES // 20
+
+
 def write_pairs(spark, pairs: dict[int, list[DataFrame]], path: str, distinct: bool = True) -> None:
     """Write the pair table: every source's pairs (``source_pairs``) in one job,
     partitioned by source number, sorted by output rid in small row groups (a trace of
@@ -287,7 +301,8 @@ def write_pairs(spark, pairs: dict[int, list[DataFrame]], path: str, distinct: b
     # few pairs: one job collects them (no shuffle for their distinct) and this process
     # writes them as Spark lays them out; Spark's write of a few rows costs a job, a
     # shuffle and a commit more (a join's pairs over 500 rows: 0.45 s against 0.1 s)
-    few = small_rows(union_pairs(parts, distinct=False), small_inputs=True) if parts and "://" not in path else None
+    local = parts and "://" not in path
+    few = small_rows(union_pairs(parts, distinct=False), small_inputs=True, most_rows=FEW_PAIRS) if local else None
     if few is not None and few.num_rows:
         numbers = few.column(SRC).to_numpy()
         by_source = {n: [few.filter(pa.array(numbers == n)).select([OUT, IN])] for n in np.unique(numbers)}

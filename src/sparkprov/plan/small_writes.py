@@ -92,11 +92,16 @@ _EXACT = (BooleanType, ByteType, ShortType, IntegerType, LongType, FloatType, Do
 
 
 def small_rows(
-    df: DataFrame, limit: int | None = None, partitions: bool = False, small_inputs: bool = False
+    df: DataFrame,
+    limit: int | None = None,
+    partitions: bool = False,
+    small_inputs: bool = False,
+    most_rows: int = SMALL_ROWS,
 ) -> pa.Table | None:
     """``df``'s rows as an Arrow table (one Spark job), if they are small by the rules
     above (at most ``limit`` bytes, ``SMALL_BYTES`` by default); None otherwise (nothing
-    run, unless Catalyst could not size them: then a prefix of them was). With
+    run, unless Catalyst could not size them: then a prefix of at most ``most_rows``
+    rows, and one more, was). With
     ``partitions``, a last column ``PARTITION`` holds the number of each row's Spark
     partition (the rows come in partition order). With ``small_inputs``, a prefix is
     also tried when what the plan reads is small (its leaves' estimates add up to at
@@ -113,8 +118,8 @@ def small_rows(
     if not _driver_data(plan) and not (small_inputs and _reads_little(plan)):
         return None
     # Catalyst does not know its size: as many rows as could be small, and one more
-    table = _collected(df, partitions, SMALL_ROWS + 1)
-    return table if table.num_rows <= SMALL_ROWS and table.nbytes <= limit else None
+    table = _collected(df, partitions, most_rows + 1)
+    return table if table.num_rows <= most_rows and table.nbytes <= limit else None
 
 
 def _collected(df: DataFrame, partitions: bool, rows: int | None = None) -> pa.Table:
