@@ -264,7 +264,7 @@ def _run_rewritten(
         if referenced:
             shared_path = str(folders.shared)
             graph = side_graph(bridge, rewriter, folders.work)
-            if not any(rewriter.has_sets(s) for s in slots if s.kind == "group" and s.ref in referenced):
+            if not any(rewriter.has_sets(s) for s in slots):
                 shared = pool.submit(write_shared, spark, graph, referenced, shared_path)
         elif pairs_later:
             # why and how read the side relations alone; the pair table is made from them in
@@ -281,10 +281,10 @@ def _run_rewritten(
         with watched, bridge.settings(inject_settings(bridge, bool(rewriter.hashed_groups))):
             output_path, display, staged, written = _write_output(bridge, out, len(slot_names), data, write)
         output_done = time.perf_counter()
-        if referenced and shared is None:
-            write_shared(spark, graph, referenced, shared_path)
         if referenced:
-            if shared is not None:
+            if shared is None:  # a window's sets, read from the rows the query kept
+                write_shared(spark, graph, referenced, shared_path)
+            else:
                 shared.result()
             shutil.rmtree(folders.work, ignore_errors=True)
         if sides is not None:

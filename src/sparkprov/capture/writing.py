@@ -226,11 +226,11 @@ REFERENCED_SETS_MAX = 100_000
 
 
 def _referenced_sets(spark, pairs: dict, graph: SideGraph, referenced: set[int]) -> SideGraph:
-    """``graph`` with each shared side that has a set per window partition (or per row),
-    and that no other shared side refers to, narrowed to the sets the output refers to (``pairs``'
-    references), where they are at most ``REFERENCED_SETS_MAX``: a set no output row
-    refers to is on no trace (TPC-DS q57 at SF 1: its 100 rows refer to 300 sets of
-    three windows, whose 2.9 million pairs took 12 s to store)."""
+    """``graph`` with each shared side that has a set per window partition (or per
+    row), and that no other shared side refers to, narrowed to the sets the output
+    refers to (``pairs``' references), where they are at most ``REFERENCED_SETS_MAX``:
+    a set no output row refers to is on no trace (TPC-DS q57 at SF 1: its 100 rows
+    refer to 300 sets of three windows, whose 2.9 million pairs took 12 s to store)."""
     nested = {s.ref for side in graph.sides if side.shared for s in side.slots if s.kind in ("group", "groups")}
     nested |= {i for side in graph.sides if side.payload is not None for i in side.payload.sides()}
     wanted: dict[int, DataFrame] = {}
