@@ -96,12 +96,12 @@ def small_rows(
     limit: int | None = None,
     partitions: bool = False,
     small_inputs: bool = False,
-    most_rows: int = SMALL_ROWS,
+    most_rows: int | None = None,
 ) -> pa.Table | None:
     """``df``'s rows as an Arrow table (one Spark job), if they are small by the rules
     above (at most ``limit`` bytes, ``SMALL_BYTES`` by default); None otherwise (nothing
     run, unless Catalyst could not size them: then a prefix of at most ``most_rows``
-    rows, and one more, was). With
+    rows, ``SMALL_ROWS`` by default, and one more, was). With
     ``partitions``, a last column ``PARTITION`` holds the number of each row's Spark
     partition (the rows come in partition order). With ``small_inputs``, a prefix is
     also tried when what the plan reads is small (its leaves' estimates add up to at
@@ -110,6 +110,7 @@ def small_rows(
     # estimated on the analyzed plan: optimizing it here would optimize it twice when
     # Spark writes it (the write plans its query anew), seconds for a large plan
     limit = SMALL_BYTES if limit is None else limit
+    most_rows = SMALL_ROWS if most_rows is None else most_rows
     plan = df._jdf.queryExecution().analyzed()
     if small_plan(plan, df.schema, limit, df.sparkSession):
         return _collected(df, partitions)
