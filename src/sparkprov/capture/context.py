@@ -355,7 +355,7 @@ class CaptureContext:
     def has_sets(self, slot: Slot) -> bool:
         """Whether ``slot`` refers to a shared side with a set per window partition."""
         side = self.sides[slot.ref] if slot.kind in ("group", "groups") else None
-        return side is not None and side.shared and (side.sets is not None or side.set_per_row)
+        return side is not None and side.has_sets
 
     def group_slot(
         self, operator: str, handle: JExpr, inner: Rewritten, combine: str, narrow: JPlan | None = None

@@ -69,6 +69,11 @@ class SideRelation:
     set_per_row: bool = False
     payload: PayloadSide | None = None
 
+    @property
+    def has_sets(self) -> bool:
+        """Whether this is a shared side with a set per window partition or per row."""
+        return self.shared and (self.sets is not None or self.set_per_row)
+
 
 @dataclass
 class ExplainLine:

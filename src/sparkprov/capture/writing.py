@@ -237,8 +237,7 @@ def _referenced_sets(spark, pairs: dict, graph: SideGraph, referenced: set[int])
     for k in sorted(referenced):
         side = graph.sides[k]
         # a window's blocks refer to each other; a payload side's sets are made at query time
-        per_set = side.sets is not None or side.set_per_row
-        if not per_set or k in nested or side.ranged or side.payload is not None:
+        if not side.has_sets or k in nested or side.ranged or side.payload is not None:
             continue
         refs = union_pairs(pairs[ref_source(k)], distinct=False).select(F.col(IN).alias(GRP))
         found = to_arrow(refs.where(F.col(GRP).isNotNull()).distinct().limit(REFERENCED_SETS_MAX + 1))
@@ -286,11 +285,11 @@ def materializer(spark, work: Path) -> Callable[[DataFrame], DataFrame]:
     return keep
 
 
-# pairs (a source number and two rids, 20 bytes) collected to be written here, at most:
-# as many as fit in small_rows' bytes. A prefix of generic rows' 100,000 turned away
-# TPC-DS q57's 371,658 (with repeats), which Spark then computed again to write (4.5 s
-# against 1.4 s collected)
-FEW_PAIRS = small_writes.SMALL_BYTES // 20
+# a pair's bytes collected (a source number and two rids): pairs collected to be written
+# here, at most as many as fit in small_rows' bytes. A prefix of generic rows' 100,000
+# turned away TPC-DS q57's 371,658 (with repeats), which Spark then computed again to
+# write (4.5 s against 1.4 s collected)
+PAIR_BYTES = 20
 
 
 def write_pairs(spark, pairs: dict[int, list[DataFrame]], path: str, distinct: bool = True) -> None:
@@ -302,7 +301,8 @@ def write_pairs(spark, pairs: dict[int, list[DataFrame]], path: str, distinct: b
     # writes them as Spark lays them out; Spark's write of a few rows costs a job, a
     # shuffle and a commit more (a join's pairs over 500 rows: 0.45 s against 0.1 s)
     local = parts and "://" not in path
-    few = small_rows(union_pairs(parts, distinct=False), small_inputs=True, most_rows=FEW_PAIRS) if local else None
+    most = small_writes.SMALL_BYTES // PAIR_BYTES  # read when called, as small_rows reads it
+    few = small_rows(union_pairs(parts, distinct=False), small_inputs=True, most_rows=most) if local else None
     if few is not None and few.num_rows:
         numbers = few.column(SRC).to_numpy()
         by_source = {n: [few.filter(pa.array(numbers == n)).select([OUT, IN])] for n in np.unique(numbers)}
