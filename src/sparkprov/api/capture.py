@@ -337,12 +337,17 @@ class Capture:
         schema = f"{RID} long, witness array<struct<source: string, rid: long>>"
         return self._session.spark.createDataFrame(data, schema)
 
-    def polynomials(self, rows: RowsArg) -> dict[int, Polynomial]:
-        """``{output rid: Polynomial}`` for ``rows`` of the output: what :meth:`how` and
-        :meth:`why` print, as objects (``str(p)``, ``p.witnesses()``, ``p.variables()``)."""
+    def polynomials(self, rows: RowsArg | None = None) -> dict[int, Polynomial]:
+        """``{output rid: Polynomial}`` for ``rows`` of the output (None: every row):
+        what :meth:`how` and :meth:`why` print, as objects (``str(p)``,
+        ``p.witnesses()``, ``p.variables()``).
+
+        >>> {rid: str(p) for rid, p in cap.polynomials().items()}  # doctest: +SKIP
+        {0: 'numbers#0 · δ(orders#3 + orders#8)'}
+        """
         self._plan.trusted()
         blackbox.warn_coarse(self._entry, "why and how read the stored structure")
-        return polynomials(self._entry, self._output_rids(rows))
+        return polynomials(self._entry, None if rows is None else self._output_rids(rows))
 
     def _matched_here(self, predicate: str) -> np.ndarray | None:
         """Rids of the output rows matching ``predicate``, found by DuckDB in this

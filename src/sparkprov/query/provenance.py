@@ -193,7 +193,8 @@ def _check_count(count: int, limit: int) -> None:
 
 def polynomials(entry: CaptureEntry, rids, row_limit: int = SIDE_ROW_LIMIT) -> dict[int, Polynomial]:
     """``{output rid: polynomial}`` for the output rows ``rids`` of a capture (its catalog
-    ``entry``), read from the side relations it kept. Unknown rids are left out."""
+    ``entry``; None: every row), read from the side relations it kept. Unknown rids are
+    left out."""
     structure = entry.witnesses
     if not structure:
         raise WitnessesNotKept(
@@ -203,10 +204,13 @@ def polynomials(entry: CaptureEntry, rids, row_limit: int = SIDE_ROW_LIMIT) -> d
     names = {i: n for n, i in entry.lineage.sources.items()}
     sides = {int(k): side for k, side in structure["sides"].items()}
     out_slots = structure["output"]
-    rids = rid_array(rids)
     files = parquet_files(entry.output.path)
     columns = [RID, *(s["name"] for s in out_slots)]
-    rows = read_table(files, columns=columns, filters=[(RID, "in", rids.tolist())]).to_pylist() if len(rids) else []
+    if rids is None:
+        rows = read_table(files, columns=columns).to_pylist() if files else []
+    else:
+        rids = rid_array(rids)
+        rows = read_table(files, columns=columns, filters=[(RID, "in", rids.tolist())]).to_pylist() if len(rids) else []
 
     wanted: dict[int, dict[Any, Any]] = defaultdict(dict)  # side -> frozen slot value -> value
     for row in rows:

@@ -16,7 +16,7 @@ import re
 import shutil
 import time
 from collections.abc import Callable
-from concurrent.futures import wait
+from concurrent.futures import Future, wait
 from dataclasses import dataclass
 from datetime import datetime, timezone
 
@@ -120,20 +120,24 @@ def _run(session: LineageSession, plan: Plan, inputs: dict[str, DataFrame], made
     for name, version in state.items():
         reads[name] = Read("state", version, base=version == 0 or version in plan.untracked)
         paths[name] = str(plan.folders.state(name, version))
-    recorded = []  # per wave, its invocations: recorded in order, each while the waves after it run
-    # one thread records the waves one after the other, so the graph's nodes are
+    recorded = []  # per module, its invocation: recorded in order, as soon as it has run
+    # one thread records the modules one after the other, so the graph's nodes are
     # numbered as if recorded here; its work (reading the witnesses, making the pairs)
-    # is done in this process, not by Spark, and need not hold up the next wave. Both
-    # kinds of thread are kept from one execution to the next (plan/threads.py).
+    # is done in this process, not by Spark, and need not hold up the modules still
+    # running or the next wave: a module is recorded while the rest of its wave runs
+    # (Arctic's eight stations: their sixteen captures were recorded while the last
+    # module ran, each execution). Both kinds of thread are kept from one execution to
+    # the next (plan/threads.py).
     recorder, pool = kept_pool("graph", 1), kept_pool("module", PARALLEL)
     try:
         for wave in waves(plan.modules):
             named = {m.name: _read(session, m, paths) for m in wave}  # named here: session.source is not thread-safe
             invoked = [pool.submit(_invoke, session, plan, m, named[m.name], made) for m in wave]
+            for m, f in zip(wave, invoked):  # what it read, before this wave's writes are known
+                seen = {n: reads[n] for n in (*m.inputs, *m.state)}
+                recorded.append(recorder.submit(_record, session.store, plan, graph, m, f, seen))
             wait(invoked)  # every module of the wave ended before an error is raised
             done = [f.result() for f in invoked]
-            seen = [{n: reads[n] for n in (*m.inputs, *m.state)} for m in wave]
-            recorded.append(recorder.submit(_record, session.store, plan, graph, wave, done, seen))
             for written, _ in done:
                 for dataset, (kind, version, _) in written.items():
                     if kind == "output":
@@ -143,7 +147,7 @@ def _run(session: LineageSession, plan: Plan, inputs: dict[str, DataFrame], made
                         state[dataset] = version
     finally:
         wait(recorded)
-    invocations = [i for wave in recorded for i in wave.result()]
+    invocations = [f.result() for f in recorded]
     if plan.later == "again":
         replay.check_same(plan.folders, plan.execution, plan.workflow)
     record = ExecutionRecord(
@@ -161,24 +165,23 @@ def _run(session: LineageSession, plan: Plan, inputs: dict[str, DataFrame], made
 
 
 def _record(
-    store: Store, plan: Plan, graph: ExecutionGraph, wave: list[Module], done: list, seen: list[dict]
-) -> list[Invocation]:
-    """A wave's invocations, with their captures' part of the graph and pair tables."""
-    invocations = []
-    for module, (written, seconds), reads in zip(wave, done, seen):
-        node = graph.invocation(module.name) if plan.track else -1
-        writes, not_monotone = {}, []
-        for dataset, (kind, version, cap) in written.items():
-            writes[dataset] = [kind, capture_name(plan.workflow, dataset), cap.version if cap else 0]
-            if cap is not None:
-                ops = cap.operators()
-                every = cap.polynomials("true")
-                graph.add_capture(module.name, node, every, reads, (dataset, kind, version), _blackboxes(ops))
-                write_pairs(store.load(cap.name, cap.version), every)  # its pairs, from the same polynomials
-                not_monotone += [op for op in ops if op.startswith(_NOT_MONOTONE)]
-        module_reads = {n: [r.kind, r.version] for n, r in reads.items()}
-        invocations.append(Invocation(module.name, node, module_reads, writes, seconds, sorted(set(not_monotone))))
-    return invocations
+    store: Store, plan: Plan, graph: ExecutionGraph, module: Module, invoked: Future, reads: dict
+) -> Invocation:
+    """A module's invocation, with its captures' part of the graph and pair tables,
+    once it has run (``invoked``; its error is the caller's to raise)."""
+    written, seconds = invoked.result()
+    node = graph.invocation(module.name) if plan.track else -1
+    writes, not_monotone = {}, []
+    for dataset, (kind, version, cap) in written.items():
+        writes[dataset] = [kind, capture_name(plan.workflow, dataset), cap.version if cap else 0]
+        if cap is not None:
+            ops = cap.operators()
+            every = cap.polynomials()
+            graph.add_capture(module.name, node, every, reads, (dataset, kind, version), _blackboxes(ops))
+            write_pairs(store.load(cap.name, cap.version), every)  # its pairs, from the same polynomials
+            not_monotone += [op for op in ops if op.startswith(_NOT_MONOTONE)]
+    module_reads = {n: [r.kind, r.version] for n, r in reads.items()}
+    return Invocation(module.name, node, module_reads, writes, seconds, sorted(set(not_monotone)))
 
 
 def _blackboxes(operators: list[str]) -> list[str]:
