@@ -44,6 +44,12 @@ QUERIES = {
     "scalar subquery": lambda o, i, spark: spark.sql(
         "SELECT oid, price FROM items WHERE price > (SELECT avg(price) FROM items WHERE oid < 3)"
     ),
+    # one source below the group: its witnesses are rids, collected as longs; the
+    # generator repeats each item in its group, and the repeats stay terms of it
+    "group over one source": lambda o, i, spark: i.groupBy("oid").agg(F.sum("price").alias("total")),
+    "group over a generator": lambda o, i, spark: (
+        i.withColumn("n", F.explode(F.array(F.lit(1), F.lit(2)))).groupBy("oid").agg(F.sum("n").alias("n"))
+    ),
     "exists": lambda o, i, spark: spark.sql(
         "SELECT cust FROM orders o WHERE EXISTS (SELECT 1 FROM items i WHERE i.oid = o.oid AND i.price > 4)"
     ),
@@ -193,17 +199,21 @@ def by_row(cap, tagged: bool = True) -> dict[tuple, str]:
     return {rows[rid]: canonical(p, tag) for rid, p in cap.polynomials(list(rows)).items()}
 
 
-@pytest.mark.parametrize("query", ["join then group", "distinct over a join", "union distinct"])
+@pytest.mark.parametrize(
+    "query", ["join then group", "distinct over a join", "union distinct", "group over one source"]
+)
 def test_sides_gathered_by_the_query_read_as_sides_run_alone(spark, session, shop, query, monkeypatch):
     # small side relations are gathered by the query's own job (plan/observed.py), not
     # run again; larger ones are, where the strategy is logical, and an aggregate's are
     # read from the witnesses it collected where it would inject: the same polynomials
     import sparkprov.capture.context as context
+    import sparkprov.capture.reached_sides as reached_sides
     import sparkprov.capture.writing as writing
 
     run_alone = []
     write = writing.write_parquet
-    monkeypatch.setattr(writing, "write_parquet", lambda df, path: (run_alone.append(path), write(df, path))[1])
+    for module in (writing, reached_sides):  # sides written beside the query, and after it
+        monkeypatch.setattr(module, "write_parquet", lambda df, path: (run_alone.append(path), write(df, path))[1])
     gathered = session.capture(QUERIES[query](*shop, spark), name="gathered", witnesses=True)
     assert run_alone == []
     monkeypatch.setattr(context, "observed_rows", lambda bridge, rows: None)
@@ -213,6 +223,22 @@ def test_sides_gathered_by_the_query_read_as_sides_run_alone(spark, session, sho
     said = " ".join(line[3] for line in collected._entry.explain)
     assert "witnesses (its input rows' slots) collected" in said  # DISTINCT is an aggregate too
     assert by_row(gathered) == by_row(alone) == by_row(collected)
+
+
+def test_witnesses_collected_as_rids_keep_a_groups_repeated_rows(spark, session, shop, monkeypatch):
+    # each item twice in its group (the generator): collected as longs by the rid
+    # collector, the repeats are terms of the group, as the side relation run alone has them
+    import sparkprov.capture.context as context
+
+    monkeypatch.setattr(context, "observed_rows", lambda bridge, rows: None)
+    query = QUERIES["group over a generator"]
+    alone = session.capture(query(*shop, spark), name="alone", witnesses=True, strategy="logical")
+    collected = session.capture(query(*shop, spark), name="collected", witnesses=True)
+    said = " ".join(line[3] for line in collected._entry.explain)
+    assert "witnesses (its input rows' slots) collected" in said
+    found = by_row(collected)
+    assert found == by_row(alone)
+    assert found[(1, 6)] == "δ(i1 + i1 + i2 + i2)"
 
 
 # Q3: an aggregate over a join of three tables; Q13: an aggregate over an aggregate
@@ -259,3 +285,29 @@ def test_sides_computed_apart_from_the_query_are_not_waited_for(spark, session, 
     assert asked == ([] if query in QUERIES else [True])
     rids = [r["_sp_rid"] for r in cap.output.collect()]
     assert all(p.variables() for p in cap.polynomials(rids).values())
+
+
+def test_sides_keep_the_groups_the_output_reaches(spark, session, shop, monkeypatch):
+    # the top customer's group alone is on any answer: the others' witnesses are not kept
+    import pyarrow.parquet as pq
+
+    import sparkprov.capture.context as context
+    import sparkprov.capture.reached_sides as reached_sides
+
+    monkeypatch.setattr(context, "observed_rows", lambda bridge, rows: None)  # sides run after the query
+    o, i = shop
+
+    def top():
+        return o.join(i, "oid").groupBy("cust").agg(F.sum("price").alias("total")).orderBy(F.desc("total")).limit(1)
+
+    def side_rows(cap) -> int:
+        return sum(pq.read_table(side["path"]).num_rows for side in cap._entry.witnesses["sides"].values())
+
+    whole = session.capture(top(), name="whole", witnesses=True)  # small sides are written whole
+    monkeypatch.setattr(reached_sides, "SMALL_BYTES", 0)
+    narrowed = session.capture(top(), name="narrowed", witnesses=True)
+    assert by_row(narrowed) == by_row(whole) == {("ann", 16.0): "δ(i1 · o1 + i2 · o1 + i3 · o2)"}
+    assert (side_rows(whole), side_rows(narrowed)) == (4, 3)  # bob's item is left out
+    tag = labels(narrowed)
+    (p,) = narrowed.polynomials().values()  # every output row: the one
+    assert [{tag[v] for v in w} for w in p.witnesses()] == [{"o1", "o2", "i1", "i2", "i3"}]

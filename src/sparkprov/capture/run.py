@@ -482,7 +482,7 @@ def _resolve(
         if witnesses:
             # kept first: the pairs then read each side's rows from its files, not by
             # running its input again
-            structure = write_sides(graph, slots, data / "sides")
+            structure = write_sides(graph, slots, data / "sides", read_written(spark, output_path))
             if resolvable_by_joins(structure) and not shared:
                 # the pair table is then made from them when first needed, in the
                 # process that asks, by joins in DuckDB (store/joined_pairs.py): a

@@ -45,6 +45,7 @@ from ..store.format import (
 from ..store.parquet import SHARED_ARROW, write_local_pairs
 from .context import CaptureContext
 from .lineage import HANDLE, ROW_SLOTS, SideGraph, shared_pairs, union_pairs
+from .reached_sides import write_reached_sides
 from .shapes import SET_KEY
 
 
@@ -321,14 +322,15 @@ def publish_pairs(spark, pairs: dict[int, list[DataFrame]], path: Path, distinct
     publish_written(path, lambda tmp: write_pairs(spark, pairs, str(tmp), distinct))
 
 
-def write_sides(graph: SideGraph, slots, root: Path) -> dict:
-    """Store every side relation the output's slots lead to, and how they connect.
+def write_sides(graph: SideGraph, slots, root: Path, rows: DataFrame) -> dict:
+    """Store every side relation the output's slots lead to, for the groups the
+    output ``rows`` reach (``reached_sides``), and how they connect.
 
     The result is the catalog's ``witnesses`` entry: the output's slots and, per
     side, its rows' location and slots (a source slot names its source by number).
     """
     structure, paths = describe_sides(graph, slots, root)
-    write_side_rows(graph, paths)
+    write_reached_sides(graph, slots, rows, paths)
     return structure
 
 
