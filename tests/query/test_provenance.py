@@ -311,3 +311,23 @@ def test_sides_keep_the_groups_the_output_reaches(spark, session, shop, monkeypa
     tag = labels(narrowed)
     (p,) = narrowed.polynomials().values()  # every output row: the one
     assert [{tag[v] for v in w} for w in p.witnesses()] == [{"o1", "o2", "i1", "i2", "i3"}]
+
+
+@pytest.mark.parametrize("query", ["exists", "window", "scalar subquery", "full outer join", "group over a generator"])
+def test_sides_narrowed_to_a_top_row_give_its_polynomial(spark, session, shop, query, monkeypatch):
+    # a semi join's matches, a window's partitions, a shared side (kept whole), padded
+    # rows: narrowed to what the top row reaches, its polynomial is the one kept whole
+    import sparkprov.capture.context as context
+    import sparkprov.capture.reached_sides as reached_sides
+
+    monkeypatch.setattr(context, "observed_rows", lambda bridge, rows: None)
+
+    def top():
+        df = QUERIES[query](*shop, spark)
+        return df.orderBy(*[F.col(c).desc_nulls_last() for c in df.columns]).limit(1)
+
+    whole = session.capture(top(), name="whole", witnesses=True)
+    monkeypatch.setattr(reached_sides, "SMALL_BYTES", 0)
+    narrowed = session.capture(top(), name="narrowed", witnesses=True)
+    found = by_row(narrowed)
+    assert len(found) == 1 and found == by_row(whole)

@@ -53,7 +53,8 @@ def write_reached_sides(graph: SideGraph, slots, rows: DataFrame, paths: dict[in
             few = estimated_bytes(relation) <= SMALL_BYTES  # read whole for less than finding its handles
             handles = None if few or k in whole or not _narrowable(side) else _handles(reached.pop(k, []))
             if handles is not None:
-                relation = graph.narrow(k) or relation  # the form for few handles (a semi join's matches)
+                narrow = graph.narrow(k)  # the form for few handles (a semi join's matches)
+                relation = narrow if narrow is not None else relation
                 relation = relation.join(handles, relation[HANDLE].eqNullSafe(handles[_REACHED]), "left_semi")
                 few = True
             write_parquet(relation, path)
