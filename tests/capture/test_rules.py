@@ -119,11 +119,17 @@ def _physical_plans(spark, run):
     """What ``run()`` returns, and the physical plans Spark chose before running the
     captured queries it ran (those reading a rid column; adaptive execution may
     broadcast a side later, once it has seen its rows)."""
-    executions = spark._jsparkSession.sharedState().statusStore().executionsList
-    before = executions().size()
+    store = spark._jsparkSession.sharedState().statusStore()
+
+    def listed() -> list:
+        found = store.executionsList()
+        return [found.apply(i) for i in range(found.size())]
+
+    # by id, not by position: the store keeps the last spark.sql.ui.retainedExecutions
+    # (1,000), so past that a session's list stops growing
+    last = max((e.executionId() for e in listed()), default=-1)
     result = run()
-    ran = executions()
-    plans = [ran.apply(i).physicalPlanDescription() for i in range(before, ran.size())]
+    plans = [e.physicalPlanDescription() for e in listed() if e.executionId() > last]
     return result, [p.split("== Initial Plan ==")[-1].split("\n\n")[0] for p in plans if "__sp_" in p]
 
 
