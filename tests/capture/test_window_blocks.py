@@ -10,7 +10,7 @@ from pyspark.sql import Window
 from pyspark.sql import functions as F
 
 from sparkprov.bench.checks import check_row
-from sparkprov.capture import window_blocks
+from sparkprov.capture import lineage, window_blocks
 from sparkprov.errors import UnsupportedOperation
 from sparkprov.store.format import ref_source
 
@@ -59,7 +59,7 @@ def test_a_partitions_tree_holds_each_block_once(spark):
 def blocks(monkeypatch):
     """Every range of more than one position kept as blocks, however few pairs."""
     monkeypatch.setattr(window_blocks, "MIN_PAIRS", 0)
-    monkeypatch.setattr(window_blocks, "worth_it", lambda pairs, ranges, side_rows: True)
+    monkeypatch.setattr(window_blocks, "worth_it", lambda *sizes: True)
 
 
 @pytest.fixture
@@ -131,3 +131,36 @@ def test_blocks_whose_ids_collide_are_refused(session, events, blocks, monkeypat
     monkeypatch.setattr(window_blocks, "block_id", lambda p, j, i: original(F.lit(1), j, i))  # partitions alike
     with pytest.raises(UnsupportedOperation, match="hash to the same set id"):
         session.capture(_running(events), "clash")
+
+
+def _ranked_groups(src):  # TPC-DS q67's shape: a rank over ROLLUP groups, each partition's top 40 kept
+    groups = src.rollup("a", "b").agg(F.sum("v").alias("s"))
+    return groups.select(
+        (F.coalesce("a", F.lit(9)) * 1000 + F.coalesce("b", F.lit(999))).alias("k"),
+        F.rank().over(Window.partitionBy("a").orderBy(F.desc("s"), "b")).alias("r"),
+    ).where("r <= 40")
+
+
+def test_a_rank_over_large_groups_keeps_them_as_blocks(spark, session, monkeypatch, tmp_path):
+    # Few positions are read (each partition's top 40: 2,461), but each holds its
+    # group's rows (the grand total all 3,000, a total of `a` 1,000, ranked first in its
+    # partition): flattened, 123,000 pairs, kept as blocks once the positions are weighed
+    # by the rows they hold
+    monkeypatch.setattr(window_blocks, "MIN_PAIRS", 10_000)
+    monkeypatch.setattr(lineage, "JOINED_MAX_PAIRS", 100_000)  # flattened in DuckDB below it
+    k = F.col("id")
+    spark.range(3000).select(k.alias("k"), (k % 3).alias("a"), (k % 150).alias("b"), (k % 11).alias("v")).write.parquet(
+        str(tmp_path / "d")
+    )
+    data = session.source(spark.read.parquet(str(tmp_path / "d")), "data")
+    flat = session.capture(_ranked_groups(data), "flat", witnesses=True)  # flattened, as why and how read them
+    expected = _pairs(flat, "data")
+    assert len(expected) == 3 * 40 * 1000 + 3000
+    cap = session.capture(_ranked_groups(data), "blocks")
+    assert "window-blocks" in cap._entry.features
+    assert _pairs(cap, "data") == expected
+    stored = spark.read.parquet(cap._entry.lineage.path).count() + spark.read.parquet(cap._entry.lineage.shared).count()
+    assert stored < 20_000  # the groups' rows once, a tree and a few blocks a row
+    _traced_by_both_engines(cap, "data", expected, rows=2)
+    for rid in [r["_sp_rid"] for r in cap.output.orderBy("r").collect()][-1:]:
+        assert check_row(cap, rid, lambda restricted: _ranked_groups(restricted["data"])) == []

@@ -45,20 +45,25 @@ MIN_PAIRS = 1_000_000
 ADVANTAGE = 2
 
 
-def worth_it(pairs: int, ranges: int, side_rows: int) -> bool:
+def worth_it(pairs: int, ranges: int, side_rows: int, side_pairs: int | None = None) -> bool:
     """Whether ``ranges`` ranges flattening to ``pairs`` pairs, over a window side of
-    ``side_rows`` rows, are kept as blocks: the side's rows and tree (about three rows
-    each) and each range's cover (about a block a level) against the pairs.
+    ``side_rows`` rows holding ``side_pairs`` rows of lineage (as many as its rows
+    unless they hold arrays: an injected aggregate's groups), are kept as blocks: the
+    side's lineage, its tree (about two rows a side row) and each range's cover
+    (about a block a level) against the pairs.
 
     >>> worth_it(200_000_000, 20_000, 20_000)  # a running total over one partition of 20,000 rows
     True
     >>> worth_it(10_500_000, 882_061, 882_061)  # over 50,000 partitions of 20 rows
     False
+    >>> worth_it(6_235_494, 100, 100, 1_600_000)  # a rank over 100 groups of 16,000 rows each
+    True
     """
     if pairs <= MIN_PAIRS:
         return False
     cover = ranges * (1 + math.log2(pairs / max(ranges, 1) + 1))
-    return pairs > ADVANTAGE * (3 * side_rows + cover)
+    lineage = side_rows if side_pairs is None else side_pairs
+    return pairs > ADVANTAGE * (lineage + 2 * side_rows + cover)
 
 
 def cover(lo: int, hi: int) -> list[tuple[int, int]]:

@@ -25,6 +25,7 @@ and partitions do.
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 
 import pyarrow as pa
@@ -36,9 +37,38 @@ from .format import ARRAY_SLOTS, HANDLE, IN, OUT, POS, RID, ROW_SLOTS, parents_f
 from .parquet import files_sql, write_local_pairs
 
 _PAIRS = pa.schema([(OUT, pa.int64()), (IN, pa.int64())])
-# Whether a window side's merged ranges are flattened here: (side, pairs they flatten
-# to, ranges, the side's rows) -> bool; a capture declines where it keeps them as blocks
-Accept = Callable[[int, int, int, int], bool]
+# Ranges over at most this many positions are weighed by the source rows each position
+# holds in an array (an injected aggregate's rids): a rank over ROLLUP groups reads a few
+# thousand positions, each group of up to 550,000 rows (TPC-DS q67 at SF 1: 55M pairs)
+WEIGHED_MAX_POSITIONS = 1_000_000
+
+
+@dataclass(frozen=True)
+class RangeSizes:
+    """What a window side's reached ranges come to: the ``positions`` they cover, how
+    many ``ranges``, the side's ``rows``; and the (output row, source row) ``pairs``
+    they flatten to and the source rows the side's own rows hold (``side_pairs``),
+    which exceed ``positions`` and ``rows`` where side rows hold arrays of rids.
+
+    >>> RangeSizes.unweighed(5_050, 100, 1_100)
+    RangeSizes(positions=5050, ranges=100, rows=1100, pairs=5050, side_pairs=1100)
+    """
+
+    positions: int
+    ranges: int
+    rows: int
+    pairs: int
+    side_pairs: int
+
+    @classmethod
+    def unweighed(cls, positions: int, ranges: int, rows: int) -> RangeSizes:
+        """Sizes of a side whose rows each hold one row of lineage per slot's value."""
+        return cls(positions, ranges, rows, positions, rows)
+
+
+# Whether a window side's merged ranges are flattened here: (side, their sizes) -> bool;
+# a capture declines where it keeps them as blocks
+Accept = Callable[[int, RangeSizes], bool]
 
 
 def pairs_by_source(output_path: str, structure: dict, accept: Accept | None = None) -> dict[int, pa.Table] | None:
@@ -71,14 +101,11 @@ def pairs_by_source(output_path: str, structure: dict, accept: Accept | None = N
             kept = ", ".join(f"s.{quote(s['name'])}" for s in sides[str(k)]["slots"])
             if sides[str(k)]["ranged"]:
                 # (the merge groups the ranges: no distinct of the frontier first)
-                if not _flattened(con, n, " UNION ALL ".join(parts), k, side, accept):
+                slots = sides[str(k)]["slots"]
+                if not _flattened(con, n, " UNION ALL ".join(parts), k, side, slots, accept):
                     return None
-                positions = (
-                    f"SELECT {OUT}, k, lo AS pos FROM ranges_{n} WHERE lo = hi UNION ALL "
-                    f"SELECT {OUT}, k, unnest(range(lo, hi + 1)) AS pos FROM ranges_{n} WHERE lo < hi"
-                )
                 on = _same("f.k", f"s.{HANDLE}", f"f.pos = s.{POS}")
-                joined = f"SELECT f.{OUT}, {kept} FROM ({positions}) f JOIN {side} s ON {on}"
+                joined = f"SELECT f.{OUT}, {kept} FROM ({_positions(n)}) f JOIN {side} s ON {on}"
             else:
                 frontier = " UNION ".join(parts)  # distinct (out, h): paths that repeat a group meet it once
                 joined = f"SELECT f.{OUT}, {kept} FROM ({frontier}) f JOIN {side} s ON {_same('f.h', f's.{HANDLE}')}"
@@ -103,7 +130,7 @@ def publish(path: Path, output_path: str, structure: dict, accept: Accept | None
     return True
 
 
-def _flattened(con, n: int, frontier: str, k: int, side: str, accept: Accept | None) -> bool:
+def _flattened(con, n: int, frontier: str, k: int, side: str, slots: list[dict], accept: Accept | None) -> bool:
     """Side ``k``'s ranges reached by ``frontier`` as table ``ranges_{n}`` (out, k, lo,
     hi), an output row's ranges in one partition made disjoint: stacked windows reach a
     lower window's side through every row of an upper frame, each with a range of its
@@ -124,7 +151,25 @@ def _flattened(con, n: int, frontier: str, k: int, side: str, accept: Accept | N
         return True
     total, ranges = con.execute(f"SELECT coalesce(sum(hi - lo + 1), 0), count(*) FROM ranges_{n}").fetchone()
     (rows,) = con.execute(f"SELECT count(*) FROM {side}").fetchone()
-    return accept(k, int(total), int(ranges), int(rows))
+    sizes = RangeSizes.unweighed(int(total), int(ranges), int(rows))
+    arrays = [quote(s["name"]) for s in slots if s["kind"] in ARRAY_SLOTS]
+    if arrays and total <= WEIGHED_MAX_POSITIONS:
+        weight = " + ".join([*(f"coalesce(len(s.{a}), 0)" for a in arrays), str(len(slots) - len(arrays))])
+        on = _same("f.k", f"s.{HANDLE}", f"f.pos = s.{POS}")
+        pairs, side_pairs = con.execute(
+            f"SELECT (SELECT coalesce(sum({weight}), 0) FROM ({_positions(n)}) f JOIN {side} s ON {on}), "
+            f"(SELECT coalesce(sum({weight}), 0) FROM {side} s)"
+        ).fetchone()
+        sizes = RangeSizes(sizes.positions, sizes.ranges, sizes.rows, int(pairs), int(side_pairs))
+    return accept(k, sizes)
+
+
+def _positions(n: int) -> str:
+    """Rows ``(out, k, pos)``: each position of table ``ranges_{n}``'s ranges."""
+    return (
+        f"SELECT {OUT}, k, lo AS pos FROM ranges_{n} WHERE lo = hi UNION ALL "
+        f"SELECT {OUT}, k, unnest(range(lo, hi + 1)) AS pos FROM ranges_{n} WHERE lo < hi"
+    )
 
 
 def _same(a: str, b: str, *more: str) -> str:
