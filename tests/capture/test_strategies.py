@@ -249,6 +249,32 @@ def test_semi_join_over_a_smaller_left_side_groups_its_pairs_by_left_row(spark, 
             assert chosen in _join_explain(cap), (label, strategy)
 
 
+def test_semi_join_over_a_self_join_keeps_its_matches_as_a_side(spark, session):
+    # TPC-DS q95's shape: the sales of orders shipped from two warehouses (sales joined
+    # with itself by order). A row's matches are its order's pairs of rows: injected,
+    # each left row would gather them all; auto keeps them as a side relation, resolved
+    # for the rows the output keeps, where both inputs of the join are too large to
+    # broadcast (the threshold lowered: these rows are a few kilobytes)
+    rows = [(i, i % 5, i % 3) for i in range(60)]
+    sales = session.source(spark.createDataFrame(rows, "k int, o int, w int"), "sales")
+    one = sales.select(F.col("o").alias("o1"), F.col("w").alias("w1"))
+    two = sales.select(F.col("o").alias("o2"), F.col("w").alias("w2"))
+    shipped = one.join(two, (F.col("o1") == F.col("o2")) & (F.col("w1") != F.col("w2")))
+    query = sales.where("k < 7").join(shipped, F.col("o") == F.col("o1"), "left_semi")
+    expected = {(k, o, w): {("sales", j) for j, oj, _ in rows if oj == o} for k, o, w in rows if k < 7}
+    chosen = {}
+    spark.conf.set("spark.sql.autoBroadcastJoinThreshold", "200")
+    try:
+        for strategy in ("auto", "inject"):
+            cap = session.capture(query, f"shipped_{strategy}", strategy=strategy)
+            assert lineage_by_output(cap) == expected, strategy
+            chosen[strategy] = _join_explain(cap)
+    finally:
+        spark.conf.unset("spark.sql.autoBroadcastJoinThreshold")
+    assert "left slots plus a group of matches; side relation" in chosen["auto"]
+    assert "inject: " in chosen["inject"]
+
+
 def _join_explain(cap: sp.Capture) -> str:
     return " ".join(line[3] for line in cap._entry.explain if line[1].startswith("Join"))
 
