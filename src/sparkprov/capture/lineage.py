@@ -326,6 +326,7 @@ def _worth_blocks(sizes: RangeSizes) -> bool:
     # as blocks only beyond what joins in DuckDB flatten: blocks are resolved by Spark's
     # jobs, slower below that (TPC-DS at SF 1: q36's 6.2M pairs flattened in 1.8 s, as
     # blocks 8.7 s; q70, 3.3 s against 15.6 s; q67's 55M pairs 23.6 s against 8.5 s)
+    # (more pairs than positions: some position holds more than one row's lineage)
     least = window_blocks.MIN_PAIRS if sizes.pairs == sizes.positions else JOINED_MAX_PAIRS
     return sizes.pairs > least and window_blocks.worth_it(sizes.pairs, sizes.ranges, sizes.rows, sizes.side_pairs)
 
