@@ -440,6 +440,13 @@ class CaptureContext:
             self.cached_bytes[self.bridge.expr_id(columns[0])] = self.input_bytes(plan)
         return relation
 
+    def broadcast_limit(self) -> int:
+        """``spark.sql.autoBroadcastJoinThreshold`` in bytes (-1: broadcasts off), read
+        once a capture."""
+        if self.broadcast_bytes is None:
+            self.broadcast_bytes = self.bridge.conf_bytes("spark.sql.autoBroadcastJoinThreshold", "10MB")
+        return self.broadcast_bytes
+
     def input_bytes(self, plan: JPlan) -> int:
         """The bytes of the relations ``plan`` reads (``Bridge.leaf_bytes``), a relation
         kept by ``computed_once`` counted as those it reads."""

@@ -75,9 +75,7 @@ def _broadcast_as_planned(
     hint = node.hint()
     if hint.leftHint().isDefined() or hint.rightHint().isDefined():  # the user's hint stays
         return plan
-    if cx.broadcast_bytes is None:
-        cx.broadcast_bytes = b.conf_bytes("spark.sql.autoBroadcastJoinThreshold", "10MB")
-    if cx.broadcast_bytes < 0:
+    if cx.broadcast_limit() < 0:
         return plan
     kind = kind.split("(")[0]
     sides = [(s, left) for s, left, types in ((1, False, _BUILD_RIGHT), (0, True, _BUILD_LEFT)) if kind in types]
@@ -145,7 +143,7 @@ def plan_reductions(cx: CaptureContext, join: JPlan, kind: str, left: JPlan, rig
     cond = join.condition()
     if not found or cond.isEmpty():
         return
-    limit = b.conf_bytes("spark.sql.autoBroadcastJoinThreshold", "10m")
+    limit = cx.broadcast_limit()
     conjuncts = [c for c in b.conjuncts(cond.get()) if b.class_name(c) == "EqualTo"]
     if limit <= 0 or not conjuncts:
         return

@@ -124,9 +124,8 @@ def _joins_large_inputs(cx: CaptureContext, plan: JPlan) -> bool:
     (TPC-DS q95 at SF 1: a semi join on web_sales joined with itself by order, 64 s
     injected against a plain run's 8 s, for the 1,141 pairs of one output row)."""
     b = cx.bridge
-    if cx.broadcast_bytes is None:
-        cx.broadcast_bytes = b.conf_bytes("spark.sql.autoBroadcastJoinThreshold", "10MB")
-    large = cx.broadcast_bytes if cx.broadcast_bytes > 0 else _LARGE
+    limit = cx.broadcast_limit()
+    large = limit if limit > 0 else _LARGE
     todo = [plan]
     while todo:
         node = todo.pop()
