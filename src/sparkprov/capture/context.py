@@ -118,6 +118,9 @@ class CaptureContext:
     # aggregates whose input is first reduced to the keys a join above can match, by
     # the aggregate node (``rules.join.node_key``): (grouping keys, the join's values, their plan)
     reductions: dict[tuple[int, str], tuple[list, list, JPlan]] = field(default_factory=dict)
+    # aggregates whose rows a join above may repeat, by node (``rules.join.plan_repeats``):
+    # their groups' lineage kept once, a set per group of a shared side
+    repeated: set[tuple[int, str]] = field(default_factory=set)
     # the input bytes of the plans computed_once keeps, by their first column's id
     cached_bytes: dict[int, int] = field(default_factory=dict)
 

@@ -55,6 +55,10 @@ COARSE = {
     for op in ("MapInPandas", "MapInArrow")
 }
 INJECT = "inject: input rids (and handles) collected in the aggregate's own state, an array per slot; no side relation"
+INJECT_SHARED = (
+    "inject: input rids collected in the aggregate's own state, each group's kept once (a join above repeats "
+    "its rows), a set of a shared side; each row refers to its group's set"
+)
 WITNESSES_COLLECTED = (
     "group: handle (grouping key) per row; each group's witnesses (its input rows' slots) collected in the "
     "aggregate's own state, and its side relation (handle, input slots) read from the rows the query kept"

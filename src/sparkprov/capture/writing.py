@@ -136,21 +136,23 @@ def _write_payloads(graph: SideGraph, k: int, root: Path) -> None:
 
 
 def _check_sets(graph: SideGraph) -> None:
-    """Refuse a capture in which two window partitions' keys hash to one set id: their
-    rows would each be given both partitions' lineage. (One job per such window over
-    its rows as the query computed them; two 64-bit hashes among a million keys meet
-    with a chance of about one in 36 million.)"""
+    """Refuse a capture in which two window partitions' (or aggregate groups') keys hash
+    to one set id: their rows would each be given both sets' lineage. (One job per such
+    side over its rows as the query computed them; two 64-bit hashes among a million
+    keys meet with a chance of about one in 36 million.)"""
     for k in range(len(graph.sides)):
         sets = graph.sets(k)
         if sets is None:
             continue
         clash = sets.groupBy(HANDLE).agg(F.min(SET_KEY).alias("lo"), F.max(SET_KEY).alias("hi"))
         if clash.where(~F.col("lo").eqNullSafe(F.col("hi"))).limit(1).collect():
+            operator = graph.sides[k].operator
+            what = "partitions'" if operator == "Window" else "groups'"
             raise UnsupportedOperation(
-                "Window",
+                operator,
                 "",
-                "two of its partitions' keys hash to the same set id, so their shared lineage cannot be "
-                "told apart; capture with witnesses=True to keep it as ranges",
+                f"two of its {what} keys hash to the same set id, so their shared lineage cannot be "
+                "told apart; capture with witnesses=True to keep it without shared sets",
             )
 
 

@@ -24,8 +24,8 @@ from ...errors import UnsupportedOperation
 from ...plan.catalyst import JExpr, JPlan
 from ...store.format import Slot
 from .. import strategy
-from ..explain import INJECT, REDUCED, STRATEGY, WITNESSES_COLLECTED
-from ..shapes import Rewritten
+from ..explain import INJECT, INJECT_SHARED, REDUCED, STRATEGY, WITNESSES_COLLECTED
+from ..shapes import SET_KEY, Rewritten
 from . import join
 
 if TYPE_CHECKING:
@@ -58,6 +58,8 @@ def _aggregate(cx: CaptureContext, node: JPlan, inner: Rewritten, grouping: list
     b = cx.bridge
     logical = strategy.stays_logical(cx, inner, node)
     if logical is None:
+        if cx.repeated and join.node_key(cx, node) in cx.repeated:
+            return _inject_shared(cx, node, inner, grouping)
         return _inject(cx, node, inner)
     handle = b.struct(grouping) if grouping else b.int_literal(0)
     # an Aggregate without aggregate functions only removes duplicates (DISTINCT
@@ -119,6 +121,28 @@ def _one_rid_each(cx: CaptureContext, node: JPlan, inner: Rewritten) -> bool:
         return False
     (child,) = b.children(node)
     return not any(b.has_pattern(child, p) for p in ("JOIN", "UNION"))
+
+
+def _inject_shared(cx: CaptureContext, node: JPlan, inner: Rewritten, grouping: list[JExpr]) -> Rewritten:
+    # Inject where a join above repeats the aggregate's rows (``join.plan_repeats``):
+    # the rids are collected as ``_inject`` collects them, but kept once, as a shared
+    # side with a set per group, read from the rows the query computed (kept when
+    # first computed); each output row carries its group's set id, a hash of its key
+    # (checked for two keys sharing one when stored), and the join repeats only that.
+    b = cx.bridge
+    (child,) = b.children(node)
+    cx.hashed_groups = cx.hashed_groups is not False and strategy.hashes_groups(cx, inner)
+    collected = cx.collected(child, inner.slots)
+    set_id = b.alias(b.hash64(grouping), f"__sp_g{next(cx.ids)}")
+    key = b.alias(b.struct(grouping), f"__sp_k{next(cx.ids)}")
+    plan = b.aggregate_like(node, b.aggregate_expressions(node) + collected + [set_id, key], inner.plan)
+    plan = cx.computed_once(plan) if b.is_plan_deterministic(plan) else cx.kept(plan)
+    *out, set_attr, key_attr = b.output(plan)
+    user, arrays = out[: len(out) - len(collected)], out[len(out) - len(collected) :]
+    sets = b.project([b.alias(set_attr, "__sp_h"), b.alias(key_attr, SET_KEY)], plan)
+    k = cx.side("Aggregate", set_attr, Rewritten(plan, cx.collected_slots(arrays, inner.slots)), shared=True, sets=sets)
+    slot = Slot(b.attr_name(set_attr), "group", k, set_attr)
+    return Rewritten(b.project([*user, set_attr], plan), [slot], strategy=INJECT_SHARED)
 
 
 def _inject(cx: CaptureContext, node: JPlan, inner: Rewritten) -> Rewritten:

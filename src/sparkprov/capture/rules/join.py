@@ -1,7 +1,9 @@
 """The join rule: inner, cross and outer joins concatenate both sides' slots (NULL on a
 padded side); an anti join keeps the left row's. An aggregate on one side whose keys the
 join equates with a filtered, small other side is first reduced to the keys that side
-holds (``plan_reductions``): the groups the join would drop are never computed.
+holds (``plan_reductions``): the groups the join would drop are never computed. An
+aggregate whose rows the join repeats (its grouping keys met by many rows of the other
+side) keeps its groups' lineage once, as a shared side (``plan_repeats``).
 
 >>> import tempfile, sparkprov as sp
 >>> from pyspark.sql import SparkSession
@@ -40,6 +42,7 @@ def rule(cx: CaptureContext, node: JPlan) -> Rewritten:
     if kind.split("(")[0] not in JOIN_TYPES:
         raise UnsupportedOperation(f"Join ({kind})", cx.plan_text(node))
     plan_reductions(cx, node, kind, left, right)
+    plan_repeats(cx, node, kind, left, right)
     lw, rw = cx.rewrite(left), cx.rewrite(right)
     plan = _broadcast_as_planned(cx, node, kind, b.with_new_children(node, [lw.plan, rw.plan]), (lw, rw))
     if kind == "LeftAnti":  # the left row only: an absence of matches is not a dependency
@@ -133,35 +136,16 @@ def plan_reductions(cx: CaptureContext, join: JPlan, kind: str, left: JPlan, rig
     pairs = ([(left, right)] if kind in ("Inner", "RightOuter") else []) + (
         [(right, left)] if kind in ("Inner", "LeftOuter") else []
     )
-    found = []  # (the aggregate, its side, the other side): cheap questions first
-    for side, other in pairs:  # other: the side whose rows every kept group meets
-        agg = side
-        while b.node_name(agg) in ("Project", "Filter"):
-            (agg,) = b.children(agg)
-        if b.node_name(agg) == "Aggregate":
-            found.append((agg, side, other))
-    cond = join.condition()
-    if not found or cond.isEmpty():
+    # (the aggregate, its side, the other side): cheap questions first
+    found = [(agg, side, other) for side, other in pairs if (agg := _aggregate_below(cx, side)) is not None]
+    conjuncts = _equalities(cx, join)
+    if not found or not conjuncts:
         return
     limit = cx.broadcast_limit()
-    conjuncts = [c for c in b.conjuncts(cond.get()) if b.class_name(c) == "EqualTo"]
-    if limit <= 0 or not conjuncts:
+    if limit <= 0:
         return
     for agg, side, other in found:
-        passed = {b.expr_id(a) for a in b.output(side)}
-        other_ids = {b.expr_id(a) for a in b.output(other)}
-        keys, values, used = [], [], set()
-        for c in conjuncts:
-            for mine, theirs in ((c.left(), c.right()), (c.right(), c.left())):
-                if b.class_name(mine) != "AttributeReference" or b.expr_id(mine) not in passed:
-                    continue
-                refs = {b.expr_id(a) for a in b.to_list(theirs.references().toSeq())}
-                key = _grouping_key(cx, agg, mine)
-                if key is not None and refs and refs <= other_ids and b.is_deterministic(theirs):
-                    keys.append(key)
-                    values.append(theirs)
-                    used |= refs
-                    break
+        keys, values, used = _matched_keys(cx, agg, side, other, conjuncts)
         if not keys:
             continue
         source = _narrowest(cx, other, used)
@@ -175,6 +159,78 @@ def plan_reductions(cx: CaptureContext, join: JPlan, kind: str, left: JPlan, rig
             and b.is_plan_deterministic(source)
         ):
             cx.reductions[node_key(cx, agg)] = (keys, values, source)
+
+
+def plan_repeats(cx: CaptureContext, join: JPlan, kind: str, left: JPlan, right: JPlan) -> None:
+    """Register an aggregate on one side of ``join`` (through projections and filters)
+    whose grouping keys the join all equates with the other side, where the other side
+    is not known to hold each key once (an aggregate grouped by them): each of its rows
+    may meet many rows of the other side (TPC-DS q2 meets each week's sales with the
+    week's seven days; q1, q6, q65 and q81 an average per store, category or state with
+    every row of it). Its groups' lineage is then kept once, as a shared side with a
+    set per group (``aggregate.rule``), and each row meeting it refers to its set: not
+    flattened once per row (q2's 41 million pairs, of 0.9 million rids)."""
+    if cx.witnesses or kind == "LeftAnti":  # why and how read every aggregate's side as groups
+        return
+    conjuncts = _equalities(cx, join)
+    if not conjuncts:
+        return
+    for side, other in ((left, right), (right, left)):
+        agg = _aggregate_below(cx, side)
+        if agg is None or not _covers(cx, agg, _matched_keys(cx, agg, side, other, conjuncts)[0]):
+            continue
+        theirs = _aggregate_below(cx, other)
+        if theirs is not None and _covers(cx, theirs, _matched_keys(cx, theirs, other, side, conjuncts)[0]):
+            continue  # a row a key on both sides: nothing repeats
+        cx.repeated.add(node_key(cx, agg))
+
+
+def _aggregate_below(cx: CaptureContext, side: JPlan) -> JPlan | None:
+    """The grouping aggregate ``side`` is, through projections and filters (which keep
+    its rows' identities), or None."""
+    b = cx.bridge
+    while b.node_name(side) in ("Project", "Filter"):
+        (side,) = b.children(side)
+    return side if b.node_name(side) == "Aggregate" else None
+
+
+def _equalities(cx: CaptureContext, join: JPlan) -> list[JExpr]:
+    """The equalities among the conjuncts of ``join``'s condition."""
+    b = cx.bridge
+    cond = join.condition()
+    if cond.isEmpty():
+        return []
+    return [c for c in b.conjuncts(cond.get()) if b.class_name(c) == "EqualTo"]
+
+
+def _matched_keys(
+    cx: CaptureContext, agg: JPlan, side: JPlan, other: JPlan, conjuncts: list[JExpr]
+) -> tuple[list[JExpr], list[JExpr], set[int]]:
+    """The grouping keys of ``agg`` (below ``side``) that ``conjuncts`` equate with a
+    deterministic expression of ``other``'s columns; those expressions; their columns."""
+    b = cx.bridge
+    passed = {b.expr_id(a) for a in b.output(side)}
+    other_ids = {b.expr_id(a) for a in b.output(other)}
+    keys, values, used = [], [], set()
+    for c in conjuncts:
+        for mine, theirs in ((c.left(), c.right()), (c.right(), c.left())):
+            if b.class_name(mine) != "AttributeReference" or b.expr_id(mine) not in passed:
+                continue
+            refs = {b.expr_id(a) for a in b.to_list(theirs.references().toSeq())}
+            key = _grouping_key(cx, agg, mine)
+            if key is not None and refs and refs <= other_ids and b.is_deterministic(theirs):
+                keys.append(key)
+                values.append(theirs)
+                used |= refs
+                break
+    return keys, values, used
+
+
+def _covers(cx: CaptureContext, agg: JPlan, keys: list[JExpr]) -> bool:
+    """Whether ``keys`` hold every grouping expression of ``agg`` (a global aggregate,
+    which has none, is not covered)."""
+    grouping = cx.bridge.grouping_expressions(agg)
+    return bool(grouping) and all(any(g.semanticEquals(k) for k in keys) for g in grouping)
 
 
 def _selects(cx: CaptureContext, plan: JPlan) -> bool:
