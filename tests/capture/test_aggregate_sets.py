@@ -8,11 +8,18 @@ import pytest
 from pyspark.sql import functions as F
 
 from sparkprov.bench.checks import check_row
+from sparkprov.capture import strategy
 from sparkprov.errors import UnsupportedOperation
 
 from .test_window_sets import _pairs, _traced_by_both_engines
 
 KEPT_ONCE = "each group's kept once"
+
+
+@pytest.fixture(autouse=True)
+def any_size(monkeypatch):
+    # kept as sets from inputs of any size (by default, from 64 MiB of files)
+    monkeypatch.setattr(strategy, "SETS_MIN_INPUT_BYTES", 0)
 
 
 @pytest.fixture
@@ -62,10 +69,28 @@ def test_aggregates_met_one_row_a_key_are_not_kept_as_sets(session, sales):
     s, d = sales
     by_day = s.groupBy("day").agg(F.sum("amount").alias("total"))
     counted = s.groupBy("day").agg(F.count("*").alias("n"))
-    cap = session.capture(by_day.join(counted, "day"), "one-to-one")  # both sides grouped by the key
+    top = s.groupBy(F.col("day").alias("d")).agg(F.max("amount").alias("top"))
+    # both sides grouped by the key; then the join of two such, met on a key equal to it
+    both = by_day.join(counted, "day")
+    cap = session.capture(both.join(top, both["day"] == top["d"]), "one-to-one")
     assert KEPT_ONCE not in cap.explain(), cap.explain()
     row = cap.output.where("day = 3").first()
     assert sorted(r.k for r in cap.backward([row["_sp_rid"]], "sales").collect()) == [3, 33, 63]
+    # a day's total met by a small table's days: counted, each day is there once
+    cap = session.capture(d.join(by_day, "day"), "days")
+    assert KEPT_ONCE not in cap.explain(), cap.explain()
+    row = cap.output.where("day = 3").first()
+    assert sorted(r.k for r in cap.backward([row["_sp_rid"]], "sales").collect()) == [3, 33, 63]
+
+
+def test_small_inputs_and_rows_grouped_again_keep_their_rids_in_their_rows(session, sales, monkeypatch):
+    s, d = sales
+    cap = session.capture(_weekly(s, d).groupBy("total").count(), "grouped-again")
+    assert KEPT_ONCE not in cap.explain(), cap.explain()
+    monkeypatch.setattr(strategy, "SETS_MIN_INPUT_BYTES", 64 << 20)
+    cap = session.capture(_weekly(s, d), "small")
+    assert KEPT_ONCE not in cap.explain(), cap.explain()
+    assert _pairs(cap, "sales") == _pairs(session.capture(_weekly(s, d), "small-logical", strategy="logical"), "sales")
 
 
 def test_groups_whose_ids_collide_are_refused(session, sales, monkeypatch):

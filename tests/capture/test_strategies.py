@@ -226,6 +226,29 @@ def test_semi_join_on_keys_injects_its_matches(spark, session):
             assert _join_strategies(cap) == [chosen], (label, strategy)
 
 
+def test_exists_under_or_injects_its_matches_and_keeps_every_left_row(spark, session):
+    # Spark plans EXISTS under OR as an existence join: every left row, with a flag the
+    # filter above reads. Injected, a left outer join on the key: row 3 is kept by the
+    # other branch, without matches; row 0 by both, with its matches
+    rows = [(0, "a"), (1, "a"), (2, "b"), (3, "c"), (4, None), (5, "d")]
+    session.source(spark.createDataFrame(rows, "k int, g string"), "el").createOrReplaceTempView("el")
+    matched = [(10, "a"), (11, "b"), (12, "b"), (13, None)]
+    session.source(spark.createDataFrame(matched, "k int, g string"), "er").createOrReplaceTempView("er")
+    query = "SELECT k, g FROM el WHERE k IN (0, 3) OR EXISTS (SELECT 1 FROM er WHERE er.g = el.g)"
+    expected = {
+        (0, "a"): {("el", 0), ("er", 10)},
+        (1, "a"): {("el", 1), ("er", 10)},
+        (2, "b"): {("el", 2), ("er", 11), ("er", 12)},
+        (3, "c"): {("el", 3)},
+    }
+    for strategy in STRATEGIES:
+        cap = session.capture(spark.sql(query), f"exists_{strategy}", strategy=strategy)
+        assert "ExistenceJoin" in " ".join(line[1] for line in cap._entry.explain) or strategy == "lazy"
+        assert lineage_by_output(cap) == expected, strategy
+        injected = "a left outer join in place of the existence join" in _join_explain(cap)
+        assert injected == (strategy in ("auto", "inject")), (strategy, _join_explain(cap))
+
+
 def test_semi_join_over_a_smaller_left_side_groups_its_pairs_by_left_row(spark, session):
     # The left side reads less than the right: matching pairs are grouped back by left
     # row, whatever the condition. Each left row is an explode's copy of another, equal

@@ -121,6 +121,7 @@ class CaptureContext:
     # aggregates whose rows a join above may repeat, by node (``rules.join.plan_repeats``):
     # their groups' lineage kept once, a set per group of a shared side
     repeated: set[tuple[int, str]] = field(default_factory=set)
+    grouped_above: int = 0  # the aggregates above the operator being rewritten
     # the input bytes of the plans computed_once keeps, by their first column's id
     cached_bytes: dict[int, int] = field(default_factory=dict)
 

@@ -73,6 +73,10 @@ INJECT_MATCHES = (
     "inject: right side grouped by the join key, its rids collected; an inner join in place of the semi join, "
     "each row carrying its matches; no side relation"
 )
+INJECT_EXISTS = (
+    "inject: right side grouped by the join key, its rids collected; a left outer join in place of the existence "
+    "join, its flag whether the row met a key's group, each row carrying its matches; no side relation"
+)
 PRUNED_TEXT = "no lineage kept (not among the workload's sources)"
 
 

@@ -162,15 +162,20 @@ class Building:
     def with_new_children(self, node: JPlan, children: list[JPlan]) -> JPlan:
         return node.withNewChildren(self.seq(children))
 
-    def key_join(self, join: JPlan, left: JPlan, right: JPlan, left_keys: list, right_keys: list) -> JPlan:
-        """An inner join of ``left`` and ``right`` on ``left_keys[i] = right_keys[i]``,
-        with ``join``'s hint."""
+    def key_join(
+        self, join: JPlan, left: JPlan, right: JPlan, left_keys: list, right_keys: list, kind: str = "inner"
+    ) -> JPlan:
+        """A join (``kind``: ``inner``, ``left_outer``) of ``left`` and ``right`` on
+        ``left_keys[i] = right_keys[i]``, with ``join``'s hint."""
         cond = None
         for lk, rk in zip(left_keys, right_keys, strict=True):
             eq = self._expr.EqualTo(lk, rk)
             cond = eq if cond is None else self._expr.And(cond, eq)
-        inner = self.jvm.org.apache.spark.sql.catalyst.plans.JoinType.apply("inner")
-        return self._logical.Join(left, right, inner, self.jvm.scala.Option.apply(cond), join.hint())
+        join_type = self.jvm.org.apache.spark.sql.catalyst.plans.JoinType.apply(kind)
+        return self._logical.Join(left, right, join_type, self.jvm.scala.Option.apply(cond), join.hint())
+
+    def is_not_null(self, expr: JExpr) -> JExpr:
+        return self._expr.IsNotNull(expr)
 
     def inner_join_like(self, join: JPlan, left: JPlan, right: JPlan, broadcast_left: bool = False) -> JPlan:
         """An inner join with ``join``'s condition and hint over ``left`` and ``right``;

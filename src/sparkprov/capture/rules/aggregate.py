@@ -42,7 +42,11 @@ def rule(cx: CaptureContext, node: JPlan) -> Rewritten:
             raise UnsupportedOperation(
                 "Aggregate", cx.plan_text(node), f"non-deterministic grouping expression {b.expr_sql(g)[:80]}"
             )
-    inner = cx.rewrite_stable(child, node)
+    cx.grouped_above += 1
+    try:
+        inner = cx.rewrite_stable(child, node)
+    finally:
+        cx.grouped_above -= 1
     # two round trips for the key: only asked when some join registered a reduction
     reduced = cx.reductions.pop(join.node_key(cx, node), None) if cx.reductions else None
     if reduced is not None:

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING
 
 from ...plan.catalyst import JPlan
 from .. import strategy
-from ..explain import INJECT_MATCHES, INJECT_PER_LEFT_ROW
+from ..explain import INJECT_EXISTS, INJECT_MATCHES, INJECT_PER_LEFT_ROW
 from ..shapes import Rewritten
 
 if TYPE_CHECKING:
@@ -39,10 +39,15 @@ def rule(cx: CaptureContext, node: JPlan, left: JPlan, right: JPlan) -> Rewritte
     # the same inputs, named by the left row's slots and the left columns the
     # condition reads: rows equal on both have the same matches.
     b = cx.bridge
-    lw, rw = cx.rewrite_stable(left, node), cx.rewrite_stable(right, node)
+    lw = cx.rewrite_stable(left, node)
+    cx.grouped_above += 1  # its matches are kept as groups, not as rows of their own
+    try:
+        rw = cx.rewrite_stable(right, node)
+    finally:
+        cx.grouped_above -= 1
+    semi = b.join_type(node) == "LeftSemi"
     if (
-        b.join_type(node) == "LeftSemi"
-        and rw.slots
+        rw.slots
         and strategy.stays_logical(cx, rw) is None
         and not (cx.strategy == "auto" and _joins_large_inputs(cx, right))
     ):
@@ -50,12 +55,13 @@ def rule(cx: CaptureContext, node: JPlan, left: JPlan, right: JPlan) -> Rewritte
         # left side reads less than the right, the matching pairs are grouped back
         # by left row; otherwise an equi join's right side is grouped by key. Pairs
         # can outnumber the right side when a key has many left rows (TPC-H Q21
-        # pairs lineitem with itself, sizes equal: it stays logical)
-        if cx.input_bytes(lw.plan) < cx.input_bytes(rw.plan):
+        # pairs lineitem with itself, sizes equal: it stays logical). An existence
+        # join, which keeps every left row, is grouped by key.
+        if semi and cx.input_bytes(lw.plan) < cx.input_bytes(rw.plan):
             return _inject_per_left_row(cx, node, lw, rw, right)
         keys = b.equi_join_keys(node)
         if keys:
-            return _inject_matches(cx, node, lw, rw, right, *keys)
+            return _inject_matches(cx, node, lw, rw, right, *keys, semi=semi)
     left_ids = {b.expr_id(a) for a in b.output(left)}
     used = [a for a in b.condition_references(node) if b.expr_id(a) in left_ids]
     handle = b.struct([s.attr for s in lw.slots] + used)
@@ -74,22 +80,34 @@ def rule(cx: CaptureContext, node: JPlan, left: JPlan, right: JPlan) -> Rewritte
     return Rewritten(plan, lw.slots + [slot])
 
 
-def _inject_matches(cx: CaptureContext, node: JPlan, lw: Rewritten, rw: Rewritten, right: JPlan, left_keys, right_keys):
+def _inject_matches(
+    cx: CaptureContext, node: JPlan, lw: Rewritten, rw: Rewritten, right: JPlan, left_keys, right_keys, semi: bool
+):
     # A semi join on key equalities alone: a left row's matches are the right rows
     # with its key. The right side is grouped by the key, collecting its slots (as an
     # injected aggregate does), and inner-joined in place of the semi join: one row
     # per key, so each left row is kept once, as the semi join keeps it, carrying
-    # its matches' rids. No side relation re-runs the join afterwards.
+    # its matches' rids. No side relation re-runs the join afterwards. An existence
+    # join (EXISTS under OR: TPC-DS q10, q35) keeps every left row: left-outer-joined,
+    # its flag is whether the row met a key's group, and a row without has no arrays
+    # (NULL), no matches.
     b = cx.bridge
     keys = [b.alias(k, f"__sp_k{next(cx.ids)}") for k in right_keys]
+    met = [] if semi else [b.alias(b.int_literal(1), f"__sp_e{next(cx.ids)}")]
     collected = cx.collected(right, rw.slots)
-    grouped = b.group_by(right_keys, keys + collected, rw.plan)
+    grouped = b.group_by(right_keys, keys + met + collected, rw.plan)
     out = b.output(grouped)
-    joined = b.key_join(node, lw.plan, grouped, left_keys, out[: len(keys)])
-    arrays = out[len(keys) :]
-    plan = b.project(b.output(lw.plan) + arrays, joined)
-    slots = cx.collected_slots(arrays, rw.slots)
-    return Rewritten(plan, lw.slots + slots, strategy=INJECT_MATCHES)
+    joined = b.key_join(node, lw.plan, grouped, left_keys, out[: len(keys)], "inner" if semi else "left_outer")
+    # the join's own attributes: a left outer join makes the grouped side's nullable
+    by_id = {b.expr_id(a): a for a in b.output(joined)}
+    arrays = [by_id[b.expr_id(a)] for a in out[len(keys) + len(met) :]]
+    flag = []
+    if not semi:
+        exists = node.joinType().exists()
+        flag = [b.alias(b.is_not_null(by_id[b.expr_id(out[len(keys)])]), b.attr_name(exists), b.jexpr_id(exists))]
+    plan = b.project(b.output(lw.plan) + flag + arrays, joined)
+    slots = cx.collected_slots(b.output(plan)[len(b.output(plan)) - len(arrays) :], rw.slots)
+    return Rewritten(plan, lw.slots + slots, strategy=INJECT_MATCHES if semi else INJECT_EXISTS)
 
 
 def _inject_per_left_row(cx: CaptureContext, node: JPlan, lw: Rewritten, rw: Rewritten, right: JPlan) -> Rewritten:
