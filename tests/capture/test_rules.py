@@ -198,6 +198,26 @@ def test_a_scalar_subquery_reads_its_rows_once_for_value_and_lineage(spark, sess
     assert reads.value == 50  # answers read the stored lineage
 
 
+def test_scalar_subqueries_spark_merges_keep_one_row_and_one_lineage(spark, session, tmp_path):
+    # TPC-DS q9's shape: a count and two averages over the same rows, which Spark
+    # merges into one plan that three subqueries read; its row and lineage kept once
+    spark.range(60).selectExpr("id AS k", "id % 10 AS v", "id % 7 AS w").write.parquet(str(tmp_path / "m"))
+    m = session.source(spark.read.parquet(str(tmp_path / "m")), "m")
+    m.createOrReplaceTempView("m")
+    low = "FROM m WHERE v < 5"  # 30 rows
+    query = spark.sql(
+        f"SELECT k, CASE WHEN (SELECT count(*) {low}) > 20 THEN (SELECT avg(w) {low}) "
+        f"ELSE (SELECT avg(k) {low}) END AS x FROM m WHERE k < 3"
+    )
+    cap = session.capture(query, name="merged")
+    assert sum("the same plan as one above" in (line[3] or "") for line in cap._entry.explain) == 2
+    assert spark.read.parquet(cap._entry.lineage.shared).count() == 30  # once, not three times
+    (row,) = cap.output.where("k = 1").collect()
+    want = sorted({1} | {k for k in range(60) if k % 10 < 5})
+    assert sorted(r.k for r in cap.backward([row["_sp_rid"]], source="m").collect()) == want
+    assert sorted(r.x for r in cap.output.collect()) == sorted(r.x for r in query.collect())
+
+
 def test_explain_names_every_operator(spark, session, keyed):
     other = session.source(spark.createDataFrame([(10, "a")], "k int, g string"), "o")
     query = keyed.where(F.col("g").isin(["a", "b"])).join(

@@ -40,7 +40,7 @@ from ..plan.observed import observed_rows
 from ..sources.identity import NamedLeaf
 from ..store.format import ARRAY_SLOTS, Slot
 from . import explain, lazy_check, prepare, support
-from .explain import ORDER_WHEN_READ, SUBQUERY_STRATEGY
+from .explain import ORDER_WHEN_READ, SUBQUERY_SHARED, SUBQUERY_STRATEGY
 from .function_keep import FunctionKeep
 from .rules import RULES
 from .rules import leaf as leaves
@@ -67,6 +67,9 @@ class CaptureContext:
     optimized: JPlan = None  # the plan as captured: the analyzed plan through Spark's optimizer
     leaf_names: dict[str, str] = field(default_factory=dict)  # view names, by leaf attribute ids
     subqueries: dict[int, int] = field(default_factory=dict)  # shared side relation per scalar subquery id
+    # the deterministic scalar subqueries rewritten: (their plan, its shared side, the
+    # plan that reads its kept row), for one with the same plan to share them
+    pinned: list[tuple[JPlan, int, JPlan | None]] = field(default_factory=list)
     root: Rewritten | None = None
     # for the re-execution check: every occurrence of a source is a source of its own,
     # and occurrence i reads only the rids in restrict[i] (a DataFrame with _sp_rid)
@@ -257,6 +260,16 @@ class CaptureContext:
                 continue
             plan = b.subquery_plan(sq)
             why = self.nondeterminism(plan)
+            # Spark merges subqueries over the same rows into one plan, read by each
+            # (TPC-DS q9: 15 subqueries, 5 plans): that plan's row is kept once, with
+            # its lineage, not once per subquery
+            twin = None if why else next((t for t in self.pinned if t[0].sameResult(plan)), None)
+            if twin is not None:
+                self.subqueries[key] = twin[1]
+                if twin[2] is not None:
+                    node = b.replace_subquery(node, sq, twin[2])
+                self.report.append(ExplainLine(self.depth, f"scalar subquery #{key}", "exact", SUBQUERY_SHARED))
+                continue
             kept = " (row kept from this run)" if why else " (computed once by the query; lineage read from its row)"
             # called while the host's rule runs: the depth is already one below the host
             line = ExplainLine(self.depth, f"scalar subquery #{key}", "exact", SUBQUERY_STRATEGY + kept)
@@ -265,6 +278,7 @@ class CaptureContext:
             if not inner.slots and not why:
                 line.strategy = "scalar subquery: over constants only, no lineage"
                 self.subqueries[key] = -1
+                self.pinned.append((plan, -1, None))
                 continue
             kept_plan = self.kept(inner.plan) if why else self.computed_once(inner.plan)
             value = self.user_output(inner)[0]
@@ -279,7 +293,10 @@ class CaptureContext:
                 if inner.slots
                 else -1
             )
-            node = b.replace_subquery(node, sq, b.project([value], kept_plan))
+            reads = b.project([value], kept_plan)
+            if not why:
+                self.pinned.append((plan, self.subqueries[key], reads))
+            node = b.replace_subquery(node, sq, reads)
         return node
 
     def _add_subquery_slots(self, rw: Rewritten, subqueries: list[JExpr]) -> Rewritten:

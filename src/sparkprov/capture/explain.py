@@ -106,6 +106,7 @@ ORDER_WHEN_READ = (
     "the rows and their lineage are not sorted"
 )
 SUBQUERY_STRATEGY = "scalar subquery: its lineage stored once; rows carry a reference"
+SUBQUERY_SHARED = "scalar subquery: the same plan as one above, whose kept row and lineage it reads"
 LAZY_STRATEGY = "lazy: nothing captured; the first answer runs the query again with capture"
 UDTF_COARSE = "coarse: the Python UDTF {}; every row of its input partition"
 
