@@ -1,6 +1,6 @@
 """Aggregates whose rows a join repeats (an average per key met by every row with the
 key): each group's lineage kept once, as a set of a shared side that the rows meeting
-it refer to (capture/rules/aggregate.py, ``join.plan_repeats``)."""
+it refer to (capture/rules/aggregate.py, ``join_repeats.plan_repeats``)."""
 
 from __future__ import annotations
 

@@ -119,9 +119,9 @@ class CaptureContext:
     depth: int = 0  # of the operator being rewritten, for its explain line
     ids: itertools.count = field(default_factory=itertools.count)
     # aggregates whose input is first reduced to the keys a join above can match, by
-    # the aggregate node (``rules.join.node_key``): (grouping keys, the join's values, their plan)
+    # the aggregate node (``rules.join_keys.node_key``): (grouping keys, the join's values, their plan)
     reductions: dict[tuple[int, str], tuple[list, list, JPlan]] = field(default_factory=dict)
-    # aggregates whose rows a join above may repeat, by node (``rules.join.plan_repeats``):
+    # aggregates whose rows a join above may repeat, by node (``rules.join_repeats.plan_repeats``):
     # their groups' lineage kept once, a set per group of a shared side
     repeated: set[tuple[int, str]] = field(default_factory=set)
     grouped_above: int = 0  # the aggregates above the operator being rewritten

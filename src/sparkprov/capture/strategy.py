@@ -62,7 +62,7 @@ SETS_MIN_INPUT_BYTES = 64 << 20
 
 def keeps_sets(cx: CaptureContext, child: JPlan) -> bool:
     """Whether an injected aggregate over ``child`` whose rows a join above repeats
-    (``rules.join.plan_repeats``) may keep each group's rids once, a set of a shared
+    (``rules.join_repeats.plan_repeats``) may keep each group's rids once, a set of a shared
     side, rather than in its rows: where its input reads at least ``SETS_MIN_INPUT_BYTES``.
     The sets cost a capture about half a second more at SF 1 (the aggregate's rows
     cached as the query computes them; after it, jobs checking and storing the sets),

@@ -26,7 +26,7 @@ from ...store.format import Slot
 from .. import strategy
 from ..explain import INJECT, INJECT_SHARED, REDUCED, STRATEGY, WITNESSES_COLLECTED
 from ..shapes import SET_KEY, Rewritten
-from . import join
+from .join_keys import node_key
 
 if TYPE_CHECKING:
     from ..context import CaptureContext
@@ -48,7 +48,7 @@ def rule(cx: CaptureContext, node: JPlan) -> Rewritten:
     finally:
         cx.grouped_above -= 1
     # two round trips for the key: only asked when some join registered a reduction
-    reduced = cx.reductions.pop(join.node_key(cx, node), None) if cx.reductions else None
+    reduced = cx.reductions.pop(node_key(cx, node), None) if cx.reductions else None
     if reduced is not None:
         keys, values, source = reduced
         inner = Rewritten(b.in_subquery_filter(keys, values, source, inner.plan), inner.slots)
@@ -62,7 +62,7 @@ def _aggregate(cx: CaptureContext, node: JPlan, inner: Rewritten, grouping: list
     b = cx.bridge
     logical = strategy.stays_logical(cx, inner, node)
     if logical is None:
-        if cx.repeated and join.node_key(cx, node) in cx.repeated:
+        if cx.repeated and node_key(cx, node) in cx.repeated:
             return _inject_shared(cx, node, inner, grouping)
         return _inject(cx, node, inner)
     handle = b.struct(grouping) if grouping else b.int_literal(0)
@@ -128,7 +128,7 @@ def _one_rid_each(cx: CaptureContext, node: JPlan, inner: Rewritten) -> bool:
 
 
 def _inject_shared(cx: CaptureContext, node: JPlan, inner: Rewritten, grouping: list[JExpr]) -> Rewritten:
-    # Inject where a join above repeats the aggregate's rows (``join.plan_repeats``):
+    # Inject where a join above repeats the aggregate's rows (``join_repeats.plan_repeats``):
     # the rids are collected as ``_inject`` collects them, but kept once, as a shared
     # side with a set per group, read from the rows the query computed (kept when
     # first computed); each output row carries its group's set id, a hash of its key

@@ -3,7 +3,7 @@ padded side); an anti join keeps the left row's. An aggregate on one side whose 
 join equates with a filtered, small other side is first reduced to the keys that side
 holds (``plan_reductions``): the groups the join would drop are never computed. An
 aggregate whose rows the join repeats (its grouping keys met by many rows of the other
-side) keeps its groups' lineage once, as a shared side (``plan_repeats``).
+side) keeps its groups' lineage once, as a shared side (``join_repeats``).
 
 >>> import tempfile, sparkprov as sp
 >>> from pyspark.sql import SparkSession
@@ -20,15 +20,15 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from pyspark.sql import functions as F
-
 from ...errors import UnsupportedOperation
-from ...plan.catalyst import JExpr, JPlan
+from ...plan.catalyst import JPlan
 from ...sources import identity as S
 from ...store.format import Slot
 from ..shapes import JOIN_TYPES, Rewritten
-from ..strategy import COLLECTED, keeps_sets
+from ..strategy import COLLECTED
 from . import semi_join
+from .join_keys import aggregate_below, equalities, matched_keys, node_key
+from .join_repeats import plan_repeats
 
 if TYPE_CHECKING:
     from ..context import CaptureContext
@@ -139,15 +139,15 @@ def plan_reductions(cx: CaptureContext, join: JPlan, kind: str, left: JPlan, rig
         [(right, left)] if kind in ("Inner", "LeftOuter") else []
     )
     # (the aggregate, its side, the other side): cheap questions first
-    found = [(agg, side, other) for side, other in pairs if (agg := _aggregate_below(cx, side)) is not None]
-    conjuncts = _equalities(cx, join)
+    found = [(agg, side, other) for side, other in pairs if (agg := aggregate_below(cx, side)) is not None]
+    conjuncts = equalities(cx, join)
     if not found or not conjuncts:
         return
     limit = cx.broadcast_limit()
     if limit <= 0:
         return
     for agg, side, other in found:
-        keys, values, used = _matched_keys(cx, agg, side, other, conjuncts)
+        keys, values, used = matched_keys(cx, agg, side, other, conjuncts)
         if not keys:
             continue
         source = _narrowest(cx, other, used)
@@ -163,140 +163,6 @@ def plan_reductions(cx: CaptureContext, join: JPlan, kind: str, left: JPlan, rig
             cx.reductions[node_key(cx, agg)] = (keys, values, source)
 
 
-def plan_repeats(cx: CaptureContext, join: JPlan, kind: str, left: JPlan, right: JPlan) -> None:
-    """Register an aggregate on one side of ``join`` (through projections and filters)
-    whose grouping keys the join all equates with the other side, where the other side
-    is not known to hold each key once (``_unique_on``): each of its rows may meet many
-    rows of the other side (TPC-DS q2 meets each week's sales with the
-    week's seven days; q1, q65 and q81 an average per store or state with every row
-    of it). Where the rows the join makes are output without being grouped again, its
-    groups' lineage may then be kept once, as a shared side with a set per group
-    (``aggregate.rule``, ``strategy.keeps_sets``), each row meeting it referring to
-    its set: not flattened once per row (q2's 41 million pairs, of 0.9 million rids)."""
-    # (why and how read every aggregate's side as groups; under an aggregate, the rows
-    # the join makes are grouped again, their arrays merged, before they are output)
-    if cx.witnesses or kind == "LeftAnti" or cx.grouped_above:
-        return
-    conjuncts = _equalities(cx, join)
-    if not conjuncts:
-        return
-    for side, other in ((left, right), (right, left)):
-        agg = _aggregate_below(cx, side)
-        if agg is None:
-            continue
-        keys, values, _ = _matched_keys(cx, agg, side, other, conjuncts)
-        if not _covers(cx, agg, keys):
-            continue
-        met = {cx.bridge.expr_id(v) for v in values if cx.bridge.class_name(v) == "AttributeReference"}
-        if _unique_on(cx, other, met) or not keeps_sets(cx, cx.bridge.children(agg)[0]):
-            continue
-        if _distinct_keys(cx, other, met) is not True:
-            cx.repeated.add(node_key(cx, agg))
-
-
-def _distinct_keys(cx: CaptureContext, plan: JPlan, ids: set[int]) -> bool | None:
-    """Whether the rows of ``plan``, a filtered table small enough to broadcast, hold
-    each combination of its columns ``ids`` once (a job counting them: TPC-H Q15's
-    supplier met on its key, TPC-DS q2's days met on their week); None where
-    ``plan`` is not such a table, or has no such column."""
-    b = cx.bridge
-    leaf = plan
-    while b.node_name(leaf) in ("Project", "Filter"):
-        (leaf,) = b.children(leaf)
-    limit = cx.broadcast_limit()
-    if b.children(leaf) or limit <= 0 or b.leaf_bytes(plan) > limit or not b.is_plan_deterministic(plan):
-        return None
-    if not any(b.expr_id(a) in ids for a in b.output(plan)) or b.has_pattern(plan, "PLAN_EXPRESSION"):
-        return None
-    ids_in_order = [b.expr_id(a) for a in b.output(plan)]
-    df = b.to_dataframe(plan).toDF(*[f"c{i}" for i in range(len(ids_in_order))])  # names may repeat
-    keys = [F.col(f"c{i}") for i, x in enumerate(ids_in_order) if x in ids]
-    rows, distinct = df.select(F.count(F.lit(1)), F.count_distinct(*keys)).first()
-    return rows == distinct
-
-
-def _unique_on(cx: CaptureContext, plan: JPlan, ids: set[int]) -> bool:
-    """Whether ``plan``'s rows are known to differ in the columns ``ids``: it is an
-    aggregate grouped by some of them, through projections and filters, or a join of
-    two such (on those columns, or on columns equal to them: TPC-DS q58's three
-    aggregates per item, each met once by the join of the other two)."""
-    b = cx.bridge
-    name = b.node_name(plan)
-    if name == "Filter":
-        return _unique_on(cx, b.children(plan)[0], ids)
-    if name == "Project":
-        below = set()
-        for e in b.project_list(plan):
-            if b.expr_id(e) in ids:
-                inner = e if b.class_name(e) == "AttributeReference" else e.child()
-                if b.class_name(inner) == "AttributeReference":
-                    below.add(b.expr_id(inner))
-        return _unique_on(cx, b.children(plan)[0], below)
-    if name == "Aggregate":
-        out = {b.expr_id(a): a for a in b.output(plan)}
-        return _covers(cx, plan, [k for i in ids if i in out and (k := _grouping_key(cx, plan, out[i])) is not None])
-    if name == "Join" and b.join_type(plan) in ("LeftSemi", "LeftAnti"):
-        return _unique_on(cx, b.children(plan)[0], ids)
-    if name == "Join" and b.join_type(plan) == "Inner":
-        equal = set(ids)  # the columns the condition makes equal to one of ``ids``
-        for c in _equalities(cx, plan):
-            pair = [c.left(), c.right()]
-            if all(b.class_name(x) == "AttributeReference" for x in pair):
-                found = {b.expr_id(x) for x in pair}
-                if found & equal:
-                    equal |= found
-        return all(_unique_on(cx, child, equal & {b.expr_id(a) for a in b.output(child)}) for child in b.children(plan))
-    return False
-
-
-def _aggregate_below(cx: CaptureContext, side: JPlan) -> JPlan | None:
-    """The grouping aggregate ``side`` is, through projections and filters (which keep
-    its rows' identities), or None."""
-    b = cx.bridge
-    while b.node_name(side) in ("Project", "Filter"):
-        (side,) = b.children(side)
-    return side if b.node_name(side) == "Aggregate" else None
-
-
-def _equalities(cx: CaptureContext, join: JPlan) -> list[JExpr]:
-    """The equalities among the conjuncts of ``join``'s condition."""
-    b = cx.bridge
-    cond = join.condition()
-    if cond.isEmpty():
-        return []
-    return [c for c in b.conjuncts(cond.get()) if b.class_name(c) == "EqualTo"]
-
-
-def _matched_keys(
-    cx: CaptureContext, agg: JPlan, side: JPlan, other: JPlan, conjuncts: list[JExpr]
-) -> tuple[list[JExpr], list[JExpr], set[int]]:
-    """The grouping keys of ``agg`` (below ``side``) that ``conjuncts`` equate with a
-    deterministic expression of ``other``'s columns; those expressions; their columns."""
-    b = cx.bridge
-    passed = {b.expr_id(a) for a in b.output(side)}
-    other_ids = {b.expr_id(a) for a in b.output(other)}
-    keys, values, used = [], [], set()
-    for c in conjuncts:
-        for mine, theirs in ((c.left(), c.right()), (c.right(), c.left())):
-            if b.class_name(mine) != "AttributeReference" or b.expr_id(mine) not in passed:
-                continue
-            refs = {b.expr_id(a) for a in b.to_list(theirs.references().toSeq())}
-            key = _grouping_key(cx, agg, mine)
-            if key is not None and refs and refs <= other_ids and b.is_deterministic(theirs):
-                keys.append(key)
-                values.append(theirs)
-                used |= refs
-                break
-    return keys, values, used
-
-
-def _covers(cx: CaptureContext, agg: JPlan, keys: list[JExpr]) -> bool:
-    """Whether ``keys`` hold every grouping expression of ``agg`` (a global aggregate,
-    which has none, is not covered)."""
-    grouping = cx.bridge.grouping_expressions(agg)
-    return bool(grouping) and all(any(g.semanticEquals(k) for k in keys) for g in grouping)
-
-
 def _selects(cx: CaptureContext, plan: JPlan) -> bool:
     """Whether ``plan`` holds a filter that can drop rows with values: a condition
     other than the ``IS NOT NULL`` ones Catalyst infers for join keys (Q15's
@@ -309,29 +175,12 @@ def _selects(cx: CaptureContext, plan: JPlan) -> bool:
     return any(_selects(cx, child) for child in b.children(plan))
 
 
-def node_key(cx: CaptureContext, node: JPlan) -> tuple[int, str]:
-    """This very plan node: its JVM identity, and its output attributes (unique to
-    it in a plan) in case two nodes' identity numbers coincide."""
-    b = cx.bridge
-    return b.identity(node), b.output_ids(node)
-
-
 def _parquet_only(cx: CaptureContext, plan: JPlan) -> bool:
     """Whether every leaf of ``plan`` is Parquet files, which the query reads in place
     too: a second read sees the rows it sees. (Other sources are read from the copy
     the capture makes; a second read of the original could see other rows.)"""
     b = cx.bridge
     return all(S.leaf_format(b, leaf) == "parquet" for leaf in b.to_list(plan.collectLeaves()))
-
-
-def _grouping_key(cx: CaptureContext, agg: JPlan, attr: JExpr) -> JExpr | None:
-    """The grouping expression behind ``attr``, one of ``agg``'s output columns."""
-    b = cx.bridge
-    for named in b.aggregate_expressions(agg):
-        if b.expr_id(named) == b.expr_id(attr):
-            value = named if b.class_name(named) == "AttributeReference" else named.child()
-            return next((g for g in b.grouping_expressions(agg) if g.semanticEquals(value)), None)
-    return None
 
 
 def _narrowest(cx: CaptureContext, plan: JPlan, used: set[int]) -> JPlan:
