@@ -44,7 +44,7 @@ from .explain import ORDER_WHEN_READ, SUBQUERY_SHARED, SUBQUERY_STRATEGY
 from .function_keep import FunctionKeep
 from .rules import RULES
 from .rules import leaf as leaves
-from .shapes import LEAVES, ExplainLine, Instance, Rewritten, SideRelation, SourceUse
+from .shapes import LEAVES, SET_KEY, ExplainLine, Instance, Rewritten, SideRelation, SourceUse
 from .strategy import COLLECTED, inject_bound
 
 
@@ -392,15 +392,20 @@ class CaptureContext:
         shared: bool = False,
         combine: str = "values",
         narrow: JPlan | None = None,
-        sets: JPlan | None = None,
+        set_key: JExpr | None = None,
     ) -> int:
         """A side relation ``(handle, slots)`` over ``inner``; ``narrow``: the same
-        input in its broadcasting form (``SideRelation.narrow``); ``sets``: a shared
-        side's set ids beside their keys (``SideRelation.sets``)."""
+        input in its broadcasting form (``SideRelation.narrow``); ``set_key``: for a
+        shared side whose handle is a set id hashing a key, that key (its sets, the ids
+        beside their keys over ``inner``: ``SideRelation.sets``)."""
         b = self.bridge
 
         def side(plan: JPlan) -> JPlan:
             return b.project([b.alias(handle, "__sp_h")] + [s.attr for s in inner.slots], plan)
+
+        sets = None
+        if set_key is not None:
+            sets = b.project([b.alias(handle, "__sp_h"), b.alias(set_key, SET_KEY)], inner.plan)
 
         self.sides.append(
             SideRelation(

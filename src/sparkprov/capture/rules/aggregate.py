@@ -25,7 +25,7 @@ from ...plan.catalyst import JExpr, JPlan
 from ...store.format import Slot
 from .. import strategy
 from ..explain import INJECT, INJECT_SHARED, REDUCED, STRATEGY, WITNESSES_COLLECTED
-from ..shapes import SET_KEY, Rewritten
+from ..shapes import Rewritten
 from .join_keys import node_key
 
 if TYPE_CHECKING:
@@ -143,8 +143,8 @@ def _inject_shared(cx: CaptureContext, node: JPlan, inner: Rewritten, grouping: 
     plan = cx.computed_once(plan) if b.is_plan_deterministic(plan) else cx.kept(plan)
     *out, set_attr, key_attr = b.output(plan)
     user, arrays = out[: len(out) - len(collected)], out[len(out) - len(collected) :]
-    sets = b.project([b.alias(set_attr, "__sp_h"), b.alias(key_attr, SET_KEY)], plan)
-    k = cx.side("Aggregate", set_attr, Rewritten(plan, cx.collected_slots(arrays, inner.slots)), shared=True, sets=sets)
+    kept = Rewritten(plan, cx.collected_slots(arrays, inner.slots))
+    k = cx.side("Aggregate", set_attr, kept, shared=True, set_key=key_attr)
     slot = Slot(b.attr_name(set_attr), "group", k, set_attr)
     return Rewritten(b.project([*user, set_attr], plan), [slot], strategy=INJECT_SHARED)
 

@@ -24,7 +24,7 @@ from ...errors import UnsupportedOperation
 from ...plan.catalyst import JExpr, JPlan
 from ...store.format import POS, Slot
 from ..explain import STRATEGY, WINDOW_BLOCKS
-from ..shapes import SET_KEY, Rewritten, SideRelation
+from ..shapes import Rewritten, SideRelation
 
 if TYPE_CHECKING:
     from ..context import CaptureContext
@@ -135,10 +135,8 @@ def rule(cx: CaptureContext, node: JPlan) -> Rewritten:
         side_plan = b.project(side_exprs + out[len(user) : own], plan)
         cx.sides.append(SideRelation(side_index, "Window", side_plan, side_slots, ranged=True, factorable=once))
     if shared is not None:
-        sets = None  # one set (id 0) without PARTITION BY
-        if partition:
-            sets = b.project([b.alias(out[-1], "__sp_h"), b.alias(b.struct(partition), SET_KEY)], plan)
-        k = cx.side("Window", out[-1], Rewritten(plan, side_slots), shared=True, sets=sets)
+        key = b.struct(partition) if partition else None  # one set (id 0) without PARTITION BY
+        k = cx.side("Window", out[-1], Rewritten(plan, side_slots), shared=True, set_key=key)
         slots.append(Slot(shared.name, "group", k, out[-1]))
     result = b.project(out[:own] + [s.attr for s in slots], plan)
     strategy = STRATEGY["Window"] + (WINDOW_BLOCKS if once else "")
