@@ -212,3 +212,53 @@ def test_shared_lineage_without_a_set_column_is_read_as_one_set(spark, session, 
     for engine in ("spark", "embedded"):
         assert cap.backward([rid], "p", engine=engine).count() == 60, engine
         assert cap.forward("p", "k = 3", engine=engine).count() == 60, engine
+
+
+def test_a_cte_read_twice_resolves_its_windows_once(spark, session, tmp_path):
+    # TPC-DS q57's shape: a CTE of windows over an aggregate, read twice and joined with
+    # itself (this month beside last month); both copies read the rows the query
+    # computes once, so each window's side relation and shared lineage is made once
+    rows = [(i, i % 3, 1 + i % 5, i % 7) for i in range(90)]  # k, g, m (month), v
+    spark.createDataFrame(rows, "k int, g int, m int, v int").write.parquet(str(tmp_path / "t"))
+    session.source(spark.read.parquet(str(tmp_path / "t")), "t").createOrReplaceTempView("tw")
+    v = """SELECT g, m, sum(v) AS s, sum(sum(v)) OVER (PARTITION BY g ORDER BY m) AS running,
+        avg(sum(v)) OVER (PARTITION BY g) AS mean, rank() OVER (PARTITION BY g ORDER BY m) AS rn
+        FROM tw GROUP BY g, m"""
+    both = spark.sql(
+        f"WITH v AS ({v}) SELECT v.g, v.m, v.s, v.running, v.mean, p.s AS before, p.running AS rbefore "
+        "FROM v JOIN v AS p ON v.g = p.g AND v.rn = p.rn + 1"
+    )
+    cap = session.capture(both, "twice")
+    assert "a window before it" in cap.explain(), cap.explain()
+    once = session.capture(spark.sql(f"SELECT * FROM ({v}) WHERE m > 1"), "once")
+    # the partitions' lineage stored once: as much as for one copy of the CTE
+    stored = [spark.read.parquet(c._entry.lineage.shared).count() for c in (cap, once)]
+    assert stored[0] == stored[1], stored
+    assert "a window before it" not in once.explain()
+    got = {(r.g, r.m): r for r in cap.output.collect()}
+    assert sorted(got) == [(g, m) for g in range(3) for m in range(2, 6)]
+    for (g, _), row in got.items():
+        # the mean reads every month of g: each row reaches every input row of its g
+        want = sorted(k for k, gg, _, _ in rows if gg == g)
+        for engine in ("spark", "embedded"):
+            assert sorted(r.k for r in cap.backward([row["_sp_rid"]], "t", engine=engine).collect()) == want
+    # without the mean, the running sums' ranges: months up to m (this copy's) and m - 1
+    cap = session.capture(_runs(spark, "tw"), "runs")
+    assert "a window before it" in cap.explain(), cap.explain()
+    for row in cap.output.collect():
+        want = sorted(k for k, g, m, _ in rows if g == row.g and m <= row.m)
+        for engine in ("spark", "embedded"):
+            assert sorted(r.k for r in cap.backward([row["_sp_rid"]], "t", engine=engine).collect()) == want
+        assert check_row(cap, row["_sp_rid"], lambda r: _runs(spark, "tw_restricted", r["t"])) == []
+
+
+def _runs(spark, view: str, rows=None):
+    """Each month's running sum beside last month's, per g, over the rows of ``view``."""
+    if rows is not None:
+        rows.createOrReplaceTempView(view)
+    v = f"""SELECT g, m, sum(sum(v)) OVER (PARTITION BY g ORDER BY m) AS running,
+        rank() OVER (PARTITION BY g ORDER BY m) AS rn FROM {view} GROUP BY g, m"""
+    return spark.sql(
+        f"WITH v AS ({v}) SELECT v.g, v.m, v.running, p.running AS rbefore FROM v JOIN v AS p "
+        "ON v.g = p.g AND v.rn = p.rn + 1"
+    )

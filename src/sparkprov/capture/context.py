@@ -393,11 +393,13 @@ class CaptureContext:
         combine: str = "values",
         narrow: JPlan | None = None,
         set_key: JExpr | None = None,
+        twins: bool = False,
     ) -> int:
         """A side relation ``(handle, slots)`` over ``inner``; ``narrow``: the same
         input in its broadcasting form (``SideRelation.narrow``); ``set_key``: for a
         shared side whose handle is a set id hashing a key, that key (its sets, the ids
-        beside their keys over ``inner``: ``SideRelation.sets``)."""
+        beside their keys over ``inner``: ``SideRelation.sets``); ``twins``: see
+        ``add_side``."""
         b = self.bridge
 
         def side(plan: JPlan) -> JPlan:
@@ -407,19 +409,35 @@ class CaptureContext:
         if set_key is not None:
             sets = b.project([b.alias(handle, "__sp_h"), b.alias(set_key, SET_KEY)], inner.plan)
 
-        self.sides.append(
-            SideRelation(
-                len(self.sides),
-                operator,
-                side(inner.plan),
-                inner.slots,
-                shared,
-                combine=combine,
-                narrow=side(narrow) if narrow is not None else None,
-                sets=sets,
-            )
+        relation = SideRelation(
+            len(self.sides),
+            operator,
+            side(inner.plan),
+            inner.slots,
+            shared,
+            combine=combine,
+            narrow=side(narrow) if narrow is not None else None,
+            sets=sets,
         )
-        return len(self.sides) - 1
+        return self.add_side(relation, twins)
+
+    def add_side(self, relation: SideRelation, twins: bool = False) -> int:
+        """``relation`` added to the capture's side relations; its index. With
+        ``twins``, the index of a side already added whose plan gives the same rows
+        (``sameResult``) and that is resolved alike, in its place: the copies of a CTE
+        the query reads several times (TPC-DS q47 and q57 read theirs three times, two
+        windows each) are each rewritten, but read one side relation, whose lineage is
+        then resolved and stored once. Only for sides over rows the query computes
+        once (a cached relation: ``computed_once``), where every copy reads the same
+        rows, in the same order. (Not where every occurrence of a source is a source
+        of its own: each copy's lineage names its own occurrences.)"""
+        if twins and not self.by_occurrence:
+            for other in self.sides:
+                if _resolved_alike(other, relation) and self.bridge.same_result(other.plan, relation.plan):
+                    return other.index
+        relation.index = len(self.sides)
+        self.sides.append(relation)
+        return relation.index
 
     def observed_input(self, k: int, inner: Rewritten) -> JPlan:
         """``inner.plan``, the input of side relation ``k``'s operator; with witnesses,
@@ -516,3 +534,17 @@ class CaptureContext:
             if found:
                 return found
         return None
+
+
+def _resolved_alike(a: SideRelation, b: SideRelation) -> bool:
+    # nothing added to a side after it is made (rows gathered by the query, a payload,
+    # a set per row) and the same way of resolving it
+    plain = all(s.narrow is None and s.observed is None and s.payload is None and not s.set_per_row for s in (a, b))
+    same = (a.operator, a.shared, a.ranged, a.factorable, a.combine) == (
+        b.operator,
+        b.shared,
+        b.ranged,
+        b.factorable,
+        b.combine,
+    )
+    return plain and same and (a.sets is None) == (b.sets is None) and len(a.slots) == len(b.slots)

@@ -42,6 +42,7 @@ STRATEGY = {
 }
 # said of a window's ranges where they may be kept as blocks (not with witnesses)
 WINDOW_BLOCKS = "; ranges that would flatten to over a million pairs, four or more a range, kept as blocks of positions"
+WINDOW_TWIN = "; the same rows as a window before it (a CTE read again): its side relation read, not made again"
 JOIN_STRATEGY = {
     **dict.fromkeys(
         ("Inner", "Cross", "LeftOuter", "RightOuter", "FullOuter"), "pairs: both sides' slots (NULL when padded)"

@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING
 from ...errors import UnsupportedOperation
 from ...plan.catalyst import JExpr, JPlan
 from ...store.format import POS, Slot
-from ..explain import STRATEGY, WINDOW_BLOCKS
+from ..explain import STRATEGY, WINDOW_BLOCKS, WINDOW_TWIN
 from ..shapes import Rewritten, SideRelation
 
 if TYPE_CHECKING:
@@ -123,20 +123,30 @@ def rule(cx: CaptureContext, node: JPlan) -> Rewritten:
     # query's own job computed, not by running the window and its input again (TPC-DS
     # q47 at SF 1: six windows over three aggregates of store_sales); rows that could
     # differ between runs are computed before the query and kept.
-    plan = cx.kept(plan) if unstable or cx.nondeterminism(child) else cx.computed_once(plan)
+    apart = bool(unstable or cx.nondeterminism(child))
+    plan = cx.kept(plan) if apart else cx.computed_once(plan)
     out = b.output(plan)
     own = len(user) + len(inner.slots)
     pos_attr = out[own]
     for slot, attr in zip(slots, out[own + 1 :]):
         slot.attr = attr
     side_slots = [Slot(s.name, s.kind, s.ref, a) for s, a in zip(inner.slots, out[len(user) :])]
+    # a window over rows computed once (not kept apart) reads the side relation of a
+    # window met before whose plan gives the same rows: a CTE read several times
+    reused = False
     if slots:
         side_exprs = [b.alias(handle, "__sp_h"), b.alias(pos_attr, POS)]
         side_plan = b.project(side_exprs + out[len(user) : own], plan)
-        cx.sides.append(SideRelation(side_index, "Window", side_plan, side_slots, ranged=True, factorable=once))
+        side = SideRelation(side_index, "Window", side_plan, side_slots, ranged=True, factorable=once)
+        k = cx.add_side(side, twins=not apart)
+        reused = k != side_index
+        for slot in slots:
+            slot.ref = k
     if shared is not None:
         key = b.struct(partition) if partition else None  # one set (id 0) without PARTITION BY
-        k = cx.side("Window", out[-1], Rewritten(plan, side_slots), shared=True, set_key=key)
+        made = len(cx.sides)
+        k = cx.side("Window", out[-1], Rewritten(plan, side_slots), shared=True, set_key=key, twins=not apart)
+        reused = reused or k < made
         slots.append(Slot(shared.name, "group", k, out[-1]))
     result = b.project(out[:own] + [s.attr for s in slots], plan)
     strategy = STRATEGY["Window"] + (WINDOW_BLOCKS if once else "")
@@ -146,4 +156,6 @@ def rule(cx: CaptureContext, node: JPlan) -> Rewritten:
         if partition:
             kept = "its partition's lineage, kept once per partition"
         strategy = f"own slots plus a reference to {kept}" + (ranged + WINDOW_BLOCKS if bounds else "")
+    if reused:
+        strategy += WINDOW_TWIN
     return Rewritten(result, side_slots + slots, strategy=strategy)
