@@ -123,6 +123,21 @@ def test_rows_of_large_arrays_make_bounded_row_groups(spark, tmp_path, limit, mo
     assert read_written(spark, tmp_path / "a").selectExpr("sum(size(rids))").first()[0] == 2_000_000
 
 
+def test_rid_arrays_are_written_without_a_dictionary(spark, tmp_path):
+    # rids rarely repeat: a dictionary only costs its building; the keys beside keep theirs
+    rows = spark.range(30).selectExpr(
+        "named_struct('g', CAST(id % 3 AS STRING), 'n', id) AS h", "sequence(id * 100, id * 100 + 99) AS rids"
+    )
+    assert write_parquet(rows.coalesce(1), tmp_path / "r") == "arrow"
+    (file,) = parquet_files(tmp_path / "r")
+    group = pq.ParquetFile(file).metadata.row_group(0)
+    encodings = {group.column(c).path_in_schema: group.column(c).encodings for c in range(group.num_columns)}
+    assert "RLE_DICTIONARY" not in encodings["rids.list.element"], encodings
+    assert "RLE_DICTIONARY" in encodings["h.g"], encodings
+    back = read_written(spark, tmp_path / "r").orderBy(F.col("h.n"))
+    assert [(r.h.g, r.rids[-1]) for r in back.collect()] == [(str(i % 3), i * 100 + 99) for i in range(30)]
+
+
 def test_partitions_read_back_as_the_partitions_written(spark, tmp_path):
     # a function over batches or an order-sensitive aggregate above a snapshot sees its
     # rows as the query over the original did: the same partitions, in the same order,

@@ -232,15 +232,32 @@ def _encoded(table: pa.Table, schema: StructType, group: int, compression: str, 
     # no dictionary for lists of integers (rid arrays): their values rarely repeat, and
     # Arrow's writer gives up on the dictionary only after building a page of it: half
     # the time of writing an output's rid arrays (TPC-DS q43 at SF 1: 600,000 rids)
-    dictionary = [
-        f.name for f in table.schema if not (pa.types.is_list(f.type) and pa.types.is_integer(f.type.value_type))
-    ]
+    dictionary = [path for f in table.schema for path in _dictionary_leaves(f.name, f.type)]
     with pq.ParquetWriter(
         out, table.schema, store_schema=False, compression=compression, use_dictionary=dictionary
     ) as writer:
         writer.write_table(table, row_group_size=min(rows, 1 << 20))
         writer.add_key_value_metadata(footer)
     return out.getvalue()
+
+
+def _dictionary_leaves(path: str, kind: pa.DataType) -> list[str]:
+    """The Parquet column paths, as Arrow's writer names them, of a field's leaves but
+    the elements of lists of integers.
+
+    >>> _dictionary_leaves("s", pa.struct([("a", pa.string()), ("r", pa.list_(pa.int64()))]))
+    ['s.a']
+    """
+    if pa.types.is_struct(kind):
+        return [leaf for f in kind for leaf in _dictionary_leaves(f"{path}.{f.name}", f.type)]
+    if pa.types.is_map(kind):
+        key, value = f"{path}.key_value.key", f"{path}.key_value.value"
+        return [*_dictionary_leaves(key, kind.key_type), *_dictionary_leaves(value, kind.item_type)]
+    if pa.types.is_list(kind) or pa.types.is_large_list(kind):
+        if pa.types.is_integer(kind.value_type):
+            return []
+        return _dictionary_leaves(f"{path}.list.element", kind.value_type)
+    return [path]
 
 
 def arrow_codec(spark) -> str | None:
