@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import itertools
 from dataclasses import dataclass, field
+from operator import attrgetter
 
 from pyspark import StorageLevel
 
@@ -540,11 +541,5 @@ def _resolved_alike(a: SideRelation, b: SideRelation) -> bool:
     # nothing added to a side after it is made (rows gathered by the query, a payload,
     # a set per row) and the same way of resolving it
     plain = all(s.narrow is None and s.observed is None and s.payload is None and not s.set_per_row for s in (a, b))
-    same = (a.operator, a.shared, a.ranged, a.factorable, a.combine) == (
-        b.operator,
-        b.shared,
-        b.ranged,
-        b.factorable,
-        b.combine,
-    )
-    return plain and same and (a.sets is None) == (b.sets is None) and len(a.slots) == len(b.slots)
+    how = attrgetter("operator", "shared", "ranged", "factorable", "combine")
+    return plain and how(a) == how(b) and (a.sets is None) == (b.sets is None) and len(a.slots) == len(b.slots)

@@ -47,22 +47,25 @@ def rule(cx: CaptureContext, node: JPlan) -> Rewritten:
         inner = cx.rewrite_stable(child, node)
     finally:
         cx.grouped_above -= 1
-    # two round trips for the key: only asked when some join registered a reduction
-    reduced = cx.reductions.pop(node_key(cx, node), None) if cx.reductions else None
+    # two round trips for the key: asked once, only when some join registered a
+    # reduction or a repeat
+    key = node_key(cx, node) if cx.reductions or cx.repeated else None
+    reduced = cx.reductions.pop(key, None) if key is not None else None
     if reduced is not None:
         keys, values, source = reduced
         inner = Rewritten(b.in_subquery_filter(keys, values, source, inner.plan), inner.slots)
-    rw = _aggregate(cx, node, inner, grouping)
+    rw = _aggregate(cx, node, inner, grouping, repeated=key in cx.repeated)
     if reduced is not None:
         rw.strategy = f"{rw.strategy or 'group'}; {REDUCED} {b.node_name(source)}"
     return rw
 
 
-def _aggregate(cx: CaptureContext, node: JPlan, inner: Rewritten, grouping: list[JExpr]) -> Rewritten:
+def _aggregate(cx: CaptureContext, node: JPlan, inner: Rewritten, grouping: list[JExpr], repeated: bool) -> Rewritten:
+    # ``repeated``: a join above repeats its rows (``join_repeats.plan_repeats``)
     b = cx.bridge
     logical = strategy.stays_logical(cx, inner, node)
     if logical is None:
-        if cx.repeated and node_key(cx, node) in cx.repeated:
+        if repeated:
             return _inject_shared(cx, node, inner, grouping)
         return _inject(cx, node, inner)
     handle = b.struct(grouping) if grouping else b.int_literal(0)

@@ -139,14 +139,13 @@ def rule(cx: CaptureContext, node: JPlan) -> Rewritten:
         side_plan = b.project(side_exprs + out[len(user) : own], plan)
         side = SideRelation(side_index, "Window", side_plan, side_slots, ranged=True, factorable=once)
         k = cx.add_side(side, twins=not apart)
-        reused = k != side_index
+        reused = k < side_index
         for slot in slots:
             slot.ref = k
     if shared is not None:
         key = b.struct(partition) if partition else None  # one set (id 0) without PARTITION BY
-        made = len(cx.sides)
         k = cx.side("Window", out[-1], Rewritten(plan, side_slots), shared=True, set_key=key, twins=not apart)
-        reused = reused or k < made
+        reused = reused or k < side_index  # (a shared side's twin is never the ranged one above)
         slots.append(Slot(shared.name, "group", k, out[-1]))
     result = b.project(out[:own] + [s.attr for s in slots], plan)
     strategy = STRATEGY["Window"] + (WINDOW_BLOCKS if once else "")
