@@ -34,9 +34,9 @@ from .catalog import publish_written
 from .duck import connection, quote
 from .files import parquet_files
 from .format import ARRAY_SLOTS, HANDLE, IN, OUT, POS, RID, ROW_SLOTS, parents_first
+from .pair_order import ordered_pairs
 from .parquet import files_sql, write_local_pairs
 
-_PAIRS = pa.schema([(OUT, pa.int64()), (IN, pa.int64())])
 # Ranges over at most this many positions are weighed by the source rows each position
 # holds in an array (an injected aggregate's rids): a rank over ROLLUP groups reads a few
 # thousand positions, each group of up to 550,000 rows (TPC-DS q67 at SF 1: 55M pairs)
@@ -112,9 +112,7 @@ def pairs_by_source(output_path: str, structure: dict, accept: Accept | None = N
             con.execute(f"CREATE TEMP TABLE rows_{n} AS {joined}")
             _reach(con, f"rows_{n}", OUT, sides[str(k)]["slots"], found, probes)
         return {
-            src: con.execute(f"SELECT DISTINCT {OUT}, {IN} FROM ({' UNION ALL '.join(parts)}) ORDER BY {OUT}, {IN}")
-            .fetch_arrow_table()
-            .cast(_PAIRS)
+            src: ordered_pairs(con.execute(" UNION ALL ".join(parts)).fetch_arrow_table(), distinct=True)
             for src, parts in found.items()
         }
 

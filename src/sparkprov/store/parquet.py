@@ -28,6 +28,7 @@ from .catalog import publish_written
 from .duck import reach_object_store
 from .files import parquet_files
 from .format import GRP, IN, OUT, REF, SRC
+from .pair_order import ordered_pairs
 
 FORWARD_ROW_GROUP = 128 * 1024  # rows per row group of a forward index
 PAIR_ROW_GROUP = 64 * 1024  # rows per row group of a pair table written in this process
@@ -236,10 +237,7 @@ def write_local_pairs(folder: Path, by_source: dict, distinct: bool) -> None:
     groups)."""
     folder.mkdir(parents=True)
     for src, found in by_source.items():
-        pairs = pa.concat_tables(found)
-        if distinct:
-            pairs = pairs.group_by([OUT, IN]).aggregate([])
-        pairs = pairs.sort_by([(OUT, "ascending"), (IN, "ascending")])
+        pairs = ordered_pairs(pa.concat_tables(found), distinct)
         (folder / f"{SRC}={src}").mkdir()
         pq.write_table(
             pairs,
