@@ -264,7 +264,7 @@ class CaptureContext:
             # Spark merges subqueries over the same rows into one plan, read by each
             # (TPC-DS q9: 15 subqueries, 5 plans): that plan's row is kept once, with
             # its lineage, not once per subquery
-            twin = None if why else next((t for t in self.pinned if t[0].sameResult(plan)), None)
+            twin = None if why else next((t for t in self.pinned if b.same_result(t[0], plan)), None)
             if twin is not None:
                 self.subqueries[key] = twin[1]
                 if twin[2] is not None:

@@ -137,9 +137,7 @@ def _inject_shared(cx: CaptureContext, node: JPlan, inner: Rewritten, grouping: 
     # first computed); each output row carries its group's set id, a hash of its key
     # (checked for two keys sharing one when stored), and the join repeats only that.
     b = cx.bridge
-    (child,) = b.children(node)
-    cx.hashed_groups = cx.hashed_groups is not False and strategy.hashes_groups(cx, inner)
-    collected = cx.collected(child, inner.slots)
+    collected = _collected(cx, node, inner)
     set_id = b.alias(b.hash64(grouping), f"__sp_g{next(cx.ids)}")
     key = b.alias(b.struct(grouping), f"__sp_k{next(cx.ids)}")
     plan = b.aggregate_like(node, b.aggregate_expressions(node) + collected + [set_id, key], inner.plan)
@@ -159,10 +157,16 @@ def _inject(cx: CaptureContext, node: JPlan, inner: Rewritten) -> Rewritten:
     # handle (a semi join's matches, a logical aggregate's group) is collected the
     # same way: the row then names every group its input rows came from.
     b = cx.bridge
-    (child,) = b.children(node)
-    cx.hashed_groups = cx.hashed_groups is not False and strategy.hashes_groups(cx, inner)
-    collected = cx.collected(child, inner.slots)
+    collected = _collected(cx, node, inner)
     plan = b.aggregate_like(node, b.aggregate_expressions(node) + collected, inner.plan)
     out = b.output(plan)[len(b.output(plan)) - len(collected) :]
     slots = cx.collected_slots(out, inner.slots)
     return Rewritten(plan, slots, strategy=INJECT)
+
+
+def _collected(cx: CaptureContext, node: JPlan, inner: Rewritten) -> list[JExpr]:
+    # the aggregate expressions that collect the input slots' rids (``_inject``'s and
+    # ``_inject_shared``'s), and whether groups are told apart by hashes from now on
+    (child,) = cx.bridge.children(node)
+    cx.hashed_groups = cx.hashed_groups is not False and strategy.hashes_groups(cx, inner)
+    return cx.collected(child, inner.slots)
