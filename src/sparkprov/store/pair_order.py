@@ -6,8 +6,8 @@ fit in 63 bits together, and sorted by one NumPy sort: a pair's order is its pac
 key's. They fit unless rids span files numbered far apart (a source rid is its file's
 number shifted past the row bits, ``plan/files``); then Arrow groups and sorts the two
 columns. Over TPC-DS q36's 7.5M pairs at SF 1 (6.1M distinct), DuckDB's ``DISTINCT``
-and ``ORDER BY`` took 1.2 s and Arrow's ``group_by`` and ``sort_by`` about as long; the
-packed sort 0.2 s.
+and ``ORDER BY`` took 1.2 s, the packed sort 0.2 s; over 7.5M random pairs Arrow's
+``group_by`` and ``sort_by`` took 3.1 s, the packed sort 0.17 s.
 
 >>> import pyarrow as pa
 >>> t = pa.table({"out_rid": [1, 0, 1, 0], "in_rid": [5, 9, 5, 2]})
@@ -45,7 +45,8 @@ def ordered_pairs(table: pa.Table, distinct: bool) -> pa.Table:
         return _by_arrow(pairs, distinct)
     # each span below 2**63: the differences are exact in int64, and so is the key
     keys = ((outs - out_low) << in_bits) | (ins - in_low)
-    if not (keys[1:] >= keys[:-1]).all():  # pairs already in order (written as read): kept so
+    # pairs already in order (``joined_pairs``' own, then written) are not sorted again
+    if not (keys[1:] >= keys[:-1]).all():
         keys.sort()
     if distinct:
         keys = keys[np.concatenate(([True], keys[1:] != keys[:-1]))]
