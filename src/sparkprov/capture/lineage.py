@@ -45,7 +45,7 @@ from ..store.format import (  # noqa: F401 - the store's names, used here and by
     slots_from_json,
     slots_json,
 )
-from ..store.joined_pairs import WEIGHED_MAX_POSITIONS, RangeSizes
+from ..store.window_ranges import WEIGHED_MAX_POSITIONS, RangeSizes
 from . import window_blocks
 
 _PROBE = "__sp_probe"

@@ -25,7 +25,7 @@ and partitions do.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 
 import pyarrow as pa
@@ -36,35 +36,7 @@ from .files import parquet_files
 from .format import ARRAY_SLOTS, HANDLE, IN, OUT, POS, RID, ROW_SLOTS, parents_first
 from .pair_order import ordered_pairs
 from .parquet import files_sql, write_local_pairs
-
-# Ranges over at most this many positions are weighed by the source rows each position
-# holds in an array (an injected aggregate's rids): a rank over ROLLUP groups reads a few
-# thousand positions, each group of up to 550,000 rows (TPC-DS q67 at SF 1: 55M pairs)
-WEIGHED_MAX_POSITIONS = 1_000_000
-
-
-@dataclass(frozen=True)
-class RangeSizes:
-    """What a window side's reached ranges come to: the ``positions`` they cover, how
-    many ``ranges``, the side's ``rows``; and the (output row, source row) ``pairs``
-    they flatten to and the source rows the side's own rows hold (``side_pairs``),
-    which exceed ``positions`` and ``rows`` where side rows hold arrays of rids.
-
-    >>> RangeSizes.unweighed(5_050, 100, 1_100)
-    RangeSizes(positions=5050, ranges=100, rows=1100, pairs=5050, side_pairs=1100)
-    """
-
-    positions: int
-    ranges: int
-    rows: int
-    pairs: int
-    side_pairs: int
-
-    @classmethod
-    def unweighed(cls, positions: int, ranges: int, rows: int) -> RangeSizes:
-        """Sizes of a side whose rows each hold one row of lineage per slot's value."""
-        return cls(positions, ranges, rows, positions, rows)
-
+from .window_ranges import WEIGHED_MAX_POSITIONS, RangeSizes, flatten
 
 # Whether a window side's merged ranges are flattened here: (side, their sizes) -> bool;
 # a capture declines where it keeps them as blocks
@@ -102,7 +74,15 @@ def pairs_by_source(output_path: str, structure: dict, accept: Accept | None = N
             if sides[str(k)]["ranged"]:
                 # (the merge groups the ranges: no distinct of the frontier first)
                 slots = sides[str(k)]["slots"]
-                if not _flattened(con, n, " UNION ALL ".join(parts), k, side, slots, accept):
+                frontier = " UNION ALL ".join(parts)
+                taken = flatten(con, n, frontier, side, slots, _same, accept and partial(accept, k))
+                if taken is False:
+                    return None
+                if taken:
+                    _reach(con, f"rows_{n}", OUT, slots, found, probes)
+                    continue
+                # positions not 1..n in each partition: each position joined to the side
+                if not _flattened(con, n, frontier, k, side, slots, accept):
                     return None
                 on = _same("f.k", f"s.{HANDLE}", f"f.pos = s.{POS}")
                 joined = f"SELECT f.{OUT}, {kept} FROM ({_positions(n)}) f JOIN {side} s ON {on}"
