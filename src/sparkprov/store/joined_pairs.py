@@ -10,7 +10,9 @@ group slot meets its side's rows on the handle, NULL-safe, from the distinct (ou
 row, handle) pairs that reach the side, so an output row that reaches one group along
 many paths reads it once; a window slot ``(h, lo, hi)`` names the rows of partition
 ``h`` at positions ``lo..hi``, an output row's ranges in one partition made disjoint,
-then each position joined on (partition, position): work in proportion to the pairs.
+then its rows met by index from the side's rows ordered by (partition, position)
+(``store/window_ranges``; where positions are not 1..n in a partition, each position
+joined on (partition, position)): work in proportion to the pairs.
 DuckDB compares and groups ``-0.0`` with ``0.0`` and NaN with NaN, as Spark's joins
 and partitions do.
 

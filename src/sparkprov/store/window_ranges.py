@@ -3,7 +3,7 @@ ordered by (partition, position), so that a partition's rows are contiguous and 
 range ``(h, lo, hi)`` is the run of indices ``start(h) + lo - 1 .. start(h) + hi - 1``;
 the ranges an output row reaches are merged in that index space (one partition's rows
 are contiguous there, so merging an output row's ranges merges them per partition) and
-its side rows are taken by index (``spans`` and Arrow's ``take``), not by exploding
+its side rows met by index (``spans``, then an integer join), not by exploding
 positions and joining them to the side on (partition, position).
 
 Only where each partition's positions are exactly 1..n (a window side's positions are
@@ -19,8 +19,8 @@ from dataclasses import dataclass
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 
+from .duck import quote
 from .format import ARRAY_SLOTS, HANDLE, OUT, POS
 from .parquet import spans
 
@@ -73,12 +73,15 @@ def flatten(
         f"FROM (SELECT {h} AS h, count(*) AS rows FROM {side} s GROUP BY {h})"
     )
     names = [s["name"] for s in slots]
-    columns = ", ".join(f's."{c}"' for c in names)
-    ordered = con.execute(
-        f"SELECT k.start + {pos} - 1 AS i, {columns} FROM {side} s JOIN keys_{n} k ON {same('k.h', h)} ORDER BY i"
-    ).fetch_arrow_table()
-    if not np.array_equal(ordered.column(0).to_numpy(), np.arange(ordered.num_rows)):
-        con.execute(f"DROP TABLE keys_{n}")
+    columns = ", ".join(f"s.{quote(c)}" for c in names)
+    con.execute(
+        f"CREATE TEMP TABLE side_{n} AS SELECT k.start + {pos} - 1 AS i, {columns} "
+        f"FROM {side} s JOIN keys_{n} k ON {same('k.h', h)}"
+    )
+    check = f"SELECT count(*), min(i), max(i), count(DISTINCT i) FROM side_{n}"
+    rows, low, high, distinct = con.execute(check).fetchone()
+    if rows and (low, high, distinct) != (0, rows - 1, rows):
+        con.execute(f"DROP TABLE keys_{n}; DROP TABLE side_{n}")
         return None
     # each range in index space, clipped to its partition's rows, merged per output row
     # (grouped from one index to the longest, then cut to what those before it leave)
@@ -97,18 +100,24 @@ def flatten(
     counts = hi - lo + 1
     total = int(counts.sum())
     if accept is not None:
-        sizes = RangeSizes.unweighed(total, len(counts), ordered.num_rows)
-        arrays = [c for s, c in zip(slots, names) if s["kind"] in ARRAY_SLOTS]
+        sizes = RangeSizes.unweighed(total, len(counts), rows)
+        arrays = [quote(s["name"]) for s in slots if s["kind"] in ARRAY_SLOTS]
         if arrays and total <= WEIGHED_MAX_POSITIONS:
-            weight = np.full(ordered.num_rows, len(names) - len(arrays), dtype=np.int64)
-            for c in arrays:
-                weight += pc.fill_null(pc.list_value_length(ordered.column(c)), 0).to_numpy().astype(np.int64)
-            before = np.concatenate(([0], np.cumsum(weight)))  # weight of the rows before each index
+            weigh = " + ".join([*(f"coalesce(len({a}), 0)" for a in arrays), str(len(slots) - len(arrays))])
+            weight = con.execute(f"SELECT {weigh} AS w FROM side_{n} ORDER BY i").fetch_arrow_table()
+            before = np.concatenate(([0], np.cumsum(weight.column(0).to_numpy())))  # weight before each index
             pairs = int((before[hi + 1] - before[lo]).sum())
-            sizes = RangeSizes(total, len(counts), ordered.num_rows, pairs, int(before[-1]))
+            sizes = RangeSizes(total, len(counts), rows, pairs, int(before[-1]))
         if not accept(sizes):
+            con.execute(f"DROP TABLE side_{n}")
             return False
-    taken = ordered.select(names).take(pa.array(spans(lo, counts)))
-    rows = pa.table([pa.array(np.repeat(outs, counts)), *taken.columns], names=[OUT, *names])
-    con.register(f"rows_{n}", rows)
+    # the side's rows met by index in DuckDB: only integer columns cross to it from
+    # Arrow (the side's struct columns taken by Arrow and registered read as other rows
+    # in DuckDB than in Arrow: the pipelines' sessionize at 1M orders, 2.4M rows)
+    picks = pa.table({OUT: np.repeat(outs, counts), "i": spans(lo, counts)})
+    con.register(f"picks_{n}", picks)
+    kept = ", ".join(f"s.{quote(c)}" for c in names)
+    con.execute(f"CREATE TEMP TABLE rows_{n} AS SELECT p.{OUT}, {kept} FROM picks_{n} p JOIN side_{n} s ON p.i = s.i")
+    con.unregister(f"picks_{n}")
+    con.execute(f"DROP TABLE side_{n}")
     return True
