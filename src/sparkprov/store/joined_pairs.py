@@ -38,7 +38,7 @@ from .files import parquet_files
 from .format import ARRAY_SLOTS, HANDLE, IN, OUT, POS, RID, ROW_SLOTS, parents_first
 from .pair_order import ordered_pairs
 from .parquet import files_sql, write_local_pairs
-from .window_ranges import WEIGHED_MAX_POSITIONS, RangeSizes, flatten
+from .window_ranges import WEIGHED_MAX_POSITIONS, RangeSizes, flatten, row_weight
 
 # Whether a window side's merged ranges are flattened here: (side, their sizes) -> bool;
 # a capture declines where it keeps them as blocks
@@ -132,9 +132,8 @@ def _flattened(con, n: int, frontier: str, k: int, side: str, slots: list[dict],
     total, ranges = con.execute(f"SELECT coalesce(sum(hi - lo + 1), 0), count(*) FROM ranges_{n}").fetchone()
     (rows,) = con.execute(f"SELECT count(*) FROM {side}").fetchone()
     sizes = RangeSizes.unweighed(int(total), int(ranges), int(rows))
-    arrays = [quote(s["name"]) for s in slots if s["kind"] in ARRAY_SLOTS]
-    if arrays and total <= WEIGHED_MAX_POSITIONS:
-        weight = " + ".join([*(f"coalesce(len(s.{a}), 0)" for a in arrays), str(len(slots) - len(arrays))])
+    weight = row_weight(slots)
+    if weight is not None and total <= WEIGHED_MAX_POSITIONS:
         on = _same("f.k", f"s.{HANDLE}", f"f.pos = s.{POS}")
         pairs, side_pairs = con.execute(
             f"SELECT (SELECT coalesce(sum({weight}), 0) FROM ({_positions(n)}) f JOIN {side} s ON {on}), "

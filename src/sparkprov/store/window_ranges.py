@@ -101,10 +101,9 @@ def flatten(
     total = int(counts.sum())
     if accept is not None:
         sizes = RangeSizes.unweighed(total, len(counts), rows)
-        arrays = [quote(s["name"]) for s in slots if s["kind"] in ARRAY_SLOTS]
-        if arrays and total <= WEIGHED_MAX_POSITIONS:
-            weigh = " + ".join([*(f"coalesce(len({a}), 0)" for a in arrays), str(len(slots) - len(arrays))])
-            weight = con.execute(f"SELECT {weigh} AS w FROM side_{n} ORDER BY i").fetch_arrow_table()
+        weigh = row_weight(slots)
+        if weigh is not None and total <= WEIGHED_MAX_POSITIONS:
+            weight = con.execute(f"SELECT {weigh} AS w FROM side_{n} s ORDER BY i").fetch_arrow_table()
             before = np.concatenate(([0], np.cumsum(weight.column(0).to_numpy())))  # weight before each index
             pairs = int((before[hi + 1] - before[lo]).sum())
             sizes = RangeSizes(total, len(counts), rows, pairs, int(before[-1]))
@@ -116,8 +115,22 @@ def flatten(
     # in DuckDB than in Arrow: the pipelines' sessionize at 1M orders, 2.4M rows)
     picks = pa.table({OUT: np.repeat(outs, counts), "i": spans(lo, counts)})
     con.register(f"picks_{n}", picks)
-    kept = ", ".join(f"s.{quote(c)}" for c in names)
-    con.execute(f"CREATE TEMP TABLE rows_{n} AS SELECT p.{OUT}, {kept} FROM picks_{n} p JOIN side_{n} s ON p.i = s.i")
+    con.execute(
+        f"CREATE TEMP TABLE rows_{n} AS SELECT p.{OUT}, {columns} FROM picks_{n} p JOIN side_{n} s ON p.i = s.i"
+    )
     con.unregister(f"picks_{n}")
     con.execute(f"DROP TABLE side_{n}")
     return True
+
+
+def row_weight(slots: list[dict]) -> str | None:
+    """SQL of the source rows a side row ``s`` holds: its arrays' lengths and one per
+    other slot; None where no slot is an array (each row then weighs its slots).
+
+    >>> row_weight([{"name": "r", "kind": "rids"}, {"name": "g", "kind": "window"}])
+    'coalesce(len(s."r"), 0) + 1'
+    """
+    arrays = [quote(s["name"]) for s in slots if s["kind"] in ARRAY_SLOTS]
+    if not arrays:
+        return None
+    return " + ".join([*(f"coalesce(len(s.{a}), 0)" for a in arrays), str(len(slots) - len(arrays))])
