@@ -30,6 +30,7 @@ from ...sources import identity as S
 from ...store.format import Slot
 from ..explain import PRUNED_TEXT
 from ..shapes import PRUNED, Instance, Rewritten, SourceUse
+from ..snapshots import written_once
 
 if TYPE_CHECKING:
     from ..context import CaptureContext
@@ -178,7 +179,7 @@ def _snapshot(cx: CaptureContext, leaf, name, fmt, roots, original, schema, tabl
     local = fmt == "memory" and "://" not in path.removeprefix("file://")
     rows = small_rows(data, partitions=True) if local else None
     if rows is None:
-        data.toDF(*names).write.parquet(path)
+        written_once(b, leaf, schema, original, path, lambda: data.toDF(*names).write.parquet(path))
     else:
         # the positional schema without analyzing a renamed Dataset (a round trip and an analysis)
         positional = StructType([StructField(n, f.dataType, f.nullable, f.metadata) for n, f in zip(names, fields)])

@@ -1,0 +1,139 @@
+"""Snapshots of sources without row positions (CSV, JSON, ORC, text), made once while
+their files are unchanged.
+
+A capture reads such a source through a Parquet copy it writes first
+(``rules/leaf.py``), which costs a Spark job reading and parsing every file (a 50,000
+row CSV: about 0.6 s a capture). A later capture in the same process over the same
+relation (format, options, schemas, the session's settings) and the same files gets the
+earlier capture's copy, hard-linked into its own folder (copied where links are not
+possible): it owns its files as before, so removing either capture leaves the other
+whole, and its rids are the earlier capture's (file numbers come from the copy's sorted
+file names).
+
+Only local files are kept track of: besides the size and modification time Hadoop
+lists (to the millisecond), a file's inode and change time (to the nanosecond, which no
+write leaves as it was) must be as they were, so a file rewritten in place is read
+again. A copy whose files are gone or changed (its capture removed) is not used.
+
+>>> import tempfile
+>>> from pyspark.sql import SparkSession
+>>> from sparkprov.plan.catalyst import Bridge
+>>> spark = SparkSession.builder.getOrCreate()
+>>> b, folder = Bridge(spark), tempfile.mkdtemp()
+>>> _ = open(f"{folder}/t.csv", "w").write("a\\n1\\n")
+>>> leaf = b.analyzed(spark.read.csv(f"{folder}/t.csv"))
+>>> files = b.files(b.file_relation(leaf))
+>>> def copy(path):
+...     return lambda: spark.read.csv(f"{folder}/t.csv").write.parquet(path)
+>>> [written_once(b, leaf, "", files, f"{folder}/{n}", copy(f"{folder}/{n}")) for n in ("s1", "s2")]
+[False, True]
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+import threading
+from collections import OrderedDict
+from collections.abc import Callable
+
+from ..plan.catalyst import Bridge, JPlan
+from ..store.layout import local_path
+
+_KEPT = 64  # relations remembered, the latest first to stay
+_lock = threading.Lock()
+_made: OrderedDict[str, tuple[str, tuple[tuple[str, int], ...]]] = OrderedDict()
+
+
+def written_once(bridge: Bridge, leaf: JPlan, schema: str, files: list[tuple[str, int, int]], path: str,
+                 write: Callable[[], None]) -> bool:  # fmt: skip
+    """The snapshot of ``leaf`` (read from ``files``, as Hadoop listed them) at ``path``:
+    an earlier one of the same relation and files linked there, else ``write()`` called
+    (and what it wrote remembered). True when an earlier one was used."""
+    key = _key(bridge, leaf, schema, files)
+    folder = _local(path)
+    if key is not None and folder is not None:
+        found = _kept(key)
+        if found is not None and _linked(*found, folder):
+            _keep(key, folder, found[1])  # the latest copy: the one least likely removed
+            return True
+    write()
+    if key is not None and folder is not None:
+        _keep(key, folder, _listed(folder))
+    return False
+
+
+def _local(path: str) -> str | None:
+    if path.startswith("file:") or "://" not in path:
+        return local_path(path)
+    return None
+
+
+def _key(bridge: Bridge, leaf: JPlan, schema: str, files: list[tuple[str, int, int]]) -> str | None:
+    """What the snapshot's rows depend on, hashed; None when it cannot be told (no
+    files, files not local, or changed since the relation listed them)."""
+    if not files or not all(p.startswith("file:") for p, _, _ in files):
+        return None
+    stats = []
+    for uri, size, mtime in files:
+        try:
+            st = os.stat(local_path(uri))
+        except OSError:
+            return None
+        if st.st_size != size or st.st_mtime_ns // 1_000_000 != mtime:
+            return None  # the relation's listing is older than the files
+        stats.append(f"{uri}\t{size}\t{st.st_mtime_ns}\t{st.st_ctime_ns}\t{st.st_ino}\t{st.st_dev}")
+    fs = bridge.file_relation(leaf)
+    if fs is None:
+        return None
+    relation = [
+        str(fs.fileFormat().toString()),
+        str(fs.options().toString()),
+        str(fs.dataSchema().json()),
+        str(fs.partitionSchema().json()),
+        schema,
+        # parsing follows settings (the time zone, the parser's policy, ANSI mode)
+        str(bridge.jsession.sessionState().conf().getAllConfs().toString()),
+    ]
+    return hashlib.sha256("\n".join(relation + sorted(stats)).encode()).hexdigest()
+
+
+def _listed(folder: str) -> tuple[tuple[str, int], ...]:
+    with os.scandir(folder) as entries:
+        return tuple(sorted((e.name, e.stat().st_size) for e in entries if e.is_file()))
+
+
+def _kept(key: str) -> tuple[str, tuple[tuple[str, int], ...]] | None:
+    with _lock:
+        found = _made.get(key)
+        if found is not None:
+            _made.move_to_end(key)
+        return found
+
+
+def _keep(key: str, folder: str, files: tuple[tuple[str, int], ...]) -> None:
+    with _lock:
+        _made[key] = (folder, files)
+        _made.move_to_end(key)
+        while len(_made) > _KEPT:
+            _made.popitem(last=False)
+
+
+def _linked(source: str, files: tuple[tuple[str, int], ...], folder: str) -> bool:
+    """``files`` of ``source`` linked (or copied) into the new ``folder``; False, and
+    nothing left there, when they are no longer as they were written."""
+    try:
+        if _listed(source) != files:
+            return False
+        os.makedirs(folder)
+        for name, _ in files:
+            src, dst = os.path.join(source, name), os.path.join(folder, name)
+            try:
+                os.link(src, dst)
+            except OSError:  # another file system, or one without hard links
+                shutil.copy2(src, dst)
+        return True
+    except OSError:
+        shutil.rmtree(folder, ignore_errors=True)
+        return False

@@ -1,0 +1,86 @@
+"""A CSV source's Parquet copy made once while its file is unchanged (capture/snapshots.py)."""
+
+from __future__ import annotations
+
+import os
+
+from pyspark.sql import functions as F
+
+from sparkprov.store.layout import local_path
+
+SCHEMA = "id int, name string, country string, amount int"
+ROWS = "id,name,country,amount\n1,ann,NL,30\n2,bob,NL,20\n3,cid,BE,50\n4,dan,FR,10\n"
+
+
+def _csv(tmp_path, text=ROWS):
+    path = tmp_path / "people.csv"
+    path.write_text(text)
+    return str(path)
+
+
+def _totals(spark, path, header=True):
+    people = spark.read.option("header", header).schema(SCHEMA).csv(path)
+    return people.groupBy("country").agg(F.sum("amount").alias("total"))
+
+
+def _files(cap):
+    (info,) = cap._infos.values()  # what the catalog keeps of the source
+    assert info.kind == "snapshot"
+    return [local_path(uri) for uri, _, _ in info.files]
+
+
+def _inodes(cap):
+    return {os.stat(f).st_ino for f in _files(cap)}
+
+
+def _nl(cap):
+    (name,) = cap.sources
+    return sorted((r["name"], r["_sp_rid"]) for r in cap.backward("country = 'NL'", source=name).collect())
+
+
+def test_a_second_capture_links_the_first_copy_and_traces_alike(spark, session, tmp_path):
+    path = _csv(tmp_path)
+    first = session.capture(_totals(spark, path), "totals")
+    second = session.capture(_totals(spark, path), "totals")  # read again, as a user's next run would
+    assert _inodes(second) == _inodes(first)  # the same files, linked
+    assert [n for n, _ in _nl(second)] == ["ann", "bob"]
+    assert _nl(second) == _nl(first)  # the same rids
+    # each capture owns its links: removing the first leaves the second whole
+    session.remove("totals", first.version)
+    assert [n for n, _ in _nl(second)] == ["ann", "bob"]
+    third = session.capture(_totals(spark, path), "totals")
+    assert _inodes(third) == _inodes(second)
+
+
+def test_a_file_rewritten_in_place_is_read_again(spark, session, tmp_path):
+    path = _csv(tmp_path)
+    first = session.capture(_totals(spark, path), "totals")
+    # the same size and, as a copy that keeps times leaves it, the same modification
+    # time: what Hadoop lists of the file is as it was
+    before = os.stat(path)
+    with open(path, "r+") as f:
+        f.write(ROWS.replace("ann,NL,30", "amy,NL,40"))
+    os.utime(path, ns=(before.st_atime_ns, before.st_mtime_ns))
+    second = session.capture(_totals(spark, path), "totals")
+    assert not _inodes(second) & _inodes(first)
+    assert [n for n, _ in _nl(second)] == ["amy", "bob"]
+    assert {r["country"]: r["total"] for r in second.output.collect()}["NL"] == 60
+
+
+def test_other_options_over_the_same_file_make_their_own_copy(spark, session, tmp_path):
+    path = _csv(tmp_path)
+    with_header = session.capture(_totals(spark, path), "totals")
+    # without the header option, the header line is a row (its amount not a number: null)
+    without = session.capture(_totals(spark, path, header=False), "raw")
+    assert not _inodes(without) & _inodes(with_header)
+    assert without.output.count() == with_header.output.count() + 1
+
+
+def test_a_copy_whose_capture_was_removed_is_written_again(spark, session, tmp_path):
+    path = _csv(tmp_path)
+    first = session.capture(_totals(spark, path), "totals")
+    session.remove("totals")
+    again = session.capture(_totals(spark, path), "totals")
+    assert _files(again) and all(os.path.exists(f) for f in _files(again))
+    assert [n for n, _ in _nl(again)] == ["ann", "bob"]
+    assert again.version == first.version + 1
