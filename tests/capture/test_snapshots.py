@@ -3,10 +3,15 @@
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
 
 from pyspark.sql import functions as F
 
+from sparkprov.capture import snapshots
 from sparkprov.store.layout import local_path
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 SCHEMA = "id int, name string, country string, amount int"
 ROWS = "id,name,country,amount\n1,ann,NL,30\n2,bob,NL,20\n3,cid,BE,50\n4,dan,FR,10\n"
@@ -84,3 +89,29 @@ def test_a_copy_whose_capture_was_removed_is_written_again(spark, session, tmp_p
     assert _files(again) and all(os.path.exists(f) for f in _files(again))
     assert [n for n, _ in _nl(again)] == ["ann", "bob"]
     assert again.version == first.version + 1
+
+
+def test_the_next_capture_of_a_name_links_the_copy_its_entry_names(spark, session, tmp_path):
+    path = _csv(tmp_path)
+    first = session.capture(_totals(spark, path), "totals")
+    snapshots._made.clear()  # what this process remembers: a new process has none
+    other = session.capture(_totals(spark, path), "other")  # another name: its entry names nothing
+    assert not _inodes(other) & _inodes(first)
+    snapshots._made.clear()
+    again = session.capture(_totals(spark, path), "totals")
+    assert _inodes(again) == _inodes(first)
+    assert _nl(again) == _nl(first)
+
+
+def test_a_pipeline_run_again_in_a_new_process_links_the_last_run_s_copy(tmp_path):
+    path, store = _csv(tmp_path), str(tmp_path / "store")
+
+    def run() -> set[str]:
+        done = subprocess.run(
+            [sys.executable, "-m", "tests.capture.snapshot_worker", store, path, "daily"],
+            cwd=ROOT, capture_output=True, text=True, timeout=300,
+        )  # fmt: skip
+        assert done.returncode == 0, done.stderr[-2000:]
+        return set(done.stdout.split())
+
+    assert run() == run()  # the second process's snapshot is the first's files

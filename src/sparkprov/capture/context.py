@@ -56,6 +56,9 @@ class CaptureContext:
 
     bridge: Bridge
     snapshot_dir: str
+    # the snapshots the capture before it of the same name keeps, by key, to link
+    # from (capture/snapshots.py)
+    earlier_snapshots: dict = field(default_factory=dict)
     named: list[NamedLeaf] = field(default_factory=list)  # session.source() names
     sources: list[SourceUse] = field(default_factory=list)
     instances: list[Instance] = field(default_factory=list)

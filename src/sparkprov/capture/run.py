@@ -20,7 +20,7 @@ from pathlib import Path
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
-from ..errors import InvalidArgument
+from ..errors import InvalidArgument, SparkprovError
 from ..functions.tracer import declaration_error
 from ..plan.catalyst import Bridge
 from ..plan.observed import WatchedJobs
@@ -44,6 +44,7 @@ from .lineage import (
 )
 from .output_write import Write, beside, stored_output_schema, write_for_user
 from .shapes import PRUNED
+from .snapshots import kept_copy
 from .strategy import inject_settings
 from .workload import Workload, check_partition_column
 from .writing import (
@@ -126,6 +127,7 @@ def run_capture(
             workload,
             read_elsewhere,
             function_keep,
+            _earlier_snapshots(store, name),
         )
     except BaseException as e:
         store.discard(capture_id)
@@ -138,6 +140,22 @@ def run_capture(
     entry = store.commit(name, entry)
     log.info("sparkprov: captured %r version %d in %.1fs", name, entry.version, entry.seconds)
     return entry
+
+
+def _earlier_snapshots(store: Store, name: str) -> dict:
+    """The snapshots the newest capture of ``name`` keeps, by key, for this one to link
+    (``capture/snapshots.py``): none from a damaged or failed one."""
+    try:
+        versions = store.versions(name)
+        entry = store.read_entry(name, versions[-1]) if versions else None
+    except SparkprovError:
+        return {}
+    found = {}
+    for info in entry.sources.values() if entry is not None else ():
+        copy = kept_copy(info.files) if info.kind == "snapshot" and isinstance(info.key, str) and info.key else None
+        if copy is not None:
+            found[info.key] = copy
+    return found
 
 
 def rewritten(
@@ -172,10 +190,12 @@ def _capture_into(
     workload,
     read_elsewhere: frozenset[str] | None,
     function_keep: FunctionKeep | None = None,
+    earlier_snapshots: dict | None = None,
 ) -> dict:
     rewriter = CaptureContext(
         bridge,
         snapshot_dir=str(CaptureFolders(data).snapshots),
+        earlier_snapshots=earlier_snapshots or {},
         named=list(named),
         by_occurrence=by_occurrence,
         strategy="logical" if witnesses else strategy,

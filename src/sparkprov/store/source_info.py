@@ -26,6 +26,7 @@ class SourceInfo:
     schema: str = ""  # JSON of the source's full schema
     table: str | None = None
     splits: list[tuple[str, int, int]] = field(default_factory=list)  # "text": (path, start, length)
+    key: str = ""  # "snapshot": what its rows depend on, hashed (capture/snapshots.py), for a later capture to link
 
     def to_json(self) -> dict:
         return {
@@ -38,6 +39,7 @@ class SourceInfo:
             "schema": self.schema,
             "table": self.table,
             "splits": [list(f) for f in self.splits],
+            **({"snapshot_key": self.key} if self.key else {}),
         }
 
     @classmethod
@@ -52,6 +54,7 @@ class SourceInfo:
             schema=d["schema"],
             table=d.get("table"),
             splits=[tuple(f) for f in d.get("splits", [])],
+            key=d.get("snapshot_key", ""),
         )
 
 

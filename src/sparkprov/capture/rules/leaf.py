@@ -30,7 +30,7 @@ from ...sources import identity as S
 from ...store.format import Slot
 from ..explain import PRUNED_TEXT
 from ..shapes import PRUNED, Instance, Rewritten, SourceUse
-from ..snapshots import written_once
+from ..snapshots import snapshot_key, written_once
 
 if TYPE_CHECKING:
     from ..context import CaptureContext
@@ -178,13 +178,16 @@ def _snapshot(cx: CaptureContext, leaf, name, fmt, roots, original, schema, tabl
     # batches or an order-sensitive aggregate above sees its rows as the query does
     local = fmt == "memory" and "://" not in path.removeprefix("file://")
     rows = small_rows(data, partitions=True) if local else None
+    key = None
     if rows is None:
-        written_once(b, leaf, schema, original, path, lambda: data.toDF(*names).write.parquet(path))
+        key = snapshot_key(b, leaf, schema, original)
+        earlier = cx.earlier_snapshots.get(key) if key else None
+        written_once(key, path, lambda: data.toDF(*names).write.parquet(path), earlier)
     else:
         # the positional schema without analyzing a renamed Dataset (a round trip and an analysis)
         positional = StructType([StructField(n, f.dataType, f.nullable, f.metadata) for n, f in zip(names, fields)])
         write_table(rows.rename_columns([*names, PARTITION]), positional, path)
     snap = read_written(b.spark, path)
     files = sorted(b.files(b.file_relation(b.analyzed(snap))))
-    info = S.SourceInfo(name, "snapshot", fmt, files, roots, original, schema, table)
+    info = S.SourceInfo(name, "snapshot", fmt, files, roots, original, schema, table, key=key or "")
     return info, b.analyzed(snap)
