@@ -9,7 +9,9 @@ import sys
 from pyspark.sql import functions as F
 
 from sparkprov.capture import snapshots
+from sparkprov.store.collect import size_of
 from sparkprov.store.layout import local_path
+from sparkprov.store.listing import totals
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
@@ -46,8 +48,14 @@ def _nl(cap):
 def test_a_second_capture_links_the_first_copy_and_traces_alike(spark, session, tmp_path):
     path = _csv(tmp_path)
     first = session.capture(_totals(spark, path), "totals")
+    before = totals(session.store)["captures"]
     second = session.capture(_totals(spark, path), "totals")  # read again, as a user's next run would
     assert _inodes(second) == _inodes(first)  # the same files, linked
+    # the store's bytes count the linked copy once
+    folder = os.path.dirname(_files(second)[0])  # its part files and their checksums, all linked
+    linked = sum(e.stat().st_size for e in os.scandir(folder) if e.stat().st_nlink > 1)
+    own = size_of(session.store.folders.capture(second._entry.id).root)
+    assert totals(session.store)["captures"] - before == own - linked
     assert [n for n, _ in _nl(second)] == ["ann", "bob"]
     assert _nl(second) == _nl(first)  # the same rids
     # each capture owns its links: removing the first leaves the second whole

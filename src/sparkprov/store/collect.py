@@ -95,17 +95,24 @@ class Garbage:
 
 
 def size_of(path: Path) -> int:
-    """Bytes under ``path``; what a writer removes or renames meanwhile counts nothing."""
+    """Bytes under ``path``, a file linked several times there counted once (captures
+    share the snapshots of unchanged sources: ``capture/snapshots.py``); what a writer
+    removes or renames meanwhile counts nothing."""
     try:
         if not path.is_dir():
             return path.lstat().st_size
     except FileNotFoundError:
         return 0
-    total = 0
+    total, seen = 0, set()
     for dirpath, _, filenames in os.walk(path):
         for name in filenames:
             with contextlib.suppress(FileNotFoundError):  # removed by its writer meanwhile
-                total += os.lstat(os.path.join(dirpath, name)).st_size
+                st = os.lstat(os.path.join(dirpath, name))
+                if st.st_nlink > 1:
+                    if (st.st_dev, st.st_ino) in seen:
+                        continue
+                    seen.add((st.st_dev, st.st_ino))
+                total += st.st_size
     return total
 
 
