@@ -123,3 +123,14 @@ def test_a_pipeline_run_again_in_a_new_process_links_the_last_run_s_copy(tmp_pat
         return set(done.stdout.split())
 
     assert run() == run()  # the second process's snapshot is the first's files
+
+
+def test_a_damaged_entry_before_is_not_linked_from(spark, session, tmp_path):
+    path = _csv(tmp_path)
+    first = session.capture(_totals(spark, path), "totals")
+    snapshots._made.clear()
+    entry = session.store.folders.entry("totals", first.version)
+    entry.write_text(entry.read_text()[:100])  # cut short, as a full disk leaves it
+    again = session.capture(_totals(spark, path), "totals")
+    assert not _inodes(again) & _inodes(first)
+    assert [n for n, _ in _nl(again)] == ["ann", "bob"]

@@ -145,16 +145,17 @@ def run_capture(
 def _earlier_snapshots(store: Store, name: str) -> dict:
     """The snapshots the newest capture of ``name`` keeps, by key, for this one to link
     (``capture/snapshots.py``): none from a damaged or failed one."""
+    found = {}
     try:
         versions = store.versions(name)
         entry = store.read_entry(name, versions[-1]) if versions else None
-    except SparkprovError:
+        for info in entry.sources.values() if entry is not None else ():
+            if info.kind == "snapshot" and isinstance(info.key, str) and info.key:
+                copy = kept_copy(info.files)
+                if copy is not None:
+                    found[info.key] = copy
+    except (SparkprovError, TypeError, ValueError):  # a damaged entry: this capture writes its own copies
         return {}
-    found = {}
-    for info in entry.sources.values() if entry is not None else ():
-        copy = kept_copy(info.files) if info.kind == "snapshot" and isinstance(info.key, str) and info.key else None
-        if copy is not None:
-            found[info.key] = copy
     return found
 
 

@@ -100,9 +100,12 @@ def written_once(key: str | None, path: str, write: Callable[[], None], earlier:
 
 
 def kept_copy(files: list[tuple[str, int, int]]) -> Copy | None:
-    """The copy a capture's catalog entry names (its snapshot's files), to link from."""
-    folders = {os.path.dirname(local_path(p)) for p, _, _ in files} if files else set()
-    if len(folders) != 1 or not all(p.startswith("file:") or "://" not in p for p, _, _ in files):
+    """The copy a capture's catalog entry names (its snapshot's files), to link from;
+    None unless they are local files in one folder."""
+    if not files or not all(isinstance(p, str) and _local(p) is not None for p, _, _ in files):
+        return None
+    folders = {os.path.dirname(local_path(p)) for p, _, _ in files}
+    if len(folders) != 1:
         return None
     return folders.pop(), tuple(sorted((os.path.basename(local_path(p)), size) for p, size, _ in files))
 
