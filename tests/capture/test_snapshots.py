@@ -36,6 +36,10 @@ def _files(cap):
     return [local_path(uri) for uri, _, _ in info.files]
 
 
+def _all_bytes(folder):
+    return sum(os.path.getsize(os.path.join(d, f)) for d, _, names in os.walk(folder) for f in names)
+
+
 def _inodes(cap):
     return {os.stat(f).st_ino for f in _files(cap)}
 
@@ -54,11 +58,15 @@ def test_a_second_capture_links_the_first_copy_and_traces_alike(spark, session, 
     # the store's bytes count the linked copy once
     folder = os.path.dirname(_files(second)[0])  # its part files and their checksums, all linked
     linked = sum(e.stat().st_size for e in os.scandir(folder) if e.stat().st_nlink > 1)
-    own = size_of(session.store.folders.capture(second._entry.id).root)
-    assert totals(session.store)["captures"] - before == own - linked
+    own = size_of(session.store.folders.capture(second._entry.id).root)  # what removing it frees
+    assert own == _all_bytes(session.store.folders.capture(second._entry.id).root) - linked
+    assert totals(session.store)["captures"] - before == own
     assert [n for n, _ in _nl(second)] == ["ann", "bob"]
     assert _nl(second) == _nl(first)  # the same rids
-    # each capture owns its links: removing the first leaves the second whole
+    # each capture owns its links: removing the first leaves the second whole, and
+    # frees all but the copy
+    first_dir = session.store.folders.capture(first._entry.id).root
+    assert session.remove("totals", first.version, dry_run=True).bytes == _all_bytes(first_dir) - linked
     session.remove("totals", first.version)
     assert [n for n, _ in _nl(second)] == ["ann", "bob"]
     third = session.capture(_totals(spark, path), "totals")

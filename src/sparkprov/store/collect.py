@@ -95,25 +95,27 @@ class Garbage:
 
 
 def size_of(path: Path) -> int:
-    """Bytes under ``path``, a file linked several times there counted once (captures
-    share the snapshots of unchanged sources: ``capture/snapshots.py``); what a writer
-    removes or renames meanwhile counts nothing."""
+    """The bytes removing ``path`` frees: a file linked several times under it counted
+    once, and not at all while a link outside it remains (captures share the snapshots
+    of unchanged sources: ``capture/snapshots.py``); what a writer removes or renames
+    meanwhile counts nothing."""
     try:
         if not path.is_dir():
-            return path.lstat().st_size
+            st = path.lstat()
+            return st.st_size if st.st_nlink == 1 else 0
     except FileNotFoundError:
         return 0
-    total, seen = 0, set()
+    total, linked = 0, {}
     for dirpath, _, filenames in os.walk(path):
         for name in filenames:
             with contextlib.suppress(FileNotFoundError):  # removed by its writer meanwhile
                 st = os.lstat(os.path.join(dirpath, name))
-                if st.st_nlink > 1:
-                    if (st.st_dev, st.st_ino) in seen:
-                        continue
-                    seen.add((st.st_dev, st.st_ino))
-                total += st.st_size
-    return total
+                if st.st_nlink == 1:
+                    total += st.st_size
+                else:
+                    size, links, seen = linked.get((st.st_dev, st.st_ino), (st.st_size, st.st_nlink, 0))
+                    linked[(st.st_dev, st.st_ino)] = (size, links, seen + 1)
+    return total + sum(size for size, links, seen in linked.values() if seen >= links)
 
 
 def _age(path: Path, now: float) -> float:
