@@ -40,8 +40,10 @@ import shutil
 import threading
 from collections import OrderedDict
 from collections.abc import Callable
+from pathlib import Path
 
 from ..plan.catalyst import Bridge, JPlan
+from ..store.fs import link_files
 from ..store.layout import local_path
 
 _KEPT = 64  # relations remembered, the latest first to stay
@@ -143,13 +145,7 @@ def _linked(source: str, files: tuple[tuple[str, int], ...], folder: str) -> boo
     try:
         if any(os.stat(os.path.join(source, name)).st_size != size for name, size in files):
             return False
-        os.makedirs(folder)
-        for name, _ in files:
-            src, dst = os.path.join(source, name), os.path.join(folder, name)
-            try:
-                os.link(src, dst)
-            except OSError:  # another file system, or one without hard links
-                shutil.copy2(src, dst)
+        link_files([Path(source, name) for name, _ in files], Path(folder))
         return True
     except OSError:
         shutil.rmtree(folder, ignore_errors=True)

@@ -14,7 +14,6 @@ DataType(string)
 
 from __future__ import annotations
 
-import os
 import shutil
 import time
 import uuid
@@ -33,6 +32,7 @@ from ..capture.lineage import slots_json
 from ..capture.output_write import Write, write_for_user
 from ..sources.identity import RID
 from ..store.catalog import check_name
+from ..store.fs import link_files
 from ..store.layout import CaptureFolders
 from . import worker
 
@@ -162,12 +162,7 @@ def _lineage_entry(ctx: LineageContext, capture_id: str, data: Path, slots: list
 def _link_side(side: Path, to: Path) -> None:
     """The capture's own copy of a side's files: hard links (no bytes copied), so a
     later job that computes the operator again (replacing its files) leaves them be."""
-    to.mkdir(parents=True)
-    for f in side.glob("part-*.parquet"):
-        try:
-            os.link(f, to / f.name)
-        except OSError:  # another file system, or links not allowed
-            shutil.copyfile(f, to / f.name)
+    link_files(sorted(side.glob("part-*.parquet")), to)
 
 
 def _reachable_sides(slots: list, sides: list) -> set[int]:
