@@ -53,13 +53,20 @@ class RangeSizes:
         return cls(positions, ranges, rows, positions, rows)
 
 
-# Whether a window side's merged ranges are flattened here: (side, their sizes) -> bool;
-# a capture declines where it keeps them as blocks
-Accept = Callable[[RangeSizes], bool]
+# Whether one window side's merged ranges are flattened here, from their sizes
+# (``joined_pairs.Accept`` with the side given); a capture declines where it keeps them
+# as blocks
+AcceptSizes = Callable[[RangeSizes], bool]
 
 
 def flatten(
-    con, n: int, frontier: str, side: str, slots: list[dict], same: Callable[[str, str], str], accept: Accept | None
+    con,
+    n: int,
+    frontier: str,
+    side: str,
+    slots: list[dict],
+    same: Callable[[str, str], str],
+    accept: AcceptSizes | None,
 ) -> bool | None:
     """The rows of ``side`` that ``frontier``'s ranges (``out``, ``h``: a window slot)
     reach, with their output rows, registered on ``con`` as ``rows_{n}`` (``out_rid``
