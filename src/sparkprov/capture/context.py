@@ -30,6 +30,7 @@ subqueries are computed once and kept here, for every rule.
 from __future__ import annotations
 
 import itertools
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from operator import attrgetter
 
@@ -57,8 +58,8 @@ class CaptureContext:
     bridge: Bridge
     snapshot_dir: str
     # the snapshots the capture before it of the same name keeps, by key, to link
-    # from (capture/snapshots.py)
-    earlier_snapshots: dict = field(default_factory=dict)
+    # from (capture/snapshots.py), read when first asked for
+    earlier_snapshots: Callable[[], dict] = dict
     named: list[NamedLeaf] = field(default_factory=list)  # session.source() names
     sources: list[SourceUse] = field(default_factory=list)
     instances: list[Instance] = field(default_factory=list)

@@ -15,6 +15,7 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor, wait
 from contextlib import nullcontext
 from dataclasses import replace
+from functools import cache, partial
 from pathlib import Path
 
 from pyspark.sql import DataFrame
@@ -127,7 +128,8 @@ def run_capture(
             workload,
             read_elsewhere,
             function_keep,
-            _earlier_snapshots(store, name),
+            # read only if a source needs a snapshot: most captures read Parquet alone
+            cache(partial(_earlier_snapshots, store, name)),
         )
     except BaseException as e:
         store.discard(capture_id)
@@ -191,12 +193,12 @@ def _capture_into(
     workload,
     read_elsewhere: frozenset[str] | None,
     function_keep: FunctionKeep | None = None,
-    earlier_snapshots: dict | None = None,
+    earlier_snapshots: Callable[[], dict] | None = None,
 ) -> dict:
     rewriter = CaptureContext(
         bridge,
         snapshot_dir=str(CaptureFolders(data).snapshots),
-        earlier_snapshots=earlier_snapshots or {},
+        earlier_snapshots=earlier_snapshots or dict,
         named=list(named),
         by_occurrence=by_occurrence,
         strategy="logical" if witnesses else strategy,

@@ -181,7 +181,7 @@ def _snapshot(cx: CaptureContext, leaf, name, fmt, roots, original, schema, tabl
     key = None
     if rows is None:
         key = snapshot_key(b, leaf, schema, original)
-        earlier = cx.earlier_snapshots.get(key) if key else None
+        earlier = cx.earlier_snapshots().get(key) if key else None
         written_once(key, path, lambda: data.toDF(*names).write.parquet(path), earlier)
     else:
         # the positional schema without analyzing a renamed Dataset (a round trip and an analysis)
