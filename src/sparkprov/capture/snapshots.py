@@ -43,7 +43,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from ..plan.catalyst import Bridge, JPlan
-from ..store.fs import link_files
+from ..store.fs import files_under, link_files
 from ..store.layout import local_path
 
 _KEPT = 64  # relations remembered, the latest first to stay
@@ -97,7 +97,7 @@ def written_once(key: str | None, path: str, write: Callable[[], None], earlier:
                 return True
     write()
     if key is not None and folder is not None:
-        _keep(key, folder, _listed(folder))
+        _keep(key, folder, tuple(sorted(files_under(folder))))  # a snapshot's folder is flat
     return False
 
 
@@ -116,11 +116,6 @@ def _local(path: str) -> str | None:
     if path.startswith("file:") or "://" not in path:
         return local_path(path)
     return None
-
-
-def _listed(folder: str) -> tuple[tuple[str, int], ...]:
-    with os.scandir(folder) as entries:
-        return tuple(sorted((e.name, e.stat().st_size) for e in entries if e.is_file()))
 
 
 def _kept(key: str) -> Copy | None:
