@@ -130,7 +130,9 @@ def test_shared_sides_are_referenced_and_resolved_once(spark):
     found = source_pairs(outputs, [Slot("g0", "group", 0)], g.graph)
     assert _pairs(found) == {-1: {(1, 0), (2, 0)}}  # references, not copies
     assert g.built == {}
-    shared = {tuple(r) for r in union_pairs(shared_pairs({0}, g.graph)).collect()}
+    repeated, unique = shared_pairs({0}, g.graph)
+    assert unique == []  # (a window's tree)
+    shared = {tuple(r) for r in union_pairs(repeated).collect()}
     assert shared == {(0, 0, 0, 7), (0, 0, 0, 8)}  # (ref, set, src, in_rid): its one set, 0
 
 

@@ -55,11 +55,14 @@ def test_a_partitions_tree_holds_each_block_once(spark):
     window_blocks.check(side, "__sp_h")  # no two blocks share an id
 
 
-@pytest.fixture
-def blocks(monkeypatch):
-    """Every range of more than one position kept as blocks, however few pairs."""
+@pytest.fixture(params=[False, True], ids=["cover", "prefixes"])
+def blocks(monkeypatch, request):
+    """Every range of more than one position kept as blocks, however few pairs; ranges
+    from position 1 as their covers' blocks, or as prefix sets."""
     monkeypatch.setattr(window_blocks, "MIN_PAIRS", 0)
     monkeypatch.setattr(window_blocks, "worth_it", lambda *sizes: True)
+    monkeypatch.setattr(window_blocks, "prefixes_worth_it", lambda *sizes: request.param)
+    return request.param
 
 
 @pytest.fixture
@@ -105,6 +108,9 @@ def test_ranges_kept_as_blocks_give_the_flattened_lineage(spark, session, events
         assert "window-blocks" in cap._entry.features, strategy  # a reader from before blocks refuses it
     shared = spark.read.parquet(cap._entry.lineage.shared)
     assert shared.where("src < 0 and -src - 1 = ref").count() > 0  # a tree was stored
+    # partitions of 30 rows: blocks up to level 4; the prefix set of 1..q, q >= 7, above
+    prefix_sets = shared.where("src < 0 and -src - 1 = ref and shiftrightunsigned(grp, 58) > 4").count()
+    assert (prefix_sets > 0) == blocks
     _traced_by_both_engines(cap, "e", expected, rows=2)
     for rid in [r["_sp_rid"] for r in cap.output.orderBy("k").collect()][-1:]:
         assert check_row(cap, rid, lambda restricted: query(restricted["e"])) == []

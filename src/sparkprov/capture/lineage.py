@@ -84,8 +84,10 @@ class SideGraph:
     # a window's large ranges may be kept as blocks (references to a shared side),
     # where the caller stores shared lineage (not a blackbox function's run again)
     factorize: bool = True
-    # the sides whose ranges were kept as blocks (added to as they are resolved)
+    # the sides whose ranges were kept as blocks (added to as they are resolved), and
+    # those of them that keep prefix sets too (window_blocks.prefixes)
     blocked: set = field(default_factory=set)
+    prefixed: set = field(default_factory=set)
 
 
 def source_pairs(rows: DataFrame, slots: list[Slot], graph: SideGraph) -> dict[int, list[DataFrame]]:
@@ -270,24 +272,23 @@ def _range_join(
         frontier = _merged_ranges(frontier)
     if distinct or not cheap:  # counted, then read again
         frontier = graph.keep(frontier)
-    total, count = _sizes(frontier)
+    total, count, spared = _sizes(frontier)
     arrays = [s.name for s in graph.sides[k].slots if s.kind in ARRAY_SLOTS]
     weighed = arrays and total <= WEIGHED_MAX_POSITIONS
     # (the side is counted only where blocks could be taken)
-    if (
-        _factorable(graph, k)
-        and (weighed or total > window_blocks.MIN_PAIRS)
-        and _worth_blocks(
-            _weighed(frontier, graph.relation(k), arrays, total, count)
-            if weighed
-            else _unweighed(graph, k, total, count)
-        )
-    ):
-        ranges = _ranges(frontier)
-        many = ranges.where(F.col(_LO) < F.col(_HI))
-        found[ref_source(k)].append(window_blocks.references(many, _KEY, _LO, _HI))
-        graph.blocked.add(k)
-        return _joined(ranges.where(F.col(_LO) == F.col(_HI)), graph.relation(k))
+    if _factorable(graph, k) and (weighed or total > window_blocks.MIN_PAIRS):
+        if weighed:
+            sizes = _weighed(frontier, graph.relation(k), arrays, total, count)
+        else:
+            sizes = _unweighed(graph, k, total, count)
+        if _worth_blocks(sizes):
+            if window_blocks.prefixes_worth_it(spared, sizes.rows):
+                graph.prefixed.add(k)
+            ranges = _ranges(frontier)
+            many = ranges.where(F.col(_LO) < F.col(_HI))
+            found[ref_source(k)].append(window_blocks.references(many, _KEY, _LO, _HI, k in graph.prefixed))
+            graph.blocked.add(k)
+            return _joined(ranges.where(F.col(_LO) == F.col(_HI)), graph.relation(k))
     if total > MAX_WINDOW_PAIRS:
         # flattened window lineage grows with the frames' sizes: refuse what would not
         # fit rather than fill the disk
@@ -349,11 +350,15 @@ def _weighed(frontier: DataFrame, side: DataFrame, arrays: list[str], positions:
     return RangeSizes(positions, ranges, side_rows, int(pairs), int(side_pairs))
 
 
-def _sizes(frontier: DataFrame) -> tuple[int, int]:
-    """How many pairs ``frontier``'s ranges flatten to, and how many ranges there are."""
+def _sizes(frontier: DataFrame) -> tuple[int, int, int]:
+    """How many pairs ``frontier``'s ranges flatten to, how many ranges there are, and
+    how many references to blocks prefix sets would spare (``window_blocks.prefixes``:
+    a range from position 1 one reference, not one a block of its cover)."""
     ranges = _ranges(frontier)
-    total, count = ranges.select(F.sum(F.col(_HI) - F.col(_LO) + 1), F.count(F.lit(1))).first()
-    return total or 0, count
+    lo, hi = F.col(_LO), F.col(_HI)
+    spared = F.sum(F.when((lo == 1) & (lo < hi), F.bit_count(hi) - 1))
+    total, count, spared = ranges.select(F.sum(hi - lo + 1), F.count(F.lit(1)), spared).first()
+    return total or 0, count, spared or 0
 
 
 def _joined(ranges: DataFrame, side_df: DataFrame) -> DataFrame:
@@ -368,14 +373,16 @@ def _joined(ranges: DataFrame, side_df: DataFrame) -> DataFrame:
     return p.join(side_df, cond).drop(_KEY, _LO, HANDLE, POS)
 
 
-def shared_pairs(referenced: set[int], graph: SideGraph) -> list[DataFrame]:
-    """The lineage of every shared side reachable from ``referenced``, once each.
+def shared_pairs(referenced: set[int], graph: SideGraph) -> tuple[list[DataFrame], list[DataFrame]]:
+    """The lineage of every shared side reachable from ``referenced``, once each: parts
+    that may repeat rows, and parts whose rows are unique and found in no other part
+    (a window's tree and prefix sets: each set made once, their ids checked apart).
 
     Rows ``(ref, grp, src, in_rid)``: set ``grp`` of shared side ``ref`` (its
     rows' handle: 0, or a window partition's id) depends on row ``in_rid`` of source
     ``src`` (or, for ``src < 0``, on set ``in_rid`` of another shared side).
     """
-    parts, todo, done = [], sorted(referenced), set()
+    parts, unique, todo, done = [], [], sorted(referenced), set()
     while todo:
         k = todo.pop()
         if k in done:
@@ -387,8 +394,7 @@ def shared_pairs(referenced: set[int], graph: SideGraph) -> list[DataFrame]:
         side_slots = graph.sides[k].slots
         rows = graph.relation(k)
         if graph.sides[k].ranged:  # a window's side kept as blocks: a leaf per row, the tree above
-            window_blocks.check(rows, HANDLE)
-            parts.append(window_blocks.tree(rows, HANDLE, k))
+            unique.append(window_blocks.tree(rows, HANDLE, k))
             rows = rows.withColumn(OUT, window_blocks.leaves(rows, HANDLE))
         else:
             rows = rows.withColumn(OUT, F.col(HANDLE).cast("long"))
@@ -400,7 +406,15 @@ def shared_pairs(referenced: set[int], graph: SideGraph) -> list[DataFrame]:
             )
             if src < 0:
                 todo.append(-src - 1)
-    return parts
+    # a window's blocks are checked, with the prefix sets its ranges took: known once
+    # every side above it is resolved (a window over a running total refers to them)
+    for k in sorted(done):
+        if graph.sides[k].ranged:
+            rows, prefixed = graph.relation(k), k in graph.prefixed
+            window_blocks.check(rows, HANDLE, prefixed)
+            if prefixed:
+                unique.append(window_blocks.prefixes(rows, HANDLE, k))
+    return parts, unique
 
 
 def union_pairs(parts: list[DataFrame], distinct: bool = True) -> DataFrame:

@@ -21,6 +21,20 @@ lineage is stored (``check``), never a merged answer.
 [(0, 12), (1, 1), (2, 1), (2, 2)]
 >>> sorted(p for j, i in cover(3, 13) for p in range(i * 2**j + 1, (i + 1) * 2**j + 1))
 [3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13]
+
+Ranges from a partition's first row (a running total, a rank: ``1..pos``) are most of
+a window's ranges and cover ``popcount(pos)`` blocks each. Where they are many, the
+side also keeps a **prefix** set per position ``q`` that is not a power of two: its
+own block ending at ``q`` beside the prefix of ``q`` less its lowest bit (a Fenwick
+tree's chain), so each such range is one reference, and a window over a running total
+holds one reference a row, not one per block. A prefix's level (its id's top bits) is
+``bit_length(q) - 1 + popcount(q)``, above its block's and its shorter prefix's:
+readers still reach level 0 within the largest level.
+
+>>> prefix_chain(13)  # 1..13: the block 13..13, then 1..12, which is 9..12 and 1..8
+[(13, (0, 12)), (12, (2, 2))]
+>>> prefix_level(13), prefix_level(12), 8 .bit_length() - 1
+(6, 5, 3)
 """
 
 from __future__ import annotations
@@ -66,6 +80,19 @@ def worth_it(pairs: int, ranges: int, side_rows: int, side_pairs: int | None = N
     return pairs > ADVANTAGE * (lineage + 2 * side_rows + cover)
 
 
+def prefixes_worth_it(spared: int, side_rows: int) -> bool:
+    """Whether a blocked side keeps prefix sets (two rows a position of its
+    ``side_rows``, once) for ranges from position 1 that would otherwise refer to
+    ``spared`` more blocks than one each.
+
+    >>> prefixes_worth_it(882_061 * 7, 882_061)  # a running total over five regions
+    True
+    >>> prefixes_worth_it(5_050 * 4, 1_000_000)  # a partition's top 40 ranked, of many rows
+    False
+    """
+    return spared > 2 * side_rows
+
+
 def cover(lo: int, hi: int) -> list[tuple[int, int]]:
     """The blocks ``(level, index)`` whose union is positions ``lo..hi`` (from 1): what
     :func:`references` computes in Spark, in Python (for tests and readers)."""
@@ -79,6 +106,22 @@ def cover(lo: int, hi: int) -> list[tuple[int, int]]:
             found.append((level, right))
         left, right, level = left // 2, right // 2, level + 1
     return found
+
+
+def prefix_level(q: int) -> int:
+    """The level of prefix set ``1..q`` (``q`` not a power of two)."""
+    return q.bit_length() - 1 + q.bit_count()
+
+
+def prefix_chain(q: int) -> list[tuple[int, tuple[int, int]]]:
+    """The prefix sets ``1..q`` is made of, as ``(q', block (level, index))``: each holds
+    the block ending at ``q'`` and the next, down to a power of two (a block itself)."""
+    chain = []
+    while q & (q - 1):
+        low = q & -q
+        chain.append((q, (low.bit_length() - 1, q // low - 1)))
+        q &= q - 1
+    return chain
 
 
 def set_of(handle: Column, handle_type: T.DataType) -> Column:
@@ -101,10 +144,28 @@ def _power(level: Column) -> Column:
     return F.pow(F.lit(2.0), level)  # exact: positions are far below 2**53
 
 
-def references(ranges: DataFrame, key: str, lo: str, hi: str) -> DataFrame:
+def _bit_length(q: Column) -> Column:
+    # exact: the floor of a double's log2 is not, for every power of two
+    return F.length(F.bin(q))
+
+
+def _prefix(partition: Column, q: Column) -> Column:
+    """The set holding positions ``1..q`` (``q >= 1``): its block where ``q`` is a power
+    of two, else its prefix set (index ``-q``: no block has a negative index)."""
+    block = block_id(partition, _bit_length(q) - 1, F.lit(0))
+    prefix = block_id(partition, _bit_length(q) - 1 + F.bit_count(q), -q)
+    return F.when(F.bit_count(q) == 1, block).otherwise(prefix)
+
+
+def references(ranges: DataFrame, key: str, lo: str, hi: str, prefixed: bool = False) -> DataFrame:
     """``(out_rid, in_rid)``: each range's blocks (``cover``), ``in_rid`` the block's set
-    id; ``ranges`` has ``out_rid``, the partition's handle ``key`` and the bounds."""
+    id; ``ranges`` has ``out_rid``, the partition's handle ``key`` and the bounds. With
+    ``prefixed`` (the side keeps ``prefixes``), a range from position 1 is its prefix set."""
     partition = set_of(F.col(key), ranges.schema[key].dataType)
+    if prefixed:
+        first = F.col(lo) == 1
+        whole = ranges.where(first).select(OUT, _prefix(partition, F.col(hi)).alias(IN))
+        return whole.unionByName(references(ranges.where(~first), key, lo, hi))
     start, end = F.col(lo) - 1, F.col(hi)  # positions start..end-1, counted from 0
 
     def at(level: Column) -> Column:
@@ -150,13 +211,35 @@ def tree(side: DataFrame, handle: str, k: int) -> DataFrame:
     )
 
 
-def check(side: DataFrame, handle: str) -> None:
-    """Refuse a window whose blocks (of every partition, at every level) share a set id:
-    each block is made once (a leaf per row, a parent from its last row), so an id made
-    twice is two blocks."""
+def _prefixed_rows(side: DataFrame, handle: str) -> DataFrame:
+    """The side's rows at positions that are not powers of two, with their partition's
+    id ``p`` and their prefix set's id ``grp``."""
+    partition = set_of(F.col(handle), side.schema[handle].dataType)
+    rows = side.where(F.bit_count(POS) > 1).select(partition.alias("p"), F.col(POS))
+    return rows.withColumn(GRP, _prefix(F.col("p"), F.col(POS)))
+
+
+def prefixes(side: DataFrame, handle: str, k: int) -> DataFrame:
+    """Shared lineage rows ``(ref, grp, src, in_rid)`` of side ``k``'s prefix sets: the
+    set of ``1..q`` holds the block ending at ``q`` and the set of ``1..q'``, ``q'``
+    being ``q`` less its lowest bit."""
+    rows = _prefixed_rows(side, handle)
+    q = F.col(POS)
+    low = q.bitwiseAND(-q)
+    own = block_id(F.col("p"), F.bit_count(low - 1), (q / low).cast("long") - 1)
+    held = F.array(own, _prefix(F.col("p"), q.bitwiseAND(q - 1)))
+    return rows.select(F.lit(k).alias(REF), GRP, F.lit(ref_source(k)).alias(SRC), F.explode(held).alias(IN))
+
+
+def check(side: DataFrame, handle: str, prefixed: bool = False) -> None:
+    """Refuse a window whose blocks (of every partition, at every level; and its prefix
+    sets, with ``prefixed``) share a set id: each block is made once (a leaf per row, a
+    parent from its last row), so an id made twice is two blocks."""
     leaf = side.select(leaves(side, handle).alias(GRP))
     parents = _parents(side, handle).select(block_id(F.col("p"), F.col("j"), F.col("i")).alias(GRP))
     ids = leaf.unionByName(parents)
+    if prefixed:
+        ids = ids.unionByName(_prefixed_rows(side, handle).select(GRP))
     if ids.groupBy(GRP).count().where(F.col("count") > 1).limit(1).collect():
         raise UnsupportedOperation(
             "Window",

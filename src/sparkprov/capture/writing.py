@@ -100,8 +100,10 @@ def write_shared(spark, graph: SideGraph, referenced: set[int], path: str) -> No
         inputs = {i for k in payloads for i in graph.sides[k].payload.sides()}
         referenced = {k for k in referenced if k not in payloads} | inputs
         if not _write_shared_here(graph, referenced, path):
-            shared = shared_pairs(referenced, graph)
-            table = union_pairs(shared) if shared else spark.createDataFrame([], SHARED_SCHEMA)
+            shared, unique = shared_pairs(referenced, graph)
+            # (a window's tree is most of its rows: not shuffled for a distinct)
+            parts = ([union_pairs(shared)] if shared else []) + unique
+            table = union_pairs(parts, distinct=False) if parts else spark.createDataFrame([], SHARED_SCHEMA)
             table.write.options(**PAIR_WRITE_OPTIONS).parquet(path)
         for k in payloads:
             _write_payloads(graph, k, Path(path) / PAYLOADS)
