@@ -436,13 +436,13 @@ def expand_shared(pairs: DataFrame, shared: DataFrame, source: int) -> DataFrame
     """
     nested = shared.where(F.col(SRC) < 0).select(REF, GRP, (-F.col(SRC) - 1).alias(_TOP), IN)
     rows = shared.where(F.col(SRC) == source).select(REF, GRP, IN)
-    reached = _references(pairs)
-    found = reached.join(rows, [REF, GRP]).select(OUT, IN)
-    for _ in range(_depth(shared)):
+
+    def down(reached: DataFrame, nested: DataFrame) -> DataFrame:
         step = reached.join(nested, [REF, GRP])
-        reached = step.select(OUT, F.col(_TOP).alias(REF), F.col(IN).alias(GRP)).distinct()
-        found = found.unionByName(reached.join(rows, [REF, GRP]).select(OUT, IN))
-    return found
+        return step.select(OUT, F.col(_TOP).alias(REF), F.col(IN).alias(GRP))
+
+    reached = _followed(_references(pairs), nested, down, _depth(shared))
+    return reached.join(rows, [REF, GRP]).select(OUT, IN)
 
 
 def expand_shared_forward(pairs: DataFrame, shared: DataFrame, held: DataFrame) -> DataFrame:
@@ -454,13 +454,40 @@ def expand_shared_forward(pairs: DataFrame, shared: DataFrame, held: DataFrame) 
     inner = shared.where(F.col(SRC) < 0).select(
         F.col(REF).alias(_TOP), F.col(GRP).alias(_KEY), (-F.col(SRC) - 1).alias(REF), F.col(IN).alias(GRP)
     )
-    reached = held.select(REF, GRP, IN).distinct()
-    every = reached
-    for _ in range(_depth(shared)):
+
+    def up(reached: DataFrame, inner: DataFrame) -> DataFrame:
         step = reached.join(inner, [REF, GRP])
-        reached = step.select(F.col(_TOP).alias(REF), F.col(_KEY).alias(GRP), IN).distinct()
-        every = every.unionByName(reached)
+        return step.select(F.col(_TOP).alias(REF), F.col(_KEY).alias(GRP), IN)
+
+    every = _followed(held.select(REF, GRP, IN).distinct(), inner, up, _depth(shared))
     return _references(pairs).join(every, [REF, GRP]).select(OUT, IN)
+
+
+# a level of sets reached with at most this many rows is broadcast to the next level's join
+_BROADCAST_LEVEL_ROWS = 1_000_000
+
+
+def _followed(
+    start: DataFrame, edges: DataFrame, step: Callable[[DataFrame, DataFrame], DataFrame], depth: int
+) -> DataFrame:
+    """``start``'s rows and those ``step`` reaches from them through ``edges``, a level
+    at a time (at most ``depth`` levels, fewer where one reaches nothing). Each level is
+    computed once and the edges read once: a plan built of every level's joins read
+    the edges again for each and ran the levels below again in each (a backward trace
+    through a window's blocks over 176,000-row partitions, 17 levels: 165 s)."""
+    edges = edges.persist()
+    try:
+        levels, reached, few = [start], start, False
+        for _ in range(depth):
+            reached = step(F.broadcast(reached) if few else reached, edges).distinct().localCheckpoint()
+            count = reached.count()
+            if not count:
+                break
+            levels.append(reached)
+            few = count <= _BROADCAST_LEVEL_ROWS
+    finally:
+        edges.unpersist()
+    return union_pairs(levels, distinct=False)
 
 
 def _references(pairs: DataFrame) -> DataFrame:

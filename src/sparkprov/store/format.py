@@ -37,7 +37,8 @@ SHARED_SCHEMA = f"{REF} int, {GRP} long, {SRC} int, {IN} long"
 # A window's large position ranges are kept as blocks of a binary tree over each
 # partition (capture/window_blocks.py), sets of a shared side whose ids carry the
 # block's level in their top bits; a block of level j > 0 holds its two halves, sets of
-# the same side: reading sets ends in level 0 after at most the largest such level.
+# the same side, and a prefix set (positions 1..q) holds sets of lower levels too:
+# reading sets ends in level 0 after at most the largest such level.
 LEVEL_SHIFT = 58
 # Forms of lineage a sparkprov written before them would misread (read a window's sets
 # as one, a block as no rows, skip a function's kept payloads), named in the catalog
