@@ -55,6 +55,56 @@ def test_a_partitions_tree_holds_each_block_once(spark):
     window_blocks.check(side, "__sp_h")  # no two blocks share an id
 
 
+def _positions(level: int, index: int) -> range:
+    return range(index * 2**level + 1, (index + 1) * 2**level + 1)
+
+
+def test_a_prefix_chain_holds_its_positions_once_at_rising_levels():
+    for q in range(3, 300):
+        if q & (q - 1) == 0:
+            continue
+        chain = window_blocks.prefix_chain(q)
+        last = chain[-1][0] & (chain[-1][0] - 1)  # the power of two it ends in: a block
+        held = [p for _, block in chain for p in _positions(*block)] + list(range(1, last + 1))
+        assert sorted(held) == list(range(1, q + 1)), q
+        # a prefix's level is above its own block's and the next set's
+        for (a, (own, _)), nxt in zip(chain, [*chain[1:], None]):
+            below = window_blocks.prefix_level(nxt[0]) if nxt else last.bit_length() - 1
+            assert window_blocks.prefix_level(a) > max(own, below), q
+
+
+def test_a_sides_prefix_sets_are_the_chains_python_computes(spark):
+    # 13 rows in one partition, 40 in another
+    sizes = {0: 13, 1: 40}
+    side = spark.createDataFrame(
+        [((g,), pos) for g, n in sizes.items() for pos in range(1, n + 1)], "__sp_h struct<g:int>, __sp_pos long"
+    )
+    got = {}
+    for r in window_blocks.prefixes(side, "__sp_h", 2).collect():
+        assert (r.ref, r.src) == (2, ref_source(2))
+        got.setdefault(r.grp, set()).add(r.in_rid)
+    # the sets' ids as block_id makes them from (partition, level, index)
+    wanted = []
+    for g, n in sizes.items():
+        for q in range(1, n + 1):
+            if q & (q - 1):
+                (_, own), rest = window_blocks.prefix_chain(q)[0], q & (q - 1)
+                nxt = (window_blocks.prefix_level(rest), -rest) if rest & (rest - 1) else (rest.bit_length() - 1, 0)
+                wanted.append((g, (window_blocks.prefix_level(q), -q), [own, nxt]))
+    items = [(g, j, i) for g, top, held in wanted for j, i in [top, *held]]
+    blocks = spark.createDataFrame(items, "g int, j int, i long").withColumn("h", F.struct("g"))
+    partition = window_blocks.set_of(F.col("h"), blocks.schema["h"].dataType)
+    ids = {
+        (r.g, r.j, r.i): r.id
+        for r in blocks.select(
+            "g", "j", "i", window_blocks.block_id(partition, F.col("j"), F.col("i")).alias("id")
+        ).collect()
+    }
+    want = {ids[(g, *top)]: {ids[(g, *b)] for b in held} for g, top, held in wanted}
+    assert got == want
+    window_blocks.check(side, "__sp_h", prefixed=True)  # no prefix set's id is a block's
+
+
 @pytest.fixture(params=[False, True], ids=["cover", "prefixes"])
 def blocks(monkeypatch, request):
     """Every range of more than one position kept as blocks, however few pairs; ranges
