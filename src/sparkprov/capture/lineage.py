@@ -425,14 +425,16 @@ def union_pairs(parts: list[DataFrame], distinct: bool = True) -> DataFrame:
     return df.distinct() if distinct else df
 
 
-def expand_shared(pairs: DataFrame, shared: DataFrame, source: int) -> DataFrame:
+def expand_shared(pairs: DataFrame, shared: DataFrame, source: int, now: bool = False) -> DataFrame:
     """Pairs ``(out_rid, in_rid)`` of ``source`` that output rows get through references.
 
     ``pairs`` is the stored pair table (references ``(out_rid, set)`` have ``src < 0``)
     and ``shared`` the shared lineage (``shared_pairs``' rows). References between
     shared sides (a subquery inside a subquery, a window over a window) are followed
     a step per level of nesting, the levels counted on the driver from the sides'
-    few distinct references to each other.
+    few distinct references to each other. ``now`` (``pairs`` restricted to the output
+    rows of a trace): the levels are computed here, one at a time (``_followed``);
+    otherwise the answer stays one lazy plan, which a filter on its output rows narrows.
     """
     nested = shared.where(F.col(SRC) < 0).select(REF, GRP, (-F.col(SRC) - 1).alias(_TOP), IN)
     rows = shared.where(F.col(SRC) == source).select(REF, GRP, IN)
@@ -441,7 +443,7 @@ def expand_shared(pairs: DataFrame, shared: DataFrame, source: int) -> DataFrame
         step = reached.join(nested, [REF, GRP])
         return step.select(OUT, F.col(_TOP).alias(REF), F.col(IN).alias(GRP))
 
-    reached = _followed(_references(pairs), nested, down, _depth(shared))
+    reached = _followed(_references(pairs), nested, down, _depth(shared), now)
     return reached.join(rows, [REF, GRP]).select(OUT, IN)
 
 
@@ -459,7 +461,7 @@ def expand_shared_forward(pairs: DataFrame, shared: DataFrame, held: DataFrame) 
         step = reached.join(inner, [REF, GRP])
         return step.select(F.col(_TOP).alias(REF), F.col(_KEY).alias(GRP), IN)
 
-    every = _followed(held.select(REF, GRP, IN).distinct(), inner, up, _depth(shared))
+    every = _followed(held.select(REF, GRP, IN).distinct(), inner, up, _depth(shared), now=True)
     return _references(pairs).join(every, [REF, GRP]).select(OUT, IN)
 
 
@@ -468,13 +470,20 @@ _BROADCAST_LEVEL_ROWS = 1_000_000
 
 
 def _followed(
-    start: DataFrame, edges: DataFrame, step: Callable[[DataFrame, DataFrame], DataFrame], depth: int
+    start: DataFrame, edges: DataFrame, step: Callable[[DataFrame, DataFrame], DataFrame], depth: int, now: bool
 ) -> DataFrame:
     """``start``'s rows and those ``step`` reaches from them through ``edges``, a level
-    at a time (at most ``depth`` levels, fewer where one reaches nothing). Each level is
-    computed once and the edges read once: a plan built of every level's joins read
-    the edges again for each and ran the levels below again in each (a backward trace
-    through a window's blocks over 176,000-row partitions, 17 levels: 165 s)."""
+    at a time (at most ``depth`` levels). ``now``: each level computed here, once, and
+    the edges read once, stopping at a level that reaches nothing: a plan built of
+    every level's joins read the edges again for each and ran the levels below again
+    in each (a backward trace through a window's blocks over 176,000-row partitions,
+    17 levels: 165 s). Otherwise that plan, for the caller to narrow and run."""
+    if not now:
+        levels, reached = [start], start
+        for _ in range(depth):
+            reached = step(reached, edges).distinct()
+            levels.append(reached)
+        return union_pairs(levels, distinct=False)
     edges = edges.persist()
     try:
         levels, reached, few = [start], start, False

@@ -102,7 +102,7 @@ def source_pairs(
     if ins is not None:
         held = trace.restrict(table.where(F.col(SRC) == number), IN, ins)
         return direct.unionByName(expand_shared_forward(pairs, table, held)).distinct()
-    return direct.unionByName(expand_shared(pairs, table, number)).distinct()
+    return direct.unionByName(expand_shared(pairs, table, number, now=outs is not None)).distinct()
 
 
 def writer_of(store: Store, info: SourceInfo) -> CaptureEntry | None:
