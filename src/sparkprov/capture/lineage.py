@@ -383,6 +383,7 @@ def shared_pairs(referenced: set[int], graph: SideGraph) -> tuple[list[DataFrame
     ``src`` (or, for ``src < 0``, on set ``in_rid`` of another shared side).
     """
     parts, unique, todo, done = [], [], sorted(referenced), set()
+    windows: dict[int, DataFrame] = {}  # the rows of the window sides kept as blocks
     while todo:
         k = todo.pop()
         if k in done:
@@ -394,6 +395,7 @@ def shared_pairs(referenced: set[int], graph: SideGraph) -> tuple[list[DataFrame
         side_slots = graph.sides[k].slots
         rows = graph.relation(k)
         if graph.sides[k].ranged:  # a window's side kept as blocks: a leaf per row, the tree above
+            windows[k] = rows
             unique.append(window_blocks.tree(rows, HANDLE, k))
             rows = rows.withColumn(OUT, window_blocks.leaves(rows, HANDLE))
         else:
@@ -408,12 +410,10 @@ def shared_pairs(referenced: set[int], graph: SideGraph) -> tuple[list[DataFrame
                 todo.append(-src - 1)
     # a window's blocks are checked, with the prefix sets its ranges took: known once
     # every side above it is resolved (a window over a running total refers to them)
-    for k in sorted(done):
-        if graph.sides[k].ranged:
-            rows, prefixed = graph.relation(k), k in graph.prefixed
-            window_blocks.check(rows, HANDLE, prefixed)
-            if prefixed:
-                unique.append(window_blocks.prefixes(rows, HANDLE, k))
+    for k, rows in sorted(windows.items()):
+        window_blocks.check(rows, HANDLE, k in graph.prefixed)
+        if k in graph.prefixed:
+            unique.append(window_blocks.prefixes(rows, HANDLE, k))
     return parts, unique
 
 
