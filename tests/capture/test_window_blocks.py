@@ -105,10 +105,10 @@ def test_a_sides_prefix_sets_are_the_chains_python_computes(spark):
     window_blocks.check(side, "__sp_h", prefixed=True)  # no prefix set's id is a block's
 
 
-@pytest.fixture(params=[False, True], ids=["cover", "prefixes"])
+@pytest.fixture
 def blocks(monkeypatch, request):
     """Every range of more than one position kept as blocks, however few pairs; ranges
-    from position 1 as their covers' blocks, or as prefix sets."""
+    from position 1 as their covers' blocks, or as prefix sets (the test's parameter)."""
     monkeypatch.setattr(window_blocks, "MIN_PAIRS", 0)
     monkeypatch.setattr(window_blocks, "worth_it", lambda *sizes: True)
     monkeypatch.setattr(window_blocks, "prefixes_worth_it", lambda *sizes: request.param)
@@ -148,7 +148,14 @@ def _sessions(src):  # a window over a window's rows, then an aggregate over bot
     return per_session.select((F.col("g") * 1000 + F.col("session")).alias("k"), "n", "sx")
 
 
-@pytest.mark.parametrize("query", [_running, _sessions], ids=["running", "sessions"])
+# each query once (a capture of 90 rows kept as blocks takes seconds): both have ranges
+# from position 1, prefix sets where the running totals are, covers for the sessions
+@pytest.mark.parametrize(
+    "query, blocks",
+    [(_running, True), (_sessions, False)],
+    ids=["running-prefixes", "sessions-cover"],
+    indirect=["blocks"],
+)
 def test_ranges_kept_as_blocks_give_the_flattened_lineage(spark, session, events, blocks, query):
     flat = session.capture(query(events), "flat", witnesses=True)  # ranges flattened, as why and how read them
     expected = _pairs(flat, "e")
@@ -182,6 +189,7 @@ def test_a_running_total_over_a_large_partition_is_captured(spark, session):
     assert stored < 20_000 * 20  # linear in the rows (a tree and a few blocks a row), not their square
 
 
+@pytest.mark.parametrize("blocks", [False, True], ids=["cover", "prefixes"], indirect=True)
 def test_blocks_whose_ids_collide_are_refused(session, events, blocks, monkeypatch):
     original = window_blocks.block_id
     monkeypatch.setattr(window_blocks, "block_id", lambda p, j, i: original(F.lit(1), j, i))  # partitions alike
