@@ -149,7 +149,7 @@ def _sessions(src):  # a window over a window's rows, then an aggregate over bot
 
 
 # each query once (a capture of 90 rows kept as blocks takes seconds): both have ranges
-# from position 1, prefix sets where the running totals are, covers for the sessions
+# from position 1, kept as prefix sets for the running totals, as covers for the sessions
 @pytest.mark.parametrize(
     "query, blocks",
     [(_running, True), (_sessions, False)],
