@@ -22,18 +22,32 @@ os.environ.setdefault("SPARKPROV_STRICT_JVM", "1")
 # command line, the cluster scripts) live a minute or two and run C1's code alone:
 # C2's compilations would not pay back there (the retries script: 78 s against 104 s).
 # The workers' own drivers, alive for the whole suite, keep C2 (with C1 alone the
-# suite took 39 minutes against 34). Spark's launcher reads this when it starts a driver.
+# suite took 39 minutes against 34) but call it for a method ten times later than the
+# JVM's defaults: each of the suite's many small queries makes C2 compile code that then
+# runs little (77 s of compiling in a module that ran 110 s). The window-set and strategy
+# tests took 186 s against 213 s (C1 alone 213 s, thirty times later 193 s); the pipelines
+# bench, graph and provenance tests 213 s against 254 s (three times later 228 s).
+# Spark's launcher reads this when it starts a driver.
 SUBPROCESS_JVM = "-XX:TieredStopAtLevel=1"
+WORKER_JVM = " ".join(
+    f"-XX:Tier4{name}={10 * default}"
+    for name, default in (
+        ("InvocationThreshold", 5000),
+        ("MinInvocationThreshold", 600),
+        ("CompileThreshold", 15000),
+        ("BackEdgeThreshold", 40000),
+    )
+)
 os.environ.setdefault("SPARK_SUBMIT_OPTS", SUBPROCESS_JVM)
 
 
 @pytest.fixture(scope="session")
 def spark(tmp_path_factory) -> SparkSession:
     warehouse = tmp_path_factory.mktemp("warehouse")
-    # without our own options (a value the user set stays)
+    # the workers' options in place of the subprocesses' (a value the user set stays)
     ours = os.environ.get("SPARK_SUBMIT_OPTS") == SUBPROCESS_JVM
     if ours:
-        del os.environ["SPARK_SUBMIT_OPTS"]
+        os.environ["SPARK_SUBMIT_OPTS"] = WORKER_JVM
     try:
         session = local_session(
             "sparkprov-tests", **{"spark.default.parallelism": "2", "spark.sql.warehouse.dir": str(warehouse)}
