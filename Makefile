@@ -14,7 +14,7 @@ SPARK_IN_TEST := 3.5 4.0
 LINE_WORKERS ?= 2
 SPARK_CORE := tests/plan/test_versions.py tests/plan/test_replies.py tests/reference tests/bench/test_tpch.py tests/rdd tests/cli/test_main.py
 
-.PHONY: demo test test-all-spark lint format bench prereqs clean
+.PHONY: demo test test-all-spark line-venvs lint format bench prereqs clean
 
 prereqs:
 	@scripts/check_prereqs.sh $(PYTHON)
@@ -48,16 +48,25 @@ test: prereqs $(VENV)/.installed-test $(DATA)/tpch/sf0.01/.done $(DATA)/tpcds/sf
 	       "or SPARKPROV_CHROMIUM=/path/to/chromium"; exit 1; }
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
+	# the class archive the suite's drivers start from (scripts/jvm_archive.py: 32 s, most
+	# of it one core's) made while the lines' venvs install (48 s each, one after the other)
+	$(MAKE) --no-print-directory -j2 $(VENV)/spark-classes.jsa line-venvs
 	# two workers, each with its own SparkSession: much of a test's time is single-threaded
 	# driver work (planning, py4j), so two at once keep both cores busy. A module's tests
 	# go to one worker (--dist loadscope): a module-scoped fixture (the retries script's two
 	# and a half minutes, a workflow's runs) is made once, not once per worker
 	SPARKPROV_TPCH=$(DATA)/tpch SPARKPROV_TPCDS=$(DATA)/tpcds $(BIN)/python -m pytest -q -n 2 --dist loadscope --durations=15
-	# the lines' venvs one after the other (two editable installs of one tree at once would
-	# share its build files), then their suites side by side with a worker each: two JVMs
-	# started and warmed where four were (two Spark 4.0 runs: 237 s against 288 s)
-	$(MAKE) --no-print-directory $(foreach line,$(SPARK_IN_TEST),.venv-spark$(line)/.installed-test)
+	# the lines' suites side by side with a worker each: two JVMs started and warmed where
+	# four were (two Spark 4.0 runs: 237 s against 288 s)
 	$(MAKE) --no-print-directory -j2 --output-sync=target LINE_WORKERS=1 $(foreach line,$(SPARK_IN_TEST),test-spark$(line))
+
+$(VENV)/spark-classes.jsa: $(VENV)/.installed-test scripts/jvm_archive.py
+	$(BIN)/python scripts/jvm_archive.py $@ > $@.log 2>&1 || { tail -n 40 $@.log; exit 1; }
+
+# the lines' venvs one after the other: two editable installs of one tree at once would
+# share its build files
+line-venvs:
+	$(MAKE) --no-print-directory -j1 $(foreach line,$(SPARK_IN_TEST),.venv-spark$(line)/.installed-test)
 
 .venv-spark%/.installed-test: pyproject.toml | prereqs
 	$(PYTHON) -m venv .venv-spark$*
