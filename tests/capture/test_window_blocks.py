@@ -102,7 +102,7 @@ def test_a_sides_prefix_sets_are_the_chains_python_computes(spark):
     }
     want = {ids[(g, *top)]: {ids[(g, *b)] for b in held} for g, top, held in wanted}
     assert got == want
-    window_blocks.check(side, "__sp_h", prefixed=True)  # no prefix set's id is a block's
+    window_blocks.check(side, "__sp_h")  # the two partitions' ids far apart
 
 
 @pytest.fixture
@@ -190,11 +190,26 @@ def test_a_running_total_over_a_large_partition_is_captured(spark, session):
 
 
 @pytest.mark.parametrize("blocks", [False, True], ids=["cover", "prefixes"], indirect=True)
-def test_blocks_whose_ids_collide_are_refused(session, events, blocks, monkeypatch):
-    original = window_blocks.block_id
-    monkeypatch.setattr(window_blocks, "block_id", lambda p, j, i: original(F.lit(1), j, i))  # partitions alike
-    with pytest.raises(UnsupportedOperation, match="hash to the same set id"):
+@pytest.mark.parametrize("apart_by", [0, 29], ids=["alike", "adjacent"])
+def test_blocks_whose_ids_could_meet_are_refused(session, events, blocks, monkeypatch, apart_by):
+    # the partitions' ids (g = 0, 1, 2: 30 rows each) made alike, or 29 apart: the
+    # blocks of one would take ids of the next's
+    monkeypatch.setattr(
+        window_blocks, "set_of", lambda handle, t: handle.getField(t.fields[0].name).cast("long") * apart_by
+    )
+    with pytest.raises(UnsupportedOperation, match="hash to within their sizes"):
         session.capture(_running(events), "clash")
+
+
+def test_ids_of_partitions_apart_by_their_sizes_are_taken(spark, session, events, monkeypatch):
+    # 30 rows a partition: ids 60 apart leave each its range of 60 (-30 .. 29 around it)
+    monkeypatch.setattr(window_blocks, "MIN_PAIRS", 0)
+    monkeypatch.setattr(window_blocks, "worth_it", lambda *sizes: True)
+    monkeypatch.setattr(window_blocks, "set_of", lambda handle, t: handle.getField(t.fields[0].name).cast("long") * 60)
+    cap = session.capture(_running(events), "near")
+    assert "kept as blocks" in cap.explain()
+    for rid in [r["_sp_rid"] for r in cap.output.collect()][::7]:
+        assert check_row(cap, rid, lambda restricted: _running(restricted["e"])) == []
 
 
 def _ranked_groups(src):  # TPC-DS q67's shape: a rank over ROLLUP groups, each partition's top 40 kept

@@ -408,10 +408,10 @@ def shared_pairs(referenced: set[int], graph: SideGraph) -> tuple[list[DataFrame
             )
             if src < 0:
                 todo.append(-src - 1)
-    # a window's blocks are checked, with the prefix sets its ranges took: known once
-    # every side above it is resolved (a window over a running total refers to them)
+    # a window's partitions are checked apart; its prefix sets are kept if ranges took
+    # them: known once every side above it is resolved (a window over a running total)
     for k, rows in sorted(windows.items()):
-        window_blocks.check(rows, HANDLE, k in graph.prefixed)
+        window_blocks.check(rows, HANDLE)
         if k in graph.prefixed:
             unique.append(window_blocks.prefixes(rows, HANDLE, k))
     return parts, unique

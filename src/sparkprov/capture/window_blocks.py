@@ -12,10 +12,12 @@ side). A range is the union of at most two blocks per level (the segment tree's
 cover), so a row refers to ``O(log n)`` sets and the side's lineage is stored once,
 with about ``2n`` tree rows beside it: linear in the partition.
 
-A block's set id is a 64-bit hash of the partition's handle, the level and the index,
-with the level in its top bits (``store.format.LEVEL_SHIFT``: readers on Spark count
-the tree's depth from it); two blocks sharing an id refuse the capture before its
-lineage is stored (``check``), never a merged answer.
+A block's set id is its partition's id (a 64-bit hash of the handle, cut to the bits
+below the level's) plus its index, with the level in its top bits
+(``store.format.LEVEL_SHIFT``: readers on Spark count the tree's depth from it). The ids
+of one partition never meet; those of two partitions could only if their ids are
+closer than their sizes, which ``check`` rules out from one row a partition before the
+lineage is stored: a capture where they are is refused, never a merged answer.
 
 >>> cover(3, 13)  # positions 3..13: blocks as (level, index)
 [(0, 12), (1, 1), (2, 1), (2, 2)]
@@ -41,11 +43,13 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from ..errors import UnsupportedOperation
+from ..plan.versions import to_arrow
 from ..store.format import GRP, IN, LEVEL_SHIFT, OUT, POS, REF, SRC, ref_source
 
 _HASH_BITS = (1 << LEVEL_SHIFT) - 1
@@ -134,10 +138,11 @@ def set_of(handle: Column, handle_type: T.DataType) -> Column:
 
 
 def block_id(partition: Column, level: Column, index: Column) -> Column:
-    """The set id of block ``(level, index)`` of a partition: a hash with the level in
-    its top bits."""
-    hashed = F.xxhash64(partition, level.cast("int"), index.cast("long"))
-    return hashed.bitwiseAND(F.lit(_HASH_BITS)).bitwiseOR(F.shiftleft(level.cast("long"), LEVEL_SHIFT))
+    """The set id of block ``(level, index)`` of a partition: the partition's id plus
+    the index (a prefix set's is negative), below the level in its top bits."""
+    # the id cut first, so the sum cannot overflow (indexes are positions: far below 2**57)
+    offset = partition.bitwiseAND(F.lit(_HASH_BITS)) + index.cast("long")
+    return offset.bitwiseAND(F.lit(_HASH_BITS)).bitwiseOR(F.shiftleft(level.cast("long"), LEVEL_SHIFT))
 
 
 def _power(level: Column) -> Column:
@@ -231,19 +236,38 @@ def prefixes(side: DataFrame, handle: str, k: int) -> DataFrame:
     return rows.select(F.lit(k).alias(REF), GRP, F.lit(ref_source(k)).alias(SRC), F.explode(held).alias(IN))
 
 
-def check(side: DataFrame, handle: str, prefixed: bool = False) -> None:
-    """Refuse a window whose blocks (of every partition, at every level; and its prefix
-    sets, with ``prefixed``) share a set id: each block is made once (a leaf per row, a
-    parent from its last row), so an id made twice is two blocks."""
-    leaf = side.select(leaves(side, handle).alias(GRP))
-    parents = _parents(side, handle).select(block_id(F.col("p"), F.col("j"), F.col("i")).alias(GRP))
-    ids = leaf.unionByName(parents)
-    if prefixed:
-        ids = ids.unionByName(_prefixed_rows(side, handle).select(GRP))
-    if ids.groupBy(GRP).count().where(F.col("count") > 1).limit(1).collect():
+def check(side: DataFrame, handle: str) -> None:
+    """Refuse a window two of whose partitions' blocks could share a set id. A
+    partition of ``n`` rows offsets its id by less than ``n`` either way (a block's
+    index, a prefix set's ``-q``), so two partitions' ids meet only where those ranges
+    overlap: checked here from each partition's id and size (one small aggregate)."""
+    sizes = side.groupBy(handle).agg(F.max(POS).alias("n"))
+    partition = set_of(F.col(handle), side.schema[handle].dataType).bitwiseAND(F.lit(_HASH_BITS))
+    found = to_arrow(sizes.select(partition.alias("p"), F.col("n").cast("long").alias("n")))
+    if not apart(found.column("p").to_numpy(), found.column("n").to_numpy()):
         raise UnsupportedOperation(
             "Window",
             "",
-            "two blocks of its partitions' positions hash to the same set id, so their shared lineage cannot "
-            "be told apart; capture with witnesses=True to keep it as ranges",
+            "two of its partitions' ids hash to within their sizes of each other, so their blocks' set ids "
+            "could meet and their shared lineage could not be told apart; capture with witnesses=True to keep "
+            "it as ranges",
         )
+
+
+def apart(ids: np.ndarray, sizes: np.ndarray) -> bool:
+    """Whether the ranges ``id - size .. id + size - 1`` (modulo ``2**LEVEL_SHIFT``, where
+    they may wrap) are disjoint.
+
+    >>> apart(np.array([100, 200]), np.array([50, 50])), apart(np.array([100, 199]), np.array([50, 50]))
+    (True, False)
+    >>> top = 1 << LEVEL_SHIFT  # a range from top - 15 wraps to 4
+    >>> apart(np.array([10, top - 5]), np.array([10, 10])), apart(np.array([30, top - 5]), np.array([10, 10]))
+    (False, True)
+    """
+    space = 1 << LEVEL_SHIFT
+    starts = (ids.astype(np.int64) - sizes) % space
+    order = np.argsort(starts, kind="stable")
+    starts, ends = starts[order], starts[order] + 2 * sizes[order]
+    if len(starts) and ends[-1] - space > starts[0]:  # the last range wraps onto the first
+        return False
+    return bool(np.all(starts[1:] >= ends[:-1]))
