@@ -30,7 +30,7 @@ def test_unknown_strategies_are_named(capsys):
 
 def test_astronomy_suite_compares_strategies_and_the_optimizers_choice(tmp_path):
     out = tmp_path / "astro.json"
-    args = ["bench", "functions", "--suite", "astronomy", "--height", "64", "--width", "240", "--repeat", "1"]
+    args = ["bench", "functions", "--suite", "astronomy", "--height", "32", "--width", "120", "--repeat", "1"]
     assert main([*args, "--max-run-ratio", "100", "--json", str(out)]) == 0
     report = json.loads(out.read_text())
     names = [s["strategy"] for s in report["strategies"]]
