@@ -41,8 +41,10 @@ WORKER_JVM = " ".join(
 )
 # Spark's classes as a capturing driver loads them, archived once per venv by make
 # (scripts/jvm_archive.py) and mapped by every driver the suite starts: a start and first
-# capture 6.0 to 6.4 s against 10.6 to 11.2 s. A JVM whose jars differ from the
-# archive's ignores it, silently (the tests of quiet start-up read the JVM's output).
+# capture 6.0 to 6.4 s against 10.6 to 11.2 s (8.4 to 9.0 against 15.0 to 16.9 on a
+# slower hour). A JVM whose jars differ from the archive's ignores it, silently (the
+# tests of quiet start-up read the JVM's output).
+# SPARKPROV_NO_ARCHIVE=1 runs the suite without it, to compare.
 ARCHIVE = Path(sys.prefix) / "spark-classes.jsa"
 if ARCHIVE.exists() and not os.environ.get("SPARKPROV_NO_ARCHIVE"):
     shared = f" -XX:SharedArchiveFile={ARCHIVE} -Xlog:cds=off -Xlog:cds+dynamic=off"
