@@ -18,8 +18,8 @@ from pathlib import Path
 
 
 def _work(spark, store: Path) -> None:
-    # what the suite's subprocesses do: captures written to a store and traced, an RDD
-    # program, the command line's reads of the store
+    # what the suite's drivers and subprocesses do: a capture written to a store and
+    # traced, an RDD program (its Python workers)
     import sparkprov as sp
 
     session = sp.LineageSession(spark, store=store)
