@@ -189,14 +189,17 @@ def test_a_running_total_over_a_large_partition_is_captured(spark, session):
     assert stored < 20_000 * 20  # linear in the rows (a tree and a few blocks a row), not their square
 
 
+def _ids_apart_by(step: int):
+    """A ``set_of`` giving partition g (the handle's one field) the id ``g * step``."""
+    return lambda handle, handle_type: handle.getField(handle_type.fields[0].name).cast("long") * step
+
+
 @pytest.mark.parametrize("blocks", [False, True], ids=["cover", "prefixes"], indirect=True)
 @pytest.mark.parametrize("apart_by", [0, 29], ids=["alike", "adjacent"])
 def test_blocks_whose_ids_could_meet_are_refused(session, events, blocks, monkeypatch, apart_by):
     # the partitions' ids (g = 0, 1, 2: 30 rows each) made alike, or 29 apart: the
     # blocks of one would take ids of the next's
-    monkeypatch.setattr(
-        window_blocks, "set_of", lambda handle, t: handle.getField(t.fields[0].name).cast("long") * apart_by
-    )
+    monkeypatch.setattr(window_blocks, "set_of", _ids_apart_by(apart_by))
     with pytest.raises(UnsupportedOperation, match="hash to within their sizes"):
         session.capture(_running(events), "clash")
 
@@ -205,7 +208,7 @@ def test_ids_of_partitions_apart_by_their_sizes_are_taken(spark, session, events
     # 30 rows a partition: ids 60 apart leave each its range of 60 (-30 .. 29 around it)
     monkeypatch.setattr(window_blocks, "MIN_PAIRS", 0)
     monkeypatch.setattr(window_blocks, "worth_it", lambda *sizes: True)
-    monkeypatch.setattr(window_blocks, "set_of", lambda handle, t: handle.getField(t.fields[0].name).cast("long") * 60)
+    monkeypatch.setattr(window_blocks, "set_of", _ids_apart_by(60))
     cap = session.capture(_running(events), "near")
     assert "kept as blocks" in cap.explain()
     for rid in [r["_sp_rid"] for r in cap.output.collect()][::7]:
