@@ -22,8 +22,10 @@ def session(master: str, python: str = sys.executable) -> SparkSession:
         SparkSession.builder.master(master)
         .config("spark.sql.shuffle.partitions", "2")
         .config("spark.ui.enabled", "false")
-        # short-lived, as the driver (SPARK_SUBMIT_OPTS, tests/conftest.py)
-        .config("spark.executor.extraJavaOptions", "-XX:TieredStopAtLevel=1")
+        # short-lived, as the driver: its options (SPARK_SUBMIT_OPTS, tests/conftest.py),
+        # C1 alone and the class archive, whose jars the executors' JVMs load too (the
+        # executors module 39.4 and 39.7 s against 45.5 and 48.2 with C1 alone)
+        .config("spark.executor.extraJavaOptions", os.environ.get("SPARK_SUBMIT_OPTS", "-XX:TieredStopAtLevel=1"))
         .getOrCreate()
     )
     spark.sparkContext.setLogLevel("OFF")  # the injected faults' tracebacks
