@@ -192,6 +192,12 @@ def test_partitions_whose_ids_collide_are_refused(session, parted, monkeypatch):
     by_g = parted.select("k", F.avg("x").over(Window.partitionBy("g")).alias("m"))
     with pytest.raises(UnsupportedOperation, match="hash to the same set id"):
         session.capture(by_g, "clash")
+    # beside a ranked window: the sets resolved with its ranges by joins in this process
+    ranked = parted.select(
+        "k", F.avg("x").over(Window.partitionBy("g")).alias("m"), F.rank().over(Window.partitionBy("g").orderBy("k"))
+    )
+    with pytest.raises(UnsupportedOperation, match="hash to the same set id"):
+        session.capture(ranked, "clash-ranked")
     one = session.capture(parted.where("g = 1").select("k", F.avg("x").over(Window.partitionBy("g")).alias("m")), "one")
     assert one.backward([one.output.first()["_sp_rid"]], "p").count() == 20  # one partition: no two keys
 

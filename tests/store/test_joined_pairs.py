@@ -144,9 +144,9 @@ def test_windows_over_collected_arrays_are_flattened_here(spark, session, monkey
     made, kinds = [], set()
     publish = joined_pairs.publish
 
-    def counted(path, output, structure, accept):
+    def counted(path, output, structure, accept, *shared):
         kinds.update(s["kind"] for side in structure["sides"].values() for s in side["slots"])
-        made.append(publish(path, output, structure, accept))
+        made.append(publish(path, output, structure, accept, *shared))
         return made[-1]
 
     monkeypatch.setattr(joined_pairs, "publish", counted)
@@ -159,6 +159,48 @@ def test_windows_over_collected_arrays_are_flattened_here(spark, session, monkey
     expected = _pairs(by_spark)
     assert len(expected["data"]) > 60
     assert _pairs(here) == expected
+
+
+def test_window_sets_beside_ranges_are_resolved_here(spark, session, monkeypatch):
+    from sparkprov.capture import lineage
+    from sparkprov.store import joined_pairs
+
+    made = []
+    publish = joined_pairs.publish
+    monkeypatch.setattr(joined_pairs, "publish", lambda *a: made.append(publish(*a)) or made[-1])
+    rows = [(i, i // 20, i // 6, float(i % 7)) for i in range(60)]
+    data = session.source(spark.createDataFrame(rows, "id long, g int, t int, v double"), "data")
+    # windows over whole partitions (a set each, kept once) beside ranged ones, stacked:
+    # the upper sets (by t, 6 rows each) hold rows of the lower sets (by g, 20 rows)
+    # and of the ranges
+    by_g, by_t = Window.partitionBy("g"), Window.partitionBy("t")
+    lower = data.select(
+        "id",
+        "t",
+        (F.col("v") - F.avg("v").over(by_g)).alias("dev"),
+        F.sum("v").over(by_g.orderBy("id").rowsBetween(-1, 0)).alias("pair"),
+    )
+    upper = lower.select("*", F.max("dev").over(by_t).alias("top"))
+    # 8 rows, of two of the ten upper sets; the rows of t = 3 are of g = 0, and reach the
+    # set of g = 1 only through their own set
+    q = upper.where("t = 0 OR (t = 3 AND id < 20)")
+    here = session.capture(q, "here")
+    assert made == [True]  # sets and ranges resolved by joins in DuckDB, not by Spark
+    shared = spark.read.parquet(here._entry.lineage.shared)
+    assert {r.ref for r in shared.select("ref").distinct().collect()} == {0, 2}  # two windows' sets
+    assert shared.where("ref = 2").select("grp").distinct().count() == 2  # only those the output refers to
+    monkeypatch.setattr(lineage, "JOINED_MAX_PAIRS", 5)  # declined past the bound: Spark's
+    by_spark = session.capture(q, "by-spark")
+    assert made == [True, False]
+    expected = _pairs(by_spark)
+    assert len(expected["data"]) > 150
+    assert _pairs(here) == expected
+    sizes = set()
+    for r in here.output.collect():  # each row: the partitions by g of its partition's rows
+        want = {i for i, g, _, _ in rows if g in {g2 for _, g2, t2, _ in rows if t2 == r.t}}
+        assert {x.id for x in here.backward([r[RID]], "data").collect()} == want
+        sizes.add(len(want))
+    assert sizes == {20, 40}
 
 
 def test_window_ranges_kept_as_blocks_are_left_to_spark(spark, session, monkeypatch):

@@ -42,7 +42,7 @@ from ..store.format import (
     Slot,
     ref_source,
 )
-from ..store.parquet import SHARED_ARROW, write_local_pairs
+from ..store.parquet import write_local_pairs, write_local_shared
 from .context import CaptureContext
 from .lineage import HANDLE, ROW_SLOTS, SideGraph, shared_pairs, union_pairs
 from .reached_sides import write_reached_sides
@@ -93,7 +93,7 @@ def write_shared(spark, graph: SideGraph, referenced: set[int], path: str) -> No
     partitions' keys hash to one set id."""
     # the check's small job beside the write's, both waiting more on Spark's scheduling
     # than on the cores (TPC-DS q12 at SF 1: 0.26 and 0.23 s one after the other)
-    checked = kept_pool("shared-checks", 4).submit(_check_sets, graph)
+    checked = kept_pool("shared-checks", 4).submit(check_sets, graph)
     try:
         payloads = payload_sides(graph, referenced)
         # a payload side's sets are made at query time; the sets of its input rows are stored
@@ -137,7 +137,7 @@ def _write_payloads(graph: SideGraph, k: int, root: Path) -> None:
     (root / f"{k}.json").write_text(json.dumps({"srcs": srcs}))
 
 
-def _check_sets(graph: SideGraph) -> None:
+def check_sets(graph: SideGraph) -> None:
     """Refuse a capture in which two window partitions' (or aggregate groups') keys hash
     to one set id: their rows would each be given both sets' lineage. (One job per such
     side over its rows as the query computed them; two 64-bit hashes among a million
@@ -168,7 +168,6 @@ def _write_shared_here(graph: SideGraph, referenced: set[int], path: str) -> boo
     through Arrow, which spares the jobs that writing them with Spark takes. Returns
     whether it did."""
     import pyarrow.compute as pc
-    import pyarrow.parquet as pq
 
     sides = sorted(referenced)
     if any(graph.sides[k].ranged for k in sides):  # a window's blocks: a tree above its rows
@@ -206,10 +205,7 @@ def _write_shared_here(graph: SideGraph, referenced: set[int], path: str) -> boo
             refs = pa.array(np.full(len(rids), k, dtype=np.int32))
             srcs = pa.array(np.full(len(rids), graph.source_of(slot.ref), dtype=np.int32))
             parts.append(pa.table({REF: refs, GRP: sets, SRC: srcs, IN: rids}))
-    table = pa.concat_tables([SHARED_ARROW.empty_table(), *parts])
-    table = table.group_by([REF, GRP, SRC, IN]).aggregate([])  # distinct, as Spark's path makes it
-    Path(path).mkdir(parents=True)
-    pq.write_table(table, Path(path) / "part-0.parquet")
+    write_local_shared(Path(path), parts)
     return True
 
 
@@ -338,11 +334,12 @@ def write_sides(graph: SideGraph, slots, root: Path, rows: DataFrame) -> dict:
     return structure
 
 
-def joins_resolve(graph: SideGraph, slots) -> bool:
+def joins_resolve(graph: SideGraph, slots, shared: bool = False) -> bool:
     """Whether every slot ``slots`` lead to names source rows (a rid, an injected
-    aggregate's rids), groups of a side that is not shared (a handle, an array of
-    them), or one range of a window's side: what ``describe_sides`` describes and
-    ``store/joined_pairs`` resolves."""
+    aggregate's rids), groups of a side (a handle, an array of them), or one range of
+    a window's side: what ``describe_sides`` describes and ``store/joined_pairs``
+    resolves. A shared side's only with ``shared`` (its sets' lineage kept once) and
+    not a Python function's payloads (made at query time)."""
     todo, seen = list(slots), set()
     while todo:
         s = todo.pop()
@@ -351,7 +348,9 @@ def joins_resolve(graph: SideGraph, slots) -> bool:
         if s.kind not in ("group", "groups", "window") or not 0 <= s.ref < len(graph.sides):
             return False
         side = graph.sides[s.ref]
-        if side.shared or (s.kind == "window") != bool(side.ranged):
+        if side.shared and (not shared or side.payload is not None):
+            return False
+        if (s.kind == "window") != bool(side.ranged):
             return False
         if s.ref not in seen:
             seen.add(s.ref)
@@ -381,6 +380,7 @@ def describe_sides(graph: SideGraph, slots, root: Path) -> tuple[dict, dict[int,
             "operator": side.operator,
             "combine": side.combine,
             "ranged": side.ranged,
+            **({"shared": True} if side.shared else {}),
             "path": path,
             "slots": described(side.slots),
         }

@@ -3,7 +3,10 @@ through side relations stored as files: each slot resolved through the sides it
 names, parents before children, down to source rids. For side structures whose slots
 each name one source row or an array of them (an injected aggregate's rids), one group
 of a side or an array of them, or one range of a window's side
-(``capture/writing.joins_resolve``).
+(``capture/writing.joins_resolve``). A shared side's sets (a window's over whole
+partitions) are not resolved into the pairs: an output row refers to its set, and the
+lineage of each set referred to (by the output, or by the sets of another shared side)
+is kept once, beside the pairs, as ``capture/lineage.shared_pairs`` keeps it.
 
 The joins are those of a capture's own resolution with Spark (``capture/lineage``): a
 group slot meets its side's rows on the handle, NULL-safe, from the distinct (output
@@ -26,7 +29,9 @@ and partitions do.
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Callable
+from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
 
@@ -35,9 +40,9 @@ import pyarrow as pa
 from .catalog import publish_written
 from .duck import connection, quote
 from .files import parquet_files
-from .format import ARRAY_SLOTS, HANDLE, IN, OUT, POS, RID, ROW_SLOTS, parents_first
+from .format import ARRAY_SLOTS, GRP, HANDLE, IN, OUT, POS, REF, RID, ROW_SLOTS, SRC, parents_first, ref_source
 from .pair_order import ordered_pairs
-from .parquet import files_sql, write_local_pairs
+from .parquet import SHARED_ARROW, files_sql, write_local_pairs, write_local_shared
 from .window_ranges import WEIGHED_MAX_POSITIONS, RangeSizes, flatten, row_weight
 
 # Whether a window side's merged ranges are flattened here: (side, their sizes) -> bool;
@@ -45,12 +50,37 @@ from .window_ranges import WEIGHED_MAX_POSITIONS, RangeSizes, flatten, row_weigh
 Accept = Callable[[int, RangeSizes], bool]
 
 
+@dataclass(frozen=True)
+class Resolved:
+    """What ``resolved`` makes: per source number, the distinct ``(out_rid, in_rid)``
+    pairs, sorted (references to a shared side's sets under its pseudo-source number);
+    and the shared sides' lineage, rows ``(ref, grp, src, in_rid)`` for the sets the
+    output refers to (directly or through other sets), or None where no side is shared."""
+
+    pairs: dict[int, pa.Table]
+    shared: pa.Table | None
+
+
 def pairs_by_source(output_path: str, structure: dict, accept: Accept | None = None) -> dict[int, pa.Table] | None:
     """Per source number, the distinct ``(out_rid, in_rid)`` pairs of the output rows in
     ``output_path`` through the sides of ``structure``, sorted; None
     when ``accept`` declines a window side's ranges (nothing is flattened then)."""
+    found = resolved(output_path, structure, accept)
+    return None if found is None else found.pairs
+
+
+def resolved(
+    output_path: str, structure: dict, accept: Accept | None = None, keep_shared: bool = True
+) -> Resolved | None:
+    """The pairs of the output rows in ``output_path`` through the sides of
+    ``structure``, and the lineage of the shared sides they refer to (a side marked
+    ``"shared"``: its rows' handles are set ids, each set's lineage kept once, as
+    ``capture/lineage.shared_pairs`` keeps it; without ``keep_shared``, resolved into
+    the pairs as other sides are); None when ``accept`` declines a window side's
+    ranges (nothing is flattened then)."""
     sides = structure["sides"]
-    found: dict[int, list[str]] = {}
+    if not keep_shared:
+        sides = {k: {**side, "shared": False} for k, side in sides.items()}
     with connection() as con:
         # Spark writes a timestamp as INT96 (read as TIMESTAMP) and Arrow as one with a
         # zone (TIMESTAMP WITH TIME ZONE): both UTC instants, which DuckDB compares in
@@ -58,55 +88,144 @@ def pairs_by_source(output_path: str, structure: dict, accept: Accept | None = N
         con.execute("SET SESSION TimeZone = 'UTC'")
         files = parquet_files(output_path)
         if not files:
-            return {}
+            return Resolved({}, SHARED_ARROW.empty_table() if _any_shared(sides) else None)
         columns = ", ".join(quote(c) for c in [RID, *(s["name"] for s in structure["output"])])
         con.execute(f"CREATE TEMP TABLE rows_0 AS SELECT {columns} FROM read_parquet({files_sql(files)})")
-        probes: dict[int, list[str]] = {}  # side -> queries of (out, h)
-        _reach(con, "rows_0", RID, structure["output"], found, probes)
+        tables = itertools.count(1)
+        found: dict[int, list[str]] = {}
+        if not _resolve(con, "rows_0", RID, structure["output"], sides, found, tables, accept):
+            return None
+        shared = _shared_lineage(con, sides, found, tables, accept)
+        if shared is False:
+            return None
+        pairs = {src: ordered_pairs(con.execute(" UNION ALL ".join(parts)).fetch_arrow_table(), distinct=True)
+                 for src, parts in found.items()}  # fmt: skip
+        return Resolved(pairs, shared)
 
-        def below(k: int) -> list[int]:
-            return [int(s["ref"]) for s in sides[str(k)]["slots"] if s["kind"] not in ROW_SLOTS]
 
-        for n, k in enumerate(parents_first(list(probes), below), 1):
-            parts, side_files = probes.pop(k, []), parquet_files(sides[str(k)]["path"])
-            if not parts or not side_files:
+def _any_shared(sides: dict) -> bool:
+    return any(side.get("shared") for side in sides.values())
+
+
+def _shared_lineage(con, sides: dict, found: dict, tables, accept: Accept | None) -> pa.Table | None | bool:
+    """The lineage of the shared sides' sets that ``found``'s references name, each
+    side's sets resolved once and only those referred to: a side after every shared
+    side whose sets may refer to it. None where no side is shared; False when
+    ``accept`` declines a window side's ranges."""
+    if not _any_shared(sides):
+        return None
+    shared = [int(k) for k, side in sides.items() if side.get("shared")]
+    wanted = {k: list(found.get(ref_source(k), [])) for k in shared}
+    rows: list[str] = []
+    for k in parents_first(shared, lambda k: _shared_below(sides, k)):
+        side_files = parquet_files(sides[str(k)]["path"])
+        if not wanted[k] or not side_files:
+            continue
+        slots = sides[str(k)]["slots"]
+        kept = ", ".join(f"s.{quote(s['name'])}" for s in slots)
+        n = next(tables)
+        refs = " UNION ALL ".join(wanted[k])
+        con.execute(
+            f"CREATE TEMP TABLE rows_{n} AS SELECT CAST(s.{HANDLE} AS BIGINT) AS {OUT}, {kept} "
+            f"FROM read_parquet({files_sql(side_files)}) s "
+            f"WHERE CAST(s.{HANDLE} AS BIGINT) IN (SELECT {IN} FROM ({refs}))"
+        )
+        own: dict[int, list[str]] = {}
+        if not _resolve(con, f"rows_{n}", OUT, slots, sides, own, tables, accept):
+            return False
+        for src, parts in own.items():
+            if src < 0:  # sets of another shared side
+                wanted[-src - 1].extend(parts)
+            rows.extend(f"SELECT {k} AS {REF}, {OUT} AS {GRP}, {src} AS {SRC}, {IN} FROM ({q})" for q in parts)
+    if not rows:
+        return SHARED_ARROW.empty_table()
+    table = con.execute(f"SELECT DISTINCT * FROM ({' UNION ALL '.join(rows)})").fetch_arrow_table()
+    return table.cast(SHARED_ARROW)
+
+
+def _shared_below(sides: dict, k: int) -> list[int]:
+    """The shared sides whose sets side ``k``'s rows may refer to, directly or through
+    sides that are not shared."""
+    below, todo, seen = [], [k], set()
+    while todo:
+        for s in sides[str(todo.pop())]["slots"]:
+            ref = int(s["ref"])
+            if s["kind"] in ROW_SLOTS or ref in seen:
                 continue
-            side = f"read_parquet({files_sql(side_files)})"
-            kept = ", ".join(f"s.{quote(s['name'])}" for s in sides[str(k)]["slots"])
-            if sides[str(k)]["ranged"]:
-                # (the merge groups the ranges: no distinct of the frontier first)
-                slots = sides[str(k)]["slots"]
-                frontier = " UNION ALL ".join(parts)
-                taken = flatten(con, n, frontier, side, slots, _same, accept and partial(accept, k))
-                if taken is False:
-                    return None
-                if taken:
-                    _reach(con, f"rows_{n}", OUT, slots, found, probes)
-                    continue
-                # positions not 1..n in each partition: each position joined to the side
-                if not _flattened(con, n, frontier, k, side, slots, accept):
-                    return None
-                on = _same("f.k", f"s.{HANDLE}", f"f.pos = s.{POS}")
-                joined = f"SELECT f.{OUT}, {kept} FROM ({_positions(n)}) f JOIN {side} s ON {on}"
-            else:
-                frontier = " UNION ".join(parts)  # distinct (out, h): paths that repeat a group meet it once
-                joined = f"SELECT f.{OUT}, {kept} FROM ({frontier}) f JOIN {side} s ON {_same('f.h', f's.{HANDLE}')}"
-            con.execute(f"CREATE TEMP TABLE rows_{n} AS {joined}")
-            _reach(con, f"rows_{n}", OUT, sides[str(k)]["slots"], found, probes)
-        return {
-            src: ordered_pairs(con.execute(" UNION ALL ".join(parts)).fetch_arrow_table(), distinct=True)
-            for src, parts in found.items()
-        }
+            seen.add(ref)
+            (below if sides[str(ref)].get("shared") else todo).append(ref)
+    return below
 
 
-def publish(path: Path, output_path: str, structure: dict, accept: Accept | None = None) -> bool:
+def _resolve(con, table: str, out: str, slots: list[dict], sides: dict, found: dict, tables, accept) -> bool:
+    """The rows of ``table`` (their id in column ``out``) resolved through ``slots``:
+    per source number, queries of ``(out_rid, in_rid)`` added to ``found`` (a shared
+    side's references under its pseudo-source number, not resolved); False when
+    ``accept`` declines a window side's ranges. Tables ``rows_{n}`` are numbered by
+    ``tables``."""
+    probes: dict[int, list[str]] = {}  # side -> queries of (out, h)
+    _reach(con, table, out, slots, sides, found, probes)
+
+    def below(k: int) -> list[int]:  # shared sides are not probed: referred to
+        return [
+            int(s["ref"])
+            for s in sides[str(k)]["slots"]
+            if s["kind"] not in ROW_SLOTS and not sides[str(s["ref"])].get("shared")
+        ]
+
+    for k in parents_first(list(probes), below):
+        parts, side_files = probes.pop(k, []), parquet_files(sides[str(k)]["path"])
+        if not parts or not side_files:
+            continue
+        n = next(tables)
+        side = f"read_parquet({files_sql(side_files)})"
+        kept = ", ".join(f"s.{quote(s['name'])}" for s in sides[str(k)]["slots"])
+        if sides[str(k)]["ranged"]:
+            # (the merge groups the ranges: no distinct of the frontier first)
+            slots = sides[str(k)]["slots"]
+            frontier = " UNION ALL ".join(parts)
+            taken = flatten(con, n, frontier, side, slots, _same, accept and partial(accept, k))
+            if taken is False:
+                return False
+            if taken:
+                _reach(con, f"rows_{n}", OUT, slots, sides, found, probes)
+                continue
+            # positions not 1..n in each partition: each position joined to the side
+            if not _flattened(con, n, frontier, k, side, slots, accept):
+                return False
+            on = _same("f.k", f"s.{HANDLE}", f"f.pos = s.{POS}")
+            joined = f"SELECT f.{OUT}, {kept} FROM ({_positions(n)}) f JOIN {side} s ON {on}"
+        else:
+            frontier = " UNION ".join(parts)  # distinct (out, h): paths that repeat a group meet it once
+            joined = f"SELECT f.{OUT}, {kept} FROM ({frontier}) f JOIN {side} s ON {_same('f.h', f's.{HANDLE}')}"
+        con.execute(f"CREATE TEMP TABLE rows_{n} AS {joined}")
+        _reach(con, f"rows_{n}", OUT, sides[str(k)]["slots"], sides, found, probes)
+    return True
+
+
+def publish(
+    path: Path,
+    output_path: str,
+    structure: dict,
+    accept: Accept | None = None,
+    shared_path: Path | None = None,
+    check: Callable[[], None] | None = None,
+) -> bool:
     """The pair table of the output in ``output_path`` through ``structure``'s sides
-    (``pairs_by_source``), written to ``path`` whole (renamed into place); False,
-    with nothing written, when ``accept`` declines a window side's ranges."""
-    found = pairs_by_source(output_path, structure, accept)
+    (``resolved``), written to ``path`` whole (renamed into place), after the shared
+    sides' lineage, if any, to ``shared_path`` (``check()`` first: it raises if that
+    lineage may not be stored); False, with nothing written, when ``accept`` declines
+    a window side's ranges. Without ``shared_path``, shared sides are resolved into the
+    pairs."""
+    found = resolved(output_path, structure, accept, keep_shared=shared_path is not None)
     if found is None:
         return False
-    publish_written(path, lambda tmp: write_local_pairs(tmp, {s: [t] for s, t in found.items()}, distinct=False))
+    if found.shared is not None:
+        if check is not None:
+            check()
+        publish_written(shared_path, lambda tmp: write_local_shared(tmp, found.shared))
+    pairs = {s: [t] for s, t in found.pairs.items()}
+    publish_written(path, lambda tmp: write_local_pairs(tmp, pairs, distinct=False))
     return True
 
 
@@ -159,16 +278,21 @@ def _same(a: str, b: str, *more: str) -> str:
     return " AND ".join([f"hash({a}) = hash({b})", *more, f"{a} IS NOT DISTINCT FROM {b}"])
 
 
-def _reach(con, table: str, out: str, slots: list[dict], found: dict, probes: dict) -> None:
-    # a source slot gives pairs; a group or window slot, the handles or ranges its side
-    # is then probed with; an array slot ("rids", "groups"), one of those per element
-    # (an empty array: none)
+def _reach(con, table: str, out: str, slots: list[dict], sides: dict, found: dict, probes: dict) -> None:
+    # a source slot gives pairs; a slot of a shared side, references to its sets (pairs
+    # under its pseudo-source number); a group or window slot, the handles or ranges its
+    # side is then probed with; an array slot ("rids", "groups"), one of those per
+    # element (an empty array: none)
     for s in slots:
         column = quote(s["name"])
         value = f"unnest({column})" if s["kind"] in ARRAY_SLOTS else column
         if s["kind"] in ROW_SLOTS:
             pairs = f"SELECT {out} AS {OUT}, {value} AS {IN} FROM {table} WHERE {column} IS NOT NULL"
             found.setdefault(int(s["ref"]), []).append(pairs)
+        elif sides[str(s["ref"])].get("shared"):
+            held = f"SELECT {out} AS {OUT}, {value} AS v FROM {table} WHERE {column} IS NOT NULL"
+            refs = f"SELECT {OUT}, CAST(v AS BIGINT) AS {IN} FROM ({held}) WHERE v IS NOT NULL"
+            found.setdefault(ref_source(int(s["ref"])), []).append(refs)
         else:
             reach = f"SELECT {out} AS {OUT}, {value} AS h FROM {table} WHERE {column} IS NOT NULL"
             probes.setdefault(int(s["ref"]), []).append(reach)

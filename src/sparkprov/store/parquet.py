@@ -230,6 +230,17 @@ def read_table(files: list[str] | str, **options) -> pa.Table:
     return pq.read_table(where, filesystem=filesystem, **options)
 
 
+def write_local_shared(folder: Path, tables: list[pa.Table] | pa.Table) -> None:
+    """Write a capture's shared lineage into the new folder ``folder`` from this process:
+    rows ``(ref, grp, src, in_rid)`` (``SHARED_ARROW``), made distinct as Spark's
+    writes of it are, in one file."""
+    parts = [tables] if isinstance(tables, pa.Table) else tables
+    table = pa.concat_tables([SHARED_ARROW.empty_table(), *(t.cast(SHARED_ARROW) for t in parts)])
+    table = table.group_by([REF, GRP, SRC, IN]).aggregate([])
+    folder.mkdir(parents=True)
+    pq.write_table(table, folder / "part-0.parquet")
+
+
 def write_local_pairs(folder: Path, by_source: dict, distinct: bool) -> None:
     """Write a pair table into the new folder ``folder`` from this process:
     ``by_source`` holds, per source number, pyarrow tables of ``(out_rid, in_rid)``;
