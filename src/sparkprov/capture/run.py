@@ -13,7 +13,7 @@ import time
 import uuid
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor, wait
-from contextlib import nullcontext
+from contextlib import nullcontext, suppress
 from dataclasses import replace
 from functools import cache, partial
 from pathlib import Path
@@ -27,7 +27,6 @@ from ..plan.catalyst import Bridge
 from ..plan.observed import WatchedJobs
 from ..plan.replies import quick_replies
 from ..plan.small_writes import write_parquet
-from ..plan.threads import kept_pool
 from ..plan.written import read_written
 from ..sources.identity import RID, NamedLeaf
 from ..store import joined_pairs
@@ -50,7 +49,7 @@ from .snapshots import kept_copy
 from .strategy import inject_settings
 from .workload import Workload, check_partition_column
 from .writing import (
-    check_sets,
+    checking_sets,
     describe_sides,
     in_output_slots,
     joins_resolve,
@@ -526,20 +525,26 @@ def _resolve(
             # output refers to, each kept once: on small data, Spark's jobs resolving
             # and checking them took most of a capture (a 60-row query's three windows:
             # 25 jobs, 3.5 s, against 0.6 s for the query)
-            if in_files is None:
-                in_files, paths = describe_sides(graph, slots, work / "sides")
-                write_side_rows(graph, paths)
-            reached = any(side.get("shared") for side in in_files["sides"].values())
+            described = in_files or describe_sides(graph, slots, work / "sides")[0]
+            reached = any(side.get("shared") for side in described["sides"].values())
             sets = data / "shared" if reached else None
-            # (the check's job beside the joins: it must pass before the sets are stored)
-            checked = kept_pool("shared-checks", 4).submit(check_sets, graph) if reached else None
+            # the check's jobs beside the sides' writes and the joins: it must pass
+            # before the sets are stored
+            checked = checking_sets(graph) if reached else None
             try:
-                check = checked.result if checked is not None else None
-                if joined_pairs.publish(Path(lineage_path), output_path, in_files, flattened_here(graph), sets, check):
+                if in_files is None:
+                    in_files, paths = describe_sides(graph, slots, work / "sides")
+                    write_side_rows(graph, paths)
+                accept = flattened_here(graph)
+                if joined_pairs.publish(Path(lineage_path), output_path, in_files, accept, sets, checked):
                     shutil.rmtree(work, ignore_errors=True)
                     return (str(sets) if sets is not None else None), structure, False
             finally:
-                wait([checked] if checked is not None else [])
+                if checked is not None:
+                    # nothing left running; a clash was raised by publish, or is raised by
+                    # the check of Spark's path below (where the joins declined)
+                    with suppress(Exception):
+                        checked()
         if in_files is not None:
             written = {int(k): side["path"] for k, side in in_files["sides"].items()}
             run = graph.relation

@@ -12,6 +12,7 @@ from __future__ import annotations
 import itertools
 import json
 from collections.abc import Callable
+from concurrent.futures import wait
 from dataclasses import replace
 from pathlib import Path
 
@@ -91,9 +92,9 @@ def write_shared(spark, graph: SideGraph, referenced: set[int], path: str) -> No
     """Store the lineage of the shared sides ``referenced`` (and those they reach) once,
     at ``path`` (a capture's ``shared/``); raises before it is published if two window
     partitions' keys hash to one set id."""
-    # the check's small job beside the write's, both waiting more on Spark's scheduling
+    # the check's small jobs beside the write's, all waiting more on Spark's scheduling
     # than on the cores (TPC-DS q12 at SF 1: 0.26 and 0.23 s one after the other)
-    checked = kept_pool("shared-checks", 4).submit(check_sets, graph)
+    checked = checking_sets(graph)
     try:
         payloads = payload_sides(graph, referenced)
         # a payload side's sets are made at query time; the sets of its input rows are stored
@@ -108,7 +109,7 @@ def write_shared(spark, graph: SideGraph, referenced: set[int], path: str) -> No
         for k in payloads:
             _write_payloads(graph, k, Path(path) / PAYLOADS)
     finally:
-        checked.result()
+        checked()
 
 
 def payload_sides(graph: SideGraph, referenced: set[int]) -> list[int]:
@@ -137,25 +138,38 @@ def _write_payloads(graph: SideGraph, k: int, root: Path) -> None:
     (root / f"{k}.json").write_text(json.dumps({"srcs": srcs}))
 
 
-def check_sets(graph: SideGraph) -> None:
-    """Refuse a capture in which two window partitions' (or aggregate groups') keys hash
-    to one set id: their rows would each be given both sets' lineage. (One job per such
-    side over its rows as the query computed them; two 64-bit hashes among a million
-    keys meet with a chance of about one in 36 million.)"""
-    for k in range(len(graph.sides)):
-        sets = graph.sets(k)
-        if sets is None:
-            continue
-        clash = sets.groupBy(HANDLE).agg(F.min(SET_KEY).alias("lo"), F.max(SET_KEY).alias("hi"))
-        if clash.where(~F.col("lo").eqNullSafe(F.col("hi"))).limit(1).collect():
-            operator = graph.sides[k].operator
-            what = "partitions'" if operator == "Window" else "groups'"
-            raise UnsupportedOperation(
-                operator,
-                "",
-                f"two of its {what} keys hash to the same set id, so their shared lineage cannot be "
-                "told apart; capture with witnesses=True to keep it without shared sets",
-            )
+def checking_sets(graph: SideGraph) -> Callable[[], None]:
+    """Start the check that refuses a capture in which two window partitions' (or
+    aggregate groups') keys hash to one set id: their rows would each be given both
+    sets' lineage. Returns the wait for it, which raises if it failed. (A job per such
+    side over its rows as the query computed them, the sides' jobs at once: on small
+    data each waits on Spark's scheduling more than on the cores. Two 64-bit hashes
+    among a million keys meet with a chance of about one in 36 million.)"""
+    pool = kept_pool("shared-checks", 4)
+    checks = [pool.submit(_check_sets, graph, k) for k in range(len(graph.sides)) if graph.sides[k].has_sets]
+
+    def result() -> None:
+        wait(checks)
+        for check in checks:
+            check.result()
+
+    return result
+
+
+def _check_sets(graph: SideGraph, k: int) -> None:
+    sets = graph.sets(k)
+    if sets is None:
+        return
+    clash = sets.groupBy(HANDLE).agg(F.min(SET_KEY).alias("lo"), F.max(SET_KEY).alias("hi"))
+    if clash.where(~F.col("lo").eqNullSafe(F.col("hi"))).limit(1).collect():
+        operator = graph.sides[k].operator
+        what = "partitions'" if operator == "Window" else "groups'"
+        raise UnsupportedOperation(
+            operator,
+            "",
+            f"two of its {what} keys hash to the same set id, so their shared lineage cannot be "
+            "told apart; capture with witnesses=True to keep it without shared sets",
+        )
 
 
 SHARED_HERE_MAX = 2_000_000  # rids a shared side's rows may hold to be written from this process
@@ -390,13 +404,21 @@ def describe_sides(graph: SideGraph, slots, root: Path) -> tuple[dict, dict[int,
 
 def write_side_rows(graph: SideGraph, paths: dict[int, str]) -> None:
     """Side ``k``'s rows written to ``paths[k]``: those the query's job gathered as it
-    ran, else by running the side relation."""
-    for k, path in paths.items():
+    ran, else by running the side relation; the sides at once (on small data, each
+    side's job waits on the driver's planning and Spark's scheduling more than on the
+    cores: a 60-row query's three windows, 0.4 s one after the other)."""
+
+    def write(k: int, path: str) -> None:
         table = graph.observed(k)
         if table is not None:
             write_table(table, graph.sides[k].observed.schema, path)
         else:
             write_parquet(graph.relation(k), path)
+
+    writes = [kept_pool("side-writes", 4).submit(write, k, path) for k, path in paths.items()]
+    wait(writes)
+    for done in writes:
+        done.result()
 
 
 _INITIAL_PARTITIONS = "spark.sql.adaptive.coalescePartitions.initialPartitionNum"
