@@ -12,7 +12,6 @@ from __future__ import annotations
 import itertools
 import json
 from collections.abc import Callable
-from concurrent.futures import wait
 from dataclasses import replace
 from pathlib import Path
 
@@ -26,7 +25,7 @@ from ..plan import small_writes
 from ..plan.catalyst import Bridge
 from ..plan.observed import WatchedJobs
 from ..plan.small_writes import small_rows, write_parquet, write_table
-from ..plan.threads import kept_pool
+from ..plan.threads import kept_pool, results
 from ..plan.versions import arrow_dataframe, to_arrow
 from ..plan.written import read_written
 from ..store.catalog import publish_written
@@ -149,9 +148,7 @@ def checking_sets(graph: SideGraph) -> Callable[[], None]:
     checks = [pool.submit(_check_sets, graph, k) for k in range(len(graph.sides)) if graph.sides[k].has_sets]
 
     def result() -> None:
-        wait(checks)
-        for check in checks:
-            check.result()
+        results(checks)
 
     return result
 
@@ -415,10 +412,7 @@ def write_side_rows(graph: SideGraph, paths: dict[int, str]) -> None:
         else:
             write_parquet(graph.relation(k), path)
 
-    writes = [kept_pool("side-writes", 4).submit(write, k, path) for k, path in paths.items()]
-    wait(writes)
-    for done in writes:
-        done.result()
+    results([kept_pool("side-writes", 4).submit(write, k, path) for k, path in paths.items()])
 
 
 _INITIAL_PARTITIONS = "spark.sql.adaptive.coalescePartitions.initialPartitionNum"

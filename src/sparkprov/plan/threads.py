@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Iterator
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor, wait
 from contextlib import contextmanager
 
 from pyspark.sql import SparkSession
@@ -41,6 +41,17 @@ def kept_pool(role: str, workers: int) -> ThreadPoolExecutor:
         if pool is None:
             pool = _pools[role] = ThreadPoolExecutor(workers, thread_name_prefix=f"sparkprov-{role}")
         return pool
+
+
+def results(futures: list[Future]) -> list:
+    """The results of ``futures``, once every one has ended: the first one's error is
+    raised only then, so nothing they started is left running behind it.
+
+    >>> results([kept_pool("doctest", 2).submit(sum, [1, 2])])
+    [3]
+    """
+    wait(futures)
+    return [f.result() for f in futures]
 
 
 @contextmanager

@@ -27,7 +27,7 @@ from ..api.session import LineageSession
 from ..errors import InvalidArgument, one_line
 from ..plan.replies import quick_replies
 from ..plan.small_writes import write_parquet
-from ..plan.threads import kept_pool, local_properties_kept
+from ..plan.threads import kept_pool, local_properties_kept, results
 from ..plan.written import read_written
 from ..query.provenance import write_pairs
 from ..store.catalog import Store
@@ -136,8 +136,7 @@ def _run(session: LineageSession, plan: Plan, inputs: dict[str, DataFrame], made
             for m, f in zip(wave, invoked):  # what it read, before this wave's writes are known
                 seen = {n: reads[n] for n in (*m.inputs, *m.state)}
                 recorded.append(recorder.submit(_record, session.store, plan, graph, m, f, seen))
-            wait(invoked)  # every module of the wave ended before an error is raised
-            done = [f.result() for f in invoked]
+            done = results(invoked)  # every module of the wave ended before an error is raised
             for written, _ in done:
                 for dataset, (kind, version, _) in written.items():
                     if kind == "output":
