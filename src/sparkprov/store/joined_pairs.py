@@ -55,7 +55,8 @@ class Resolved:
     """What ``resolved`` makes: per source number, the distinct ``(out_rid, in_rid)``
     pairs, sorted (references to a shared side's sets under its pseudo-source number);
     and the shared sides' lineage, rows ``(ref, grp, src, in_rid)`` for the sets the
-    output refers to (directly or through other sets), or None where no side is shared."""
+    output refers to (directly or through other sets), repeats not yet removed, or None
+    where no side is shared."""
 
     pairs: dict[int, pa.Table]
     shared: pa.Table | None
@@ -139,8 +140,8 @@ def _shared_lineage(con, sides: dict, found: dict, tables, accept: Accept | None
             rows.extend(f"SELECT {k} AS {REF}, {OUT} AS {GRP}, {src} AS {SRC}, {IN} FROM ({q})" for q in parts)
     if not rows:
         return SHARED_ARROW.empty_table()
-    table = con.execute(f"SELECT DISTINCT * FROM ({' UNION ALL '.join(rows)})").fetch_arrow_table()
-    return table.cast(SHARED_ARROW)
+    # (made distinct and typed as the store keeps it when written: write_local_shared)
+    return con.execute(" UNION ALL ".join(rows)).fetch_arrow_table()
 
 
 def _shared_below(sides: dict, k: int) -> list[int]:
