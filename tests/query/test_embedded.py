@@ -184,3 +184,47 @@ def test_large_answers_stay_distributed(made, monkeypatch):
     plan = large._jdf.queryExecution().executedPlan().toString()
     assert "FileScan parquet" in plan and "LeftSemi" in plan  # Spark reads the rows, by the rids found here
     assert sorted(tuple(r) for r in large.collect()) == sorted(tuple(r) for r in small.collect())
+
+
+def test_end_to_end_traces_are_answered_here_as_on_spark(spark, session, tmp_path):
+    # a chain with a diamond: orders -> clean (written) -> countries (written) -> grand
+    # (written), and a report reading both countries and grand
+    orders = spark.createDataFrame(
+        [(i, ["NL", "BE", "DE"][i % 3], i * 3 % 11) for i in range(12)], "id int, c string, v int"
+    )
+    orders.repartition(2).write.parquet(str(tmp_path / "orders"))
+    raw = session.source(spark.read.parquet(str(tmp_path / "orders")), "orders")
+    clean = session.capture(raw.where("v > 1").repartition(2), name="clean", path=tmp_path / "clean")
+    countries = spark.read.parquet(str(tmp_path / "clean")).groupBy("c").agg(F.sum("v").alias("total"))
+    session.capture(countries, name="countries", path=tmp_path / "countries")
+    grand = spark.read.parquet(str(tmp_path / "countries")).agg(F.sum("total").alias("grand"))
+    session.capture(grand, name="grand", path=tmp_path / "grand")
+    report = session.capture(
+        spark.read.parquet(str(tmp_path / "grand")).crossJoin(spark.read.parquet(str(tmp_path / "countries"))),
+        name="report",
+    )
+
+    def rows(df):
+        return sorted(tuple(r) for r in df.collect())
+
+    def local(df):  # handed over as rows: no Spark job reads the store's files
+        return "FileScan" not in df._jdf.queryExecution().executedPlan().toString()
+
+    for out in report.output.where("c != 'DE'").collect():
+        here = report.backward([out["_sp_rid"]], end_to_end=True)
+        there = report.backward([out["_sp_rid"]], end_to_end=True, engine="spark")
+        assert sorted(here) == sorted(there) == ["countries/clean/orders", "grand/countries/clean/orders"]
+        for key in here:
+            assert local(here[key]) and here[key].schema == there[key].schema
+            assert rows(here[key]) == rows(there[key]) != []
+    for first in clean.sources["orders"].rows().where("id < 2").collect():  # id 0 is filtered out
+        here = clean.forward("orders", [first["_sp_rid"]], end_to_end=True, engine="embedded")
+        there = clean.forward("orders", [first["_sp_rid"]], end_to_end=True, engine="spark")
+        assert sorted(here) == sorted(there) == ["clean", "countries", "grand", "report"]
+        for key in here:
+            assert local(here[key]) and rows(here[key]) == rows(there[key])
+        assert len(rows(here["report"])) == (3 if first["v"] > 1 else 0)
+    by_predicate = report.backward("c = 'NL'", end_to_end=True)["countries/clean/orders"]
+    assert sorted(r["id"] for r in by_predicate.collect()) == [i for i in range(12) if i % 3 == 0 and i * 3 % 11 > 1]
+    with pytest.raises(ValueError, match="not a DataFrame"):
+        report.backward(report.output, end_to_end=True, engine="embedded")

@@ -21,6 +21,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.types import StructType
@@ -228,10 +229,9 @@ class Planner:
     def backward(self, rows: RowsArg, names: list[str], engine: str, end_to_end: bool = False) -> dict[str, DataFrame]:
         """``{source: rows behind rows of the output}`` for ``names``; ``end_to_end``: every
         source, a source an earlier capture wrote traced on through it (``writer/source``)."""
-        if not end_to_end:
-            local = engines.embedded_or_none(engine, lambda: self._embedded_backward(rows, names))
-            if local is not None:
-                return local
+        local = engines.embedded_or_none(engine, lambda: self._embedded_backward(rows, names, end_to_end=end_to_end))
+        if local is not None:
+            return local
         out_rids = self.output_rids(rows)
         names = list(self.infos) if end_to_end else names
         found = {n: trace.backward(self.pairs(n, outs=out_rids), out_rids, self.source_rows(n)) for n in names}
@@ -263,10 +263,9 @@ class Planner:
         """Output rows ``rows`` of ``source`` contributed to; ``end_to_end``: ``{capture:
         its output rows}`` for this capture and every later one that read what it wrote."""
         refuse_forward(self.entry, source)
-        if not end_to_end:
-            local = engines.embedded_or_none(engine, lambda: self._embedded_forward(source, rows))
-            if local is not None:
-                return local
+        local = engines.embedded_or_none(engine, lambda: self._embedded_forward(source, rows, end_to_end))
+        if local is not None:
+            return local
         in_rids = trace.rid_set(rows, self.source_rows(source), f"source {source!r}")
         found = trace.forward(self.pairs(source, ins=in_rids), in_rids, self.output())
         if not end_to_end:
@@ -279,25 +278,70 @@ class Planner:
                 result[name] = result[name].unionByName(reached).dropDuplicates([RID]) if name in result else reached
         return result
 
-    def _embedded_backward(self, rows: RowsArg, names: list[str], where: str | None = None) -> dict[str, DataFrame]:
+    def _embedded_backward(
+        self, rows: RowsArg, names: list[str], where: str | None = None, end_to_end: bool = False
+    ) -> dict[str, DataFrame]:
         engine = self.embedded()
         outs = engines.rids_of(engine, rows, engine.output_rids)
-        found = {n: engine.backward_ids(outs, n, where) for n in names}
-        schema = {n: engines.source_schema(self.infos[n].schema) for n in found}
-        return {
-            n: engines.local_dataframe(self.spark, engine.source_rows(n, ids), schema[n])
-            if len(ids) <= engines.ROWS_LIMIT
-            else engines.rows_by_rid(self.spark, self.source_rows(n), ids)
-            for n, ids in found.items()
-        }
+        if end_to_end:
+            found = self._sources_behind(outs)
+        else:
+            found = {n: (self, n, engine.backward_ids(outs, n, where)) for n in names}
+        return {key: planner._source_rows_of(n, ids) for key, (planner, n, ids) in found.items()}
 
-    def _embedded_forward(self, source: str, rows: RowsArg) -> DataFrame:
+    def _sources_behind(self, outs: np.ndarray) -> dict[str, tuple[Planner, str, np.ndarray]]:
+        """``{key: (planner, source, rids)}`` behind output rids ``outs``, found in this
+        process: a source an earlier capture wrote traced on through it (``writer/source``),
+        as ``_through_writers`` does on Spark."""
+        engine = self.embedded()
+        found = {}
+        for name in self.infos:
+            ids = engine.backward_ids(outs, name)
+            writer = self.writer_of(name)
+            if writer is None:
+                found[name] = (self, name, ids)
+                continue
+            writer.trusted()
+            warn_restricted(writer.entry, list(writer.infos))
+            # the rows' rids in the written files are the writer's output rids
+            for inner, behind in writer._sources_behind(ids).items():
+                found[f"{writer.name}/{inner}"] = behind
+        return found
+
+    def _source_rows_of(self, source: str, ids: np.ndarray) -> DataFrame:
+        if len(ids) > engines.ROWS_LIMIT:
+            return engines.rows_by_rid(self.spark, self.source_rows(source), ids)
+        schema = engines.source_schema(self.infos[source].schema)
+        return engines.local_dataframe(self.spark, self.embedded().source_rows(source, ids), schema)
+
+    def _embedded_forward(self, source: str, rows: RowsArg, end_to_end: bool = False) -> DataFrame | dict:
         engine = self.embedded()
         ins = engines.rids_of(engine, rows, lambda p: engine.source_rids(source, p))
         outs = engine.forward_ids(source, ins)
+        if not end_to_end:
+            return self._output_rows_of(outs)
+        reached = {self.name: (self, outs)}
+        self._readers_reached(outs, reached)
+        return {name: planner._output_rows_of(found) for name, (planner, found) in reached.items()}
+
+    def _readers_reached(self, outs: np.ndarray, reached: dict[str, tuple[Planner, np.ndarray]]) -> None:
+        """Add to ``reached`` the output rids of every later capture that read output
+        rows ``outs`` of this one, found in this process; a capture reached along two
+        paths (a diamond) keeps the rows of both, as ``forward`` does on Spark."""
+        for reader, read_as in self.readers():
+            reader.trusted()
+            found = reader.embedded().forward_ids(read_as, outs)
+            if reader.name in reached:
+                found = np.union1d(reached[reader.name][1], found)
+            reached[reader.name] = (reader, found)
+            reader._readers_reached(found, reached)
+
+    def _output_rows_of(self, outs: np.ndarray) -> DataFrame:
         if len(outs) > engines.ROWS_LIMIT:
             return engines.rows_by_rid(self.spark, self.output(), outs)
-        return engines.local_dataframe(self.spark, engine.output_rows(outs), engines.output_schema(self.entry.output))
+        return engines.local_dataframe(
+            self.spark, self.embedded().output_rows(outs), engines.output_schema(self.entry.output)
+        )
 
     # tables a workload keeps beside the lineage --------------------------------------
 
