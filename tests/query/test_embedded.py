@@ -228,3 +228,47 @@ def test_end_to_end_traces_are_answered_here_as_on_spark(spark, session, tmp_pat
     assert sorted(r["id"] for r in by_predicate.collect()) == [i for i in range(12) if i % 3 == 0 and i * 3 % 11 > 1]
     with pytest.raises(ValueError, match="not a DataFrame"):
         report.backward(report.output, end_to_end=True, engine="embedded")
+
+
+def test_timestamps_answer_as_on_spark_in_any_session_time_zone(spark, session, tmp_path):
+    # Spark writes instants as INT96 by default, which Arrow and DuckDB read without a
+    # zone: handed to Spark as they are, they read as New York's wall-clock times
+    # (02:30 came back as 06:30); compared with a literal in DuckDB, as UTC's
+    spark.conf.set("spark.sql.session.timeZone", "America/New_York")
+    try:
+        spark.sql(
+            "SELECT id, TIMESTAMP'2024-03-11 02:30:00' + make_interval(0, 0, 0, 0, id, 0, 0) AS ts, "
+            "TIMESTAMP_NTZ'2024-01-01 00:00:00' + make_interval(0, 0, 0, 0, id, 0, 0) AS ntz, "
+            "array(TIMESTAMP'2024-03-11 02:30:00') AS arr, named_struct('t', TIMESTAMP'2024-03-11 02:30:00') AS st, "
+            "map('k', TIMESTAMP'2024-03-11 02:30:00') AS m FROM range(3)"
+        ).write.parquet(str(tmp_path / "times"))
+        src = session.source(spark.read.parquet(str(tmp_path / "times")), "times")
+        cap = session.capture(src.where("id >= 0"), "times")
+
+        def shown(df):
+            cols = ("id", "CAST(ts AS STRING)", "CAST(ntz AS STRING)", "CAST(arr AS STRING)", "CAST(st AS STRING)")
+            return sorted(tuple(r) for r in df.selectExpr(*cols, "CAST(m AS STRING)").collect())
+
+        here = shown(cap.backward("id >= 0", engine="embedded")["times"])
+        assert here == shown(cap.backward("id >= 0", engine="spark")["times"])
+        assert here[0][1:4] == ("2024-03-11 02:30:00", "2024-01-01 00:00:00", "[2024-03-11 02:30:00]")
+        assert shown(cap.forward("times", [0, 1], engine="embedded")) == shown(
+            cap.forward("times", [0, 1], engine="spark")
+        )
+        for predicate in ("ts = '2024-03-11 03:30:00'", "ts > TIMESTAMP'2024-03-11 03:00:00'", "st.t IS NOT NULL"):
+            with pytest.raises(EmbeddedUnsupported, match="session time zone"):
+                cap.backward(predicate, engine="embedded")
+            with pytest.raises(EmbeddedUnsupported, match="session time zone"):
+                cap.forward("times", predicate, engine="embedded")
+            auto = sorted(r.id for r in cap.forward("times", predicate).collect())
+            assert auto == sorted(r.id for r in cap.forward("times", predicate, engine="spark").collect())
+        assert [r.id for r in cap.forward("times", "ts > TIMESTAMP'2024-03-11 03:00:00'").collect()] == [1, 2]
+        # timestamps without a zone compare the same everywhere: answered here
+        on_ntz = cap.backward("ntz >= TIMESTAMP_NTZ'2024-01-01 01:00:00'", engine="embedded")["times"]
+        assert sorted(r.id for r in on_ntz.collect()) == [1, 2]
+        traced = cap.backward("id >= 1", source="times", where="ts > TIMESTAMP'2024-03-11 04:00:00'")
+        assert [r.id for r in traced.collect()] == [2]
+        with pytest.raises(EmbeddedUnsupported, match="session time zone"):
+            cap.backward("id >= 1", source="times", where="ts > TIMESTAMP'2024-03-11 04:00:00'", engine="embedded")
+    finally:
+        spark.conf.unset("spark.sql.session.timeZone")

@@ -170,7 +170,9 @@ class EmbeddedEngine:
             # the traced rows read and filtered (none: the predicate is still checked)
             if len(behind) <= FILTERED_HERE_MAX:
                 rows = self.source_rows(source, behind, only=_columns_of(where))
-                return _select_rids("traced", where, f"source {source!r}", {"traced": rows})
+                what = f"source {source!r}"
+                _refuse_zoned(where, self._infos[source].schema, None, what)
+                return _select_rids("traced", where, what, {"traced": rows})
             # many: the source's rows that satisfy it, found by DuckDB reading the source
             return np.intersect1d(behind, self.source_rids(source, where), assume_unique=True)
         self.check_source(source)
@@ -309,7 +311,9 @@ class EmbeddedEngine:
 
     def output_rids(self, predicate: str) -> np.ndarray:
         """Rids of the output rows matching ``predicate`` (Spark SQL)."""
-        return _select_rids(output_relation(self.entry), predicate, f"the output of capture {self.name!r}")
+        out, what = self.entry.output, f"the output of capture {self.name!r}"
+        _refuse_zoned(predicate, out.schema, dict(zip(out.stored, out.columns)), what)
+        return _select_rids(output_relation(self.entry), predicate, what)
 
     def source_rids(self, source: str, predicate: str) -> np.ndarray:
         """Rids of ``source``'s rows matching ``predicate`` (Spark SQL)."""
@@ -318,6 +322,7 @@ class EmbeddedEngine:
         self._check_unchanged(info)
         if info.kind == "text":
             raise EmbeddedUnsupported(f"source {info.name!r} is text read in place: Spark evaluates predicates on it")
+        _refuse_zoned(predicate, info.schema, None, f"source {source!r}")
         names = [f["name"] for f in json.loads(info.schema)["fields"]]
         paths = [readable_path(p) for p, _, _ in info.files]
         if not paths:
@@ -392,6 +397,45 @@ def _columns_of(predicate: str) -> set[str] | None:
     except sqlglot.errors.SqlglotError:
         return None
     return {part.lower() for c in tree.find_all(exp.Column) for part in (c.name, c.table) if part}
+
+
+def _refuse_zoned(predicate: str, schema: str, names: dict[str, str] | None, what: str) -> None:
+    """Decline a predicate that reads a timestamp Spark takes as an instant
+    (``TimestampType``): compared with a literal, it means the wall-clock time of
+    Spark's session zone, which DuckDB does not know (files written as INT96 read there
+    without a zone, others in this machine's zone): its rows would differ where the zones
+    do. Spark evaluates it; a timestamp without a zone (``timestamp_ntz``) is compared
+    here as Spark compares it.
+
+    >>> _refuse_zoned("n > 1", '{"fields": [{"name": "t", "type": "timestamp"}]}', None, "x")
+    """
+    zoned = {
+        (names or {}).get(f["name"], f["name"]).lower()
+        for f in json.loads(schema)["fields"]
+        if _holds_instants(f["type"])
+    }
+    if not zoned:
+        return
+    read = _columns_of(predicate)
+    hit = sorted(zoned if read is None else zoned & read)
+    if hit:
+        raise EmbeddedUnsupported(
+            f"predicate {predicate!r} on {what} reads {', '.join(hit)}, timestamps of Spark's session time zone: "
+            "Spark evaluates it"
+        )
+
+
+def _holds_instants(kind) -> bool:
+    if isinstance(kind, str):
+        return kind == "timestamp"
+    nested = kind.get("type")
+    if nested == "struct":
+        return any(_holds_instants(f["type"]) for f in kind["fields"])
+    if nested == "array":
+        return _holds_instants(kind["elementType"])
+    if nested == "map":
+        return _holds_instants(kind["keyType"]) or _holds_instants(kind["valueType"])
+    return False
 
 
 def duckdb_condition(predicate: str) -> str:

@@ -19,7 +19,7 @@ from collections.abc import Callable
 import numpy as np
 import pyarrow as pa
 from pyspark.sql import DataFrame, SparkSession
-from pyspark.sql.types import LongType, StructField, StructType
+from pyspark.sql.types import ArrayType, DataType, LongType, MapType, StructField, StructType, TimestampType
 
 from ..errors import EmbeddedUnsupported, LineageTooLarge
 from ..plan.versions import arrow_dataframe
@@ -67,7 +67,42 @@ def local_dataframe(spark: SparkSession, table: pa.Table, schema: StructType) ->
     """``table`` (rows counted with ``check_rows`` first) as a DataFrame with Spark's own ``schema``."""
     if table.num_rows == 0:  # Arrow has no column types to give for nothing
         return spark.createDataFrame([], schema)
-    return arrow_dataframe(spark, table, schema)
+    return arrow_dataframe(spark, utc_instants(table, schema), schema)
+
+
+def utc_instants(table: pa.Table, schema: StructType) -> pa.Table:
+    """``table`` with its timestamps that Spark reads as instants (``TimestampType``)
+    marked as UTC where the files left them without a zone.
+
+    Spark writes such timestamps normalized to UTC; as INT96 (its default) Arrow reads
+    them without a zone, and Spark would take them for wall-clock times of the
+    session's zone, shifted by its offset (02:30 read back as 06:30 in New York).
+
+    >>> t = pa.table({"ts": pa.array([0], pa.timestamp("ns"))})
+    >>> from pyspark.sql.types import TimestampType
+    >>> str(utc_instants(t, StructType([StructField("ts", TimestampType())])).schema.field("ts").type)
+    'timestamp[ns, tz=UTC]'
+    """
+    fields = [f.with_type(_utc_type(f.type, s.dataType)) for f, s in zip(table.schema, schema.fields)]
+    fields += list(table.schema)[len(fields) :]
+    wanted = pa.schema(fields, table.schema.metadata)
+    return table if wanted.equals(table.schema) else table.cast(wanted)
+
+
+def _utc_type(kind: pa.DataType, spark_type: DataType) -> pa.DataType:
+    if isinstance(spark_type, TimestampType) and pa.types.is_timestamp(kind) and kind.tz is None:
+        return pa.timestamp(kind.unit, "UTC")
+    if isinstance(spark_type, StructType) and pa.types.is_struct(kind):
+        by_name = {f.name: f.dataType for f in spark_type.fields}
+        return pa.struct([f.with_type(_utc_type(f.type, by_name[f.name])) if f.name in by_name else f for f in kind])
+    if isinstance(spark_type, ArrayType) and (pa.types.is_list(kind) or pa.types.is_large_list(kind)):
+        item = kind.value_field
+        inner = item.with_type(_utc_type(item.type, spark_type.elementType))
+        return pa.large_list(inner) if pa.types.is_large_list(kind) else pa.list_(inner)
+    if isinstance(spark_type, MapType) and pa.types.is_map(kind):
+        key = kind.key_field.with_type(_utc_type(kind.key_type, spark_type.keyType))
+        return pa.map_(key, kind.item_field.with_type(_utc_type(kind.item_type, spark_type.valueType)))
+    return kind
 
 
 def rows_by_rid(spark: SparkSession, relation: DataFrame, rids: np.ndarray) -> DataFrame:
