@@ -272,3 +272,29 @@ def test_timestamps_answer_as_on_spark_in_any_session_time_zone(spark, session, 
             cap.backward("id >= 1", source="times", where="ts > TIMESTAMP'2024-03-11 04:00:00'", engine="embedded")
     finally:
         spark.conf.unset("spark.sql.session.timeZone")
+
+
+def test_a_small_output_is_read_here_as_spark_reads_it(spark, session, tmp_path, monkeypatch):
+    facts, _ = sales(spark, tmp_path)
+    session.source(facts, "facts")
+    nested = ["array(id) AS ids", "named_struct('d', to_date(day), 'n', CAST(NULL AS STRING)) AS st"]
+    cap = session.capture(
+        facts.selectExpr("id", "cust", "amount", *nested, "map(cust, amount) AS m").where("id > 3"), "rows"
+    )
+    ordered = session.capture(facts.where("id > 3").orderBy(F.desc("amount"), "id"), "ordered")
+    timed = session.capture(facts.selectExpr("id", "INTERVAL '3' DAY AS wait").where("id > 3"), "timed")
+
+    def plan(df):
+        return df._jdf.queryExecution().executedPlan().toString()
+
+    here = [(c, c.output) for c in (cap, ordered)]
+    monkeypatch.setattr(engines, "OUTPUT_ROWS_HERE", 3)
+    for c, local in here:
+        spread = c.output  # more rows than read here: Spark reads the files
+        assert "FileScan parquet" in plan(spread) and "FileScan" not in plan(local)
+        assert local.schema == spread.schema and local.collect() == spread.collect()
+    monkeypatch.undo()
+    # the kept ORDER BY holds; rows equal on it in rid order
+    amounts = [r.amount for r in ordered.output.collect()]
+    assert amounts == sorted(amounts, reverse=True) and len(amounts) == 36
+    assert "FileScan parquet" in plan(timed.output)  # an interval: Spark reads it

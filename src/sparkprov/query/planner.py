@@ -193,8 +193,15 @@ class Planner:
     def output(self, ordered: bool = False) -> DataFrame:
         """The output rows with ``_sp_rid``; ``ordered``: in the query's order."""
         out = self.entry.output
-        # the schema it keeps: no job to read footers
-        df = self.spark.read.schema(StructType.fromJson(json.loads(out.schema))).parquet(out.path)
+        # the schema it keeps (no job to read footers), every field nullable as Spark reads files
+        schema = StructType.fromJson(engines.nullable(json.loads(out.schema)))
+        few = engines.output_here(out)
+        if few is not None:
+            # in rid order already: only an ORDER BY the capture kept needs a sort (a job)
+            df = engines.local_dataframe(self.spark, few.sort_by(RID), schema)
+            ordered = ordered and bool(out.order)
+        else:
+            df = self.spark.read.schema(schema).parquet(out.path)
         if ordered:
             # a top-level ORDER BY the capture kept rather than applied (rules/rows.py);
             # rows equal on it, and every row of an unordered query, in rid order
