@@ -426,16 +426,26 @@ def _refuse_zoned(predicate: str, schema: str, names: dict[str, str] | None, wha
 
 
 def _holds_instants(kind) -> bool:
+    return "timestamp" in leaf_types(kind)
+
+
+def leaf_types(kind) -> list[str]:
+    """The atomic types in a Spark type (its JSON), through structs, arrays and maps
+    (another kind's name, such as ``udt``, stands for itself).
+
+    >>> leaf_types({"type": "array", "elementType": {"type": "map", "keyType": "string", "valueType": "date"}})
+    ['string', 'date']
+    """
     if isinstance(kind, str):
-        return kind == "timestamp"
+        return [kind]
     nested = kind.get("type")
     if nested == "struct":
-        return any(_holds_instants(f["type"]) for f in kind["fields"])
+        return [t for f in kind["fields"] for t in leaf_types(f["type"])]
     if nested == "array":
-        return _holds_instants(kind["elementType"])
+        return leaf_types(kind["elementType"])
     if nested == "map":
-        return _holds_instants(kind["keyType"]) or _holds_instants(kind["valueType"])
-    return False
+        return [*leaf_types(kind["keyType"]), *leaf_types(kind["valueType"])]
+    return [str(nested)]
 
 
 def duckdb_condition(predicate: str) -> str:

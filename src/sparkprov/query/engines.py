@@ -26,7 +26,7 @@ from ..errors import EmbeddedUnsupported, LineageTooLarge
 from ..plan.versions import arrow_dataframe
 from ..sources.identity import RID
 from ..store.entry import OutputInfo
-from .embedded import ENGINES, EmbeddedEngine, check_engine  # noqa: F401 - also from here
+from .embedded import ENGINES, EmbeddedEngine, check_engine, leaf_types  # noqa: F401 - also from here
 from .trace import RowsArg, rid_list
 
 ROWS_LIMIT = 100_000  # rows an embedded answer hands to Spark as a local DataFrame
@@ -119,16 +119,7 @@ def nullable(schema):
 
 
 def _handed_over(kind) -> bool:
-    if isinstance(kind, str):
-        return kind in _HANDED_OVER or kind.startswith("decimal(")
-    nested = kind.get("type")
-    if nested == "struct":
-        return all(_handed_over(f["type"]) for f in kind["fields"])
-    if nested == "array":
-        return _handed_over(kind["elementType"])
-    if nested == "map":
-        return _handed_over(kind["keyType"]) and _handed_over(kind["valueType"])
-    return False
+    return all(t in _HANDED_OVER or t.startswith("decimal(") for t in leaf_types(kind))
 
 
 def utc_instants(table: pa.Table, schema: StructType) -> pa.Table:
