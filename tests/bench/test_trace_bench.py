@@ -31,3 +31,13 @@ def test_bench_trace_times_why_and_how(spark, tpch_dir, tmp_path):
     assert q6["why_p50_ms"] > 0 and q6["why_refused"] == 0
     assert q4["why_refused"] == 3 and q4["why_p50_ms"] is None
     assert report["why_refused"] == 3
+
+
+def test_bench_trace_chain_compares_answers_here_with_spark(spark, tpch_dir):
+    from sparkprov.bench import trace_chain
+
+    report = trace_chain.run(0.01, 2, str(tpch_dir.parent))
+    assert report["report_rows"] > 0 and report["orders_kept"] > 1000
+    for kind in ("backward", "forward", "output"):
+        assert report[f"{kind}_p50_ms"] > 0 and report[f"spark_{kind}_p50_ms"] > 0
+        assert report[f"{kind}_ratio"] == trace_chain.ratio(report[f"spark_{kind}_p50_ms"], report[f"{kind}_p50_ms"])

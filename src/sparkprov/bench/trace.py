@@ -299,6 +299,10 @@ def _derivation_summary(how: list[float], why: list[float], refused: dict[str, i
 
 
 def main(args: argparse.Namespace) -> int:
+    if args.suite == "chain":
+        from .trace_chain import main as chain_main
+
+        return chain_main(args)
     queries = [int(q) for q in args.queries.split(",") if q.strip()] if args.queries else list(range(1, 23))
     if args.samples < 1:
         raise InvalidArgument("--samples must be at least 1")

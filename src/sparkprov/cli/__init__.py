@@ -182,7 +182,13 @@ def build_parser() -> argparse.ArgumentParser:
     )
     cap.add_argument("--json", dest="json_out", help="write the results as JSON to this file")
     tr = bench_sub.add_parser("trace", help="trace latency (embedded engine) over captured TPC-H queries")
-    tr.add_argument("--suite", choices=["tpch"], default="tpch")
+    tr.add_argument(
+        "--suite",
+        choices=["tpch", "chain"],
+        default="tpch",
+        help="tpch: each query's capture; chain: end-to-end traces through three captures of TPC-H orders, "
+        "and a small output's reads, here against Spark",
+    )
     tr.add_argument("--sf", type=float, default=1.0, help="scale factor (default 1)")
     tr.add_argument("--queries", default="", help="comma-separated query numbers (default: all 22)")
     tr.add_argument("--samples", type=int, default=50, help="random rows traced per query and direction (default 50)")
