@@ -37,7 +37,7 @@ def test_bench_trace_chain_compares_answers_here_with_spark(spark, tpch_dir):
     from sparkprov.bench import trace_chain
 
     report = trace_chain.run(0.01, 2, str(tpch_dir.parent))
-    assert report["report_rows"] > 0 and report["orders_kept"] > 1000
+    assert report["report_rows"] > 0 and report["orders_kept"] > 1000 and report["answers_differ"] == 0
     for kind in ("backward", "forward", "output"):
         assert report[f"{kind}_p50_ms"] > 0 and report[f"spark_{kind}_p50_ms"] > 0
         assert report[f"{kind}_ratio"] == trace_chain.ratio(report[f"spark_{kind}_p50_ms"], report[f"{kind}_p50_ms"])

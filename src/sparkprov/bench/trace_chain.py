@@ -11,6 +11,9 @@ once with ``engine="spark"`` in turn, the answer's rows collected:
 * output: ``cap.output.collect()`` of the totals (read here when small) against Spark
   reading the same files.
 
+Every sample's two answers are compared (the rids of each relation): ``answers_differ``
+counts those that differ, and should be 0.
+
 >>> ratio(10.0, 2.5)
 4.0
 """
@@ -33,13 +36,16 @@ def ratio(spark_ms: float, here_ms: float) -> float:
     return round(spark_ms / here_ms, 2) if here_ms > 0 else float("nan")
 
 
-def _ms(call, *args, **kwargs) -> float:
-    """Milliseconds to call ``call(*args, **kwargs)`` and collect every DataFrame it returns."""
+def _timed(call, *args, **kwargs) -> tuple[float, dict]:
+    """Milliseconds to call ``call(*args, **kwargs)`` and collect every DataFrame it
+    returns, and the rids collected per key (to check both engines gave one answer)."""
     started = time.perf_counter()
     found = call(*args, **kwargs)
-    for df in found.values() if isinstance(found, dict) else [found]:
-        df.collect()
-    return (time.perf_counter() - started) * 1000
+    rows = {
+        k: sorted(r["_sp_rid"] for r in df.collect())
+        for k, df in (found if isinstance(found, dict) else {"": found}).items()
+    }
+    return (time.perf_counter() - started) * 1000, rows
 
 
 def run(sf: float, samples: int, data_dir: str, seed: int = 7) -> dict:
@@ -67,14 +73,26 @@ def run(sf: float, samples: int, data_dir: str, seed: int = 7) -> dict:
         times: dict[str, list[float]] = {k: [] for k in ("backward", "forward", "output")}
         spark_times: dict[str, list[float]] = {k: [] for k in times}
         path = session.store.load("by_priority").output.path
+        differ = 0
         for _ in range(samples):
             out, source_row = rng.choice(outs), rng.choice(ins)
+            answers: dict[str, list[dict]] = {"backward": [], "forward": []}
             for engine, into in (("auto", times), ("spark", spark_times)):
-                into["backward"].append(_ms(report.backward, [out], end_to_end=True, engine=engine))
-                into["forward"].append(_ms(clean.forward, "orders", [source_row], end_to_end=True, engine=engine))
-            times["output"].append(_ms(lambda: by_priority.output))
-            spark_times["output"].append(_ms(spark.read.parquet, path))
+                for kind, (call, *args) in {
+                    "backward": (report.backward, [out]),
+                    "forward": (clean.forward, "orders", [source_row]),
+                }.items():
+                    ms, rows = _timed(call, *args, end_to_end=True, engine=engine)
+                    into[kind].append(ms)
+                    answers[kind].append(rows)
+            differ += sum(here != there for here, there in answers.values())
+            ms, rows = _timed(lambda: by_priority.output)
+            times["output"].append(ms)
+            ms, read = _timed(spark.read.parquet, path)
+            spark_times["output"].append(ms)
+            differ += rows != read
     report_out: dict = {"sf": sf, "samples": samples, "report_rows": len(outs), "orders_kept": len(ins)}
+    report_out["answers_differ"] = differ  # samples whose answers here and on Spark differ: 0
     for kind in times:
         here, there = statistics.median(times[kind]), statistics.median(spark_times[kind])
         report_out[f"{kind}_p50_ms"] = round(here, 1)
