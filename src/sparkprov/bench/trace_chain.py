@@ -112,6 +112,7 @@ def main(args) -> int:
             f"{k} {report[f'{k}_p50_ms']} ms against {report[f'spark_{k}_p50_ms']} ms ({report[f'{k}_ratio']}x)"
             for k in ("backward", "forward", "output")
         )
+        + f"; samples whose answers differ: {report['answers_differ']}"
     )
     if args.json_out:
         Path(args.json_out).write_text(json.dumps(report, indent=1))
