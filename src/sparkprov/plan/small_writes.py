@@ -126,7 +126,7 @@ def small_rows(
 def _collected(df: DataFrame, partitions: bool, rows: int | None = None) -> pa.Table:
     # a null struct's fields hold nulls, whatever the schema says, which PySpark's
     # conversion refuses where it says they cannot: collected as nullable
-    nullable = StructType([StructField(f.name, _nullable(f.dataType), f.nullable, f.metadata) for f in df.schema])
+    nullable = StructType([StructField(f.name, nullable_type(f.dataType), f.nullable, f.metadata) for f in df.schema])
     df = df if nullable == df.schema else df.to(nullable)
     if partitions:  # numbered below the limit: the partitions of df's own rows
         df = df.withColumn(PARTITION, F.spark_partition_id())
@@ -295,13 +295,18 @@ def bounded_writer(df: DataFrame) -> DataFrameWriter:
     )
 
 
-def _nullable(t: DataType) -> DataType:
+def nullable_type(t: DataType) -> DataType:
+    """``t`` with every field, element and value nullable, as Spark reads files.
+
+    >>> nullable_type(ArrayType(LongType(), False)).containsNull
+    True
+    """
     if isinstance(t, ArrayType):
-        return ArrayType(_nullable(t.elementType), True)
+        return ArrayType(nullable_type(t.elementType), True)
     if isinstance(t, MapType):
-        return MapType(t.keyType, _nullable(t.valueType), True)
+        return MapType(t.keyType, nullable_type(t.valueType), True)
     if isinstance(t, StructType):
-        return StructType([StructField(f.name, _nullable(f.dataType), True, f.metadata) for f in t.fields])
+        return StructType([StructField(f.name, nullable_type(f.dataType), True, f.metadata) for f in t.fields])
     return t
 
 

@@ -26,6 +26,8 @@ from ..errors import EmbeddedUnsupported, LineageTooLarge
 from ..plan.versions import arrow_dataframe
 from ..sources.identity import RID
 from ..store.entry import OutputInfo
+from ..store.files import parquet_files
+from ..store.fs import is_remote
 from .embedded import ENGINES, EmbeddedEngine, check_engine, leaf_types  # noqa: F401 - also from here
 from .trace import RowsArg, rid_list
 
@@ -35,8 +37,8 @@ ROWS_LIMIT = 100_000  # rows an embedded answer hands to Spark as a local DataFr
 OUTPUT_ROWS_HERE = 10_000
 OUTPUT_FILES_HERE = 16
 # the types Arrow hands to Spark as Spark wrote them (nested ones of these too)
-_HANDED_OVER = {"boolean", "byte", "short", "integer", "long", "float", "double", "string", "binary", "date"}
-_HANDED_OVER |= {"timestamp", "timestamp_ntz"}
+_HANDED_OVER = {"boolean", "byte", "short", "integer", "long", "float", "double", "string", "binary", "date",
+                "timestamp", "timestamp_ntz"}  # fmt: skip
 
 
 def embedded_or_none(engine: str, answer: Callable[[], DataFrame | dict]) -> DataFrame | dict | None:
@@ -82,9 +84,6 @@ def output_here(output: OutputInfo) -> pa.Table | None:
     """The stored output rows (the files' columns, ``_sp_rid`` among them) read in this
     process when they are few, local and of types Arrow hands over unchanged; None
     otherwise (Spark reads them)."""
-    from ..store.files import parquet_files
-    from ..store.fs import is_remote
-
     fields = json.loads(output.schema)["fields"]
     if is_remote(output.path) or not all(_handed_over(f["type"]) for f in fields):
         return None
@@ -95,27 +94,6 @@ def output_here(output: OutputInfo) -> pa.Table | None:
     if not files:
         return pa.table({n: [] for n in names})
     return pq.read_table(files, columns=names)
-
-
-def nullable(schema):
-    """A Spark schema (its JSON) with every field, element and value nullable, as Spark
-    reads files.
-
-    >>> nullable({"type": "array", "elementType": "long", "containsNull": False})["containsNull"]
-    True
-    """
-    if not isinstance(schema, dict):
-        return schema
-    out = dict(schema)
-    for key in ("type", "elementType", "keyType", "valueType"):
-        if key in out:
-            out[key] = nullable(out[key])
-    if "fields" in out:
-        out["fields"] = [nullable(f) for f in out["fields"]]
-    for flag in ("nullable", "containsNull", "valueContainsNull"):
-        if flag in out:
-            out[flag] = True
-    return out
 
 
 def _handed_over(kind) -> bool:

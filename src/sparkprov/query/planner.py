@@ -32,6 +32,7 @@ from ..capture.lineage import expand_shared, expand_shared_forward
 from ..capture.restricted import no_such_source, refuse_forward, warn_restricted
 from ..errors import CaptureNotFound, InvalidArgument, StoreCorrupt
 from ..plan.catalyst import Bridge, quiet_analysis
+from ..plan.small_writes import nullable_type
 from ..sources.identity import RID, read_source
 from ..store.catalog import Store
 from ..store.entry import CaptureEntry
@@ -194,7 +195,7 @@ class Planner:
         """The output rows with ``_sp_rid``; ``ordered``: in the query's order."""
         out = self.entry.output
         # the schema it keeps (no job to read footers), every field nullable as Spark reads files
-        schema = StructType.fromJson(engines.nullable(json.loads(out.schema)))
+        schema = nullable_type(StructType.fromJson(json.loads(out.schema)))
         few = engines.output_here(out)
         if few is not None:
             # in rid order already: only an ORDER BY the capture kept needs a sort (a job)
